@@ -1,0 +1,103 @@
+"""Building the Plan from a checked workflow and its graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tether.compiler.graph import Graph
+from tether.compiler.plan import (
+    Plan,
+    PlanApproval,
+    PlanInput,
+    PlanLoop,
+    PlanNode,
+    PlanRetry,
+    PlanSubworkflow,
+    SourceRef,
+    with_fingerprint,
+)
+from tether.dsl.ast import Workflow
+from tether.dsl.document import InputSpec, NodeSpec
+from tether.dsl.validate import parse_duration
+
+DEFAULT_BACKOFF = 1.0
+
+
+def plan_input(name: str, spec: InputSpec) -> PlanInput:
+    return PlanInput(name=name, type=spec.type, required=not spec.has_default,
+                     default=spec.default, description=spec.description)
+
+
+def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan]) -> Plan:
+    """The fingerprinted plan of a workflow that has no errors."""
+    generation_of = {n: g for g, nodes in enumerate(graph.generations) for n in nodes}
+    nodes = tuple(
+        _plan_node(node_id, workflow.nodes[node_id], graph, generation_of[node_id], subplans)
+        for node_id in graph.order
+    )
+    file = Path(workflow.file).name
+    source_map = {}
+    for node_id in graph.order:
+        span = workflow.key_span("nodes", node_id)
+        source_map[node_id] = SourceRef(file=file, line=span.line, col=span.col)
+    plan = Plan(
+        name=workflow.name,
+        description=workflow.doc.description,
+        inputs=tuple(plan_input(n, s) for n, s in workflow.inputs.items()),
+        nodes=nodes,
+        generations=tuple(tuple(g) for g in graph.generations),
+        output=workflow.doc.output,
+        source_map=source_map,
+    )
+    return with_fingerprint(plan)
+
+
+def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
+               subplans: dict[str, Plan]) -> PlanNode:
+    kind = node.kind or "task"
+    retry = None
+    if node.retry is not None:
+        backoff = parse_duration(node.retry.backoff) if node.retry.backoff else None
+        retry = PlanRetry(max_attempts=node.retry.max_attempts,
+                          backoff=backoff if backoff is not None else DEFAULT_BACKOFF)
+    loop = None
+    if node.loop is not None:
+        loop = PlanLoop.model_validate({
+            "to": node.loop.to,
+            "while": node.loop.while_,
+            "max_iterations": node.loop.max_iterations,
+            "on_exhausted": node.loop.on_exhausted or "fail",
+            "body": tuple(graph.bodies[node_id]),
+        })
+    approval = None
+    if node.approval is not None:
+        form = node.approval.form
+        approval = PlanApproval(
+            reason=node.approval.reason,
+            context=node.approval.context,
+            form=tuple(plan_input(n, s) for n, s in form.items()) if form is not None else None,
+        )
+    workflow = None
+    if node.workflow is not None:
+        workflow = PlanSubworkflow(path=node.workflow, plan=subplans[node_id])
+    return PlanNode.model_validate({
+        "id": node_id,
+        "index": graph.index[node_id],
+        "kind": kind,
+        "task": node.task,
+        "approval": approval,
+        "workflow": workflow,
+        "with": node.with_ or {},
+        "needs": tuple(graph.needs[node_id]),
+        "waits_for": tuple(graph.waits_for[node_id]),
+        "when": node.when,
+        "trigger": node.trigger or "all_success",
+        "for_each": node.for_each,
+        "concurrency": node.concurrency,
+        "retry": retry,
+        "timeout": parse_duration(node.timeout) if node.timeout else None,
+        "idempotent": bool(node.idempotent),
+        "loop": loop,
+        "loops": tuple(graph.enclosing.get(node_id, ())),
+        "generation": generation,
+    })

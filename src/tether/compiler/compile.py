@@ -1,0 +1,148 @@
+"""The compiler's entry points: ``compile`` one workflow to a Plan, ``check`` files for CI."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tether.compiler.build import build_plan
+from tether.compiler.context import Context
+from tether.compiler.graph import analyse_graph
+from tether.compiler.lints import check_lints, check_reachability
+from tether.compiler.plan import Plan
+from tether.compiler.references import check_templates
+from tether.compiler.subworkflows import compile_subworkflows
+from tether.compiler.tasks import check_tasks
+from tether.diagnostics import Diagnostic, sort_diagnostics
+from tether.dsl.ast import Workflow
+from tether.dsl.loader import read_workflow, syntax_of
+from tether.errors import WorkflowError
+
+Tasks = Mapping[str, Callable[..., Any]]
+
+
+class Compiler:
+    """Compiles workflows; caches sub-workflow plans and tracks the include stack."""
+
+    def __init__(self, tasks: Tasks | None = None) -> None:
+        self.tasks = tasks
+        self.stack: list[Path] = []
+        self._cache: dict[Path, tuple[Plan | None, list[Diagnostic]]] = {}
+
+    def compile_workflow(self, workflow: Workflow) -> tuple[Plan | None, list[Diagnostic]]:
+        """Compile a workflow; the plan is None when any error was found."""
+        key = workflow.location
+        if key is not None and key in self._cache:
+            return self._cache[key]
+        if key is not None:
+            self.stack.append(key)
+        try:
+            result = self._compile(workflow)
+        finally:
+            if key is not None:
+                self.stack.pop()
+        if key is not None:
+            self._cache[key] = result
+        return result
+
+    def _compile(self, workflow: Workflow) -> tuple[Plan | None, list[Diagnostic]]:
+        ctx = Context(workflow)
+        graph = analyse_graph(ctx)
+        used_inputs = check_templates(ctx, graph)
+        check_reachability(ctx, graph)
+        subplans = compile_subworkflows(ctx, self)
+        if self.tasks is not None:
+            check_tasks(ctx, self.tasks)
+        check_lints(ctx, used_inputs, self.tasks)
+        broken = workflow.broken_nodes or workflow.broken_inputs
+        if ctx.has_errors or broken or not graph.acyclic:
+            return None, ctx.diagnostics
+        return build_plan(workflow, graph, subplans), ctx.diagnostics
+
+    def check_file(self, path: str | os.PathLike[str]) -> list[Diagnostic]:
+        """Every diagnostic of one file."""
+        workflow, diagnostics = read_workflow(path)
+        if workflow is not None:
+            _, more = self.compile_workflow(workflow)
+            diagnostics = diagnostics + more
+        return diagnostics
+
+
+def compile(
+    source: str | os.PathLike[str] | Workflow, *, tasks: Tasks | None = None
+) -> Plan:
+    """Compile a workflow file (or a loaded :class:`Workflow`) to a :class:`Plan`.
+
+    Raises :class:`~tether.errors.WorkflowError` carrying every diagnostic when the workflow
+    has errors. Warnings do not prevent compilation.
+    """
+    compiler = Compiler(tasks)
+    if isinstance(source, Workflow):
+        workflow: Workflow | None = source
+        diagnostics: list[Diagnostic] = []
+    else:
+        workflow, diagnostics = read_workflow(source)
+    plan = None
+    if workflow is not None:
+        plan, more = compiler.compile_workflow(workflow)
+        diagnostics = diagnostics + more
+    if plan is None or any(d.is_error for d in diagnostics):
+        raise WorkflowError(sort_diagnostics(diagnostics))
+    return plan
+
+
+def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The workflow files named by ``paths``: files as given, directories searched.
+
+    In a directory, ``*.flow`` files and ``*.yaml``/``*.yml`` files whose first key is
+    ``tether:`` are workflows; hidden directories are skipped.
+    """
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            found.append(path)
+            continue
+        for candidate in sorted(path.rglob("*")):
+            relative = candidate.relative_to(path).parts
+            if any(part.startswith(".") for part in relative[:-1]) or not candidate.is_file():
+                continue
+            syntax = syntax_of(candidate)
+            if syntax == "flow" or (syntax == "yaml" and starts_with_tether_key(candidate)):
+                found.append(candidate)
+    unique: dict[Path, None] = {}
+    for path in found:
+        unique.setdefault(path, None)
+    return list(unique)
+
+
+def starts_with_tether_key(path: Path) -> bool:
+    """Whether a YAML file's first key is ``tether:`` (read from its first 64 KiB)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(65536).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    for line in head.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped == "---":
+            continue
+        return stripped.startswith("tether:")
+    return False
+
+
+def check(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    tasks: Tasks | None = None,
+) -> list[Diagnostic]:
+    """Check workflow files and directories; return every diagnostic, sorted by place."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    compiler = Compiler(tasks)
+    diagnostics: list[Diagnostic] = []
+    for path in discover(paths):
+        diagnostics.extend(compiler.check_file(path))
+    return sort_diagnostics(diagnostics)

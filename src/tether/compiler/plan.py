@@ -1,0 +1,173 @@
+"""The plan: the compiler's output and the runtime's input.
+
+Plain, immutable, JSON-serialisable data (pydantic models). Nodes come in a deterministic
+topological order (``index``); every expression is kept as its source text. The fingerprint is
+the sha256 of the canonical JSON of everything that decides behaviour: the source map (file
+names and line numbers) is left out, so a ``.yaml`` file and its ``.flow`` twin share one
+fingerprint, and the same file compiles to the same bytes on any machine.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.errors import PlanError
+
+PLAN_FORMAT = 1
+
+NodeKind = Literal["task", "approval", "workflow"]
+
+
+class _PlanModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class PlanInput(_PlanModel):
+    """A declared input (or approval form field) with its type and default."""
+
+    name: str
+    type: str
+    required: bool
+    default: Any = None
+    description: str | None = None
+
+
+class PlanRetry(_PlanModel):
+    """Retry policy: ``max_attempts`` in all; delay ``backoff * 2**(attempt - 1)`` seconds."""
+
+    max_attempts: int
+    backoff: float
+
+
+class PlanLoop(_PlanModel):
+    """A bounded loop closed by the node that carries it."""
+
+    to: str
+    while_: str = Field(alias="while")
+    max_iterations: int
+    on_exhausted: Literal["fail", "continue"]
+    body: tuple[str, ...]
+
+
+class PlanApproval(_PlanModel):
+    """A built-in human-in-the-loop pause."""
+
+    reason: str
+    context: Any = None
+    form: tuple[PlanInput, ...] | None = None
+
+
+class PlanSubworkflow(_PlanModel):
+    """A sub-workflow: its path as written, and its compiled plan embedded."""
+
+    path: str
+    plan: Plan
+
+
+class PlanNode(_PlanModel):
+    """One node of the plan."""
+
+    id: str
+    index: int
+    kind: NodeKind
+    task: str | None = None
+    approval: PlanApproval | None = None
+    workflow: PlanSubworkflow | None = None
+    args: dict[str, Any] = Field(default_factory=dict, alias="with")
+    needs: tuple[str, ...] = ()
+    waits_for: tuple[str, ...] = ()
+    when: str | None = None
+    trigger: Literal["all_success", "all_done", "any_success"] = "all_success"
+    for_each: Any = None
+    concurrency: int | None = None
+    retry: PlanRetry | None = None
+    timeout: float | None = None
+    idempotent: bool = False
+    loop: PlanLoop | None = None
+    loops: tuple[str, ...] = ()
+    generation: int = 0
+
+
+class SourceRef(_PlanModel):
+    """Where a node is defined: file (relative to the main workflow file), line, column."""
+
+    file: str
+    line: int
+    col: int
+
+
+class Plan(_PlanModel):
+    """A compiled workflow."""
+
+    tether_plan: int = PLAN_FORMAT
+    name: str
+    description: str | None = None
+    inputs: tuple[PlanInput, ...] = ()
+    nodes: tuple[PlanNode, ...]
+    generations: tuple[tuple[str, ...], ...] = ()
+    output: Any = None
+    source_map: dict[str, SourceRef] = Field(default_factory=dict)
+    fingerprint: str = ""
+
+    @functools.cached_property
+    def by_id(self) -> dict[str, PlanNode]:
+        """Nodes by id."""
+        return {node.id: node for node in self.nodes}
+
+    def node(self, node_id: str) -> PlanNode:
+        return self.by_id[node_id]
+
+    def to_json(self) -> str:
+        """The plan as canonical JSON text (sorted keys, indented, trailing newline)."""
+        return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True,
+                          indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Plan:
+        """Read a plan written by :meth:`to_json`; check its fingerprint."""
+        from pydantic import ValidationError
+
+        try:
+            plan = cls.model_validate_json(text)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise PlanError(f"not a tether plan: {where}: {first['msg']}") from exc
+        if plan.tether_plan != PLAN_FORMAT:
+            raise PlanError(f"unsupported plan format {plan.tether_plan}")
+        if plan.fingerprint != fingerprint_of(plan):
+            raise PlanError("the plan's fingerprint does not match its content (edited by hand?)")
+        return plan
+
+
+def semantic(plan: Plan) -> dict[str, Any]:
+    """The part of a plan that decides behaviour: everything but source maps and fingerprints."""
+    data = plan.model_dump(mode="json", by_alias=True, exclude={"source_map", "fingerprint"})
+    for node, raw in zip(plan.nodes, data["nodes"], strict=True):
+        if node.workflow is not None:
+            raw["workflow"]["plan"] = semantic(node.workflow.plan)
+    return data
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON: sorted keys, no whitespace, UTF-8 characters kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def fingerprint_of(plan: Plan) -> str:
+    """sha256 of the canonical JSON of the plan's semantic part."""
+    return hashlib.sha256(canonical_json(semantic(plan)).encode()).hexdigest()
+
+
+def with_fingerprint(plan: Plan) -> Plan:
+    """The plan with its fingerprint filled in."""
+    return plan.model_copy(update={"fingerprint": fingerprint_of(plan)})
+
+
+PlanSubworkflow.model_rebuild()

@@ -1,0 +1,192 @@
+"""Template checks: syntax, and every name a template reads against what exists and is upstream."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tether.compiler.context import Context
+from tether.compiler.graph import Graph
+from tether.diagnostics import Span
+from tether.dsl.expressions import ENV, Analysis, Reference, analyse
+from tether.dsl.source import Path
+from tether.dsl.validate import did_you_mean
+
+NODE_FIELDS = ("output", "status")
+ROOTS = ("inputs", "nodes", "item", "iteration")
+
+
+@dataclass(frozen=True)
+class Site:
+    """One string that may hold a template, and what it may read."""
+
+    path: Path
+    text: str
+    reader: str | None  # the node reading, or None for the workflow's output
+    condition: bool = False  # must be a single expression (when, while, for_each)
+    item: bool = False  # `item` is in scope
+    iteration: bool = False  # `iteration` is in scope
+    reads_self: bool = False  # the loop's `while` may read its own node
+
+
+def strings(value: Any, path: Path) -> Iterator[tuple[Path, str]]:
+    """Every string inside a JSON value, with its path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from strings(item, (*path, i))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from strings(item, (*path, key))
+
+
+def sites(ctx: Context, graph: Graph) -> Iterator[Site]:
+    """Every template site of the workflow."""
+    for node_id, node in ctx.workflow.nodes.items():
+        base: Path = ("nodes", node_id)
+        in_loop = bool(graph.enclosing.get(node_id))
+        item = node.for_each is not None
+        for path, text in strings(node.with_, (*base, "with")):
+            yield Site(path, text, node_id, item=item, iteration=in_loop)
+        if node.when is not None:
+            yield Site((*base, "when"), node.when, node_id, condition=True, iteration=in_loop)
+        if isinstance(node.for_each, str):
+            yield Site((*base, "for_each"), node.for_each, node_id, condition=True,
+                       iteration=in_loop)
+        else:
+            for path, text in strings(node.for_each, (*base, "for_each")):
+                yield Site(path, text, node_id, iteration=in_loop)
+        if node.approval is not None:
+            approval = node.approval
+            yield Site((*base, "approval", "reason"), approval.reason, node_id, iteration=in_loop)
+            for path, text in strings(approval.context, (*base, "approval", "context")):
+                yield Site(path, text, node_id, iteration=in_loop)
+        if node.loop is not None:
+            yield Site((*base, "loop", "while"), node.loop.while_, node_id, condition=True,
+                       iteration=True, reads_self=True)
+    for path, text in strings(ctx.workflow.doc.output, ("output",)):
+        yield Site(path, text, None)
+
+
+def check_templates(ctx: Context, graph: Graph) -> set[str]:
+    """Check every template; return the names of the inputs that templates read."""
+    used: set[str] = set()
+    for site in sites(ctx, graph):
+        analysis = analyse(site.text)
+        if analysis.kind == "literal" and not site.condition:
+            continue
+        _check_site(ctx, graph, site, analysis, used)
+    return used
+
+
+def _check_site(ctx: Context, graph: Graph, site: Site, analysis: Analysis,
+                used: set[str]) -> None:
+    node_id = site.reader
+    if analysis.error is not None:
+        span = ctx.locate(site.path, site.text, "{{")
+        if analysis.error_line > 1:
+            span = Span(span.file, span.line + analysis.error_line - 1, 1)
+        ctx.report("E400", f"template syntax error: {analysis.error}", span, node_id=node_id)
+        return
+    if site.condition and analysis.kind != "expression":
+        ctx.report("E409", f"`{site.path[-1]}` must be a single `{{{{ ... }}}}` expression",
+                   ctx.span(*site.path), node_id=node_id,
+                   help="text around the expression, or several expressions, make a string, "
+                   "which is always true")
+    for name in analysis.unsafe:
+        ctx.report("E408", f"templates cannot read private attributes such as `{name}`",
+                   ctx.locate(site.path, site.text, name), node_id=node_id,
+                   help="the template sandbox refuses names starting with an underscore")
+    for name in analysis.unknown_filters:
+        ctx.report("E410", f"unknown filter `{name}`", ctx.locate(site.path, site.text, name),
+                   node_id=node_id, help=did_you_mean(name, sorted(ENV.filters)))
+    for name in analysis.unknown_tests:
+        ctx.report("E410", f"unknown test `{name}`", ctx.locate(site.path, site.text, name),
+                   node_id=node_id, help=did_you_mean(name, sorted(ENV.tests)))
+    for ref in analysis.references:
+        _check_reference(ctx, graph, site, ref, used)
+
+
+def _needle(ref: Reference) -> str:
+    return ".".join((ref.root, *ref.attrs[:2]))
+
+
+def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
+                     used: set[str]) -> None:
+    span = ctx.locate(site.path, site.text, _needle(ref))
+    if ref.root != _needle(ref) and span == ctx.span(*site.path):
+        span = ctx.locate(site.path, site.text, ref.root)
+    reader = site.reader
+    if ref.root == "inputs":
+        _check_input(ctx, ref, span, reader, used)
+    elif ref.root == "nodes":
+        _check_node_read(ctx, graph, site, ref, span)
+    elif ref.root == "item":
+        if not site.item:
+            where = "in `for_each` itself" if site.path[-1:] == ("for_each",) else \
+                "outside a node with `for_each`"
+            ctx.report("E406", f"`item` is not defined {where}", span, node_id=reader,
+                       help="`item` is the current element of the node's `for_each` list")
+    elif ref.root == "iteration":
+        if not site.iteration:
+            ctx.report("E407", "`iteration` is only defined inside a loop", span,
+                       node_id=reader, help="`iteration` counts the passes of the enclosing loop")
+    elif ref.root not in ENV.globals:
+        ctx.report("E401", f"unknown name `{ref.root}`", span, node_id=reader,
+                   help=did_you_mean(ref.root, ROOTS)
+                   or "templates read `inputs.<name>` and `nodes.<id>.output`")
+
+
+def _check_input(ctx: Context, ref: Reference, span: Span, reader: str | None,
+                 used: set[str]) -> None:
+    inputs = ctx.workflow.inputs
+    if not ref.attrs:
+        used.update(inputs)
+        return
+    name = ref.attrs[0]
+    used.add(name)
+    if name not in inputs and name not in ctx.workflow.broken_inputs:
+        declared = list(inputs)
+        help = did_you_mean(name, declared) or (
+            f"declared inputs: {', '.join(declared)}" if declared else "declare it under `inputs:`"
+        )
+        ctx.report("E402", f"unknown input `{name}`", span, node_id=reader, help=help)
+
+
+def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
+                     span: Span) -> None:
+    reader = site.reader
+    if not ref.attrs:
+        if ref.dynamic:
+            ctx.report("E403", "a template must name the node it reads with a fixed id", span,
+                       node_id=reader, help="write `nodes.<id>.output`")
+        else:
+            ctx.report("E404", "a template cannot read all of `nodes`", span, node_id=reader,
+                       help="read the nodes you need one by one: `nodes.<id>.output`")
+        return
+    target = ref.attrs[0]
+    if target not in ctx.workflow.nodes:
+        if target not in ctx.workflow.broken_nodes:
+            ctx.report("E403", f"unknown node `{target}`", span, node_id=reader,
+                       help=did_you_mean(target, list(ctx.workflow.nodes)))
+        return
+    if len(ref.attrs) > 1 and ref.attrs[1] not in NODE_FIELDS:
+        field = ref.attrs[1]
+        ctx.report("E405", f"node `{target}` has no field `{field}`", span, node_id=reader,
+                   help=did_you_mean(field, NODE_FIELDS)
+                   or f"did you mean `nodes.{target}.output.{field}`?")
+    if reader is None or not graph.acyclic:
+        return
+    if graph.is_upstream(target, reader) or graph.share_loop(target, reader):
+        return
+    if target == reader and site.reads_self:
+        return
+    if target == reader:
+        ctx.report("E404", f"node `{reader}` reads its own output", span, node_id=reader,
+                   help="a node's output exists only after it ran")
+        return
+    ctx.report("E404", f"node `{reader}` reads `{target}`, which is not upstream of it",
+               span, node_id=reader,
+               help=f"add `{target}` to the `needs` of `{reader}` so it runs first")

@@ -1,0 +1,245 @@
+"""The registry of diagnostic codes: one place, stable codes, documentation for ``explain``.
+
+Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
+(they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
+document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
+sub-workflows, W1xx lints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tether.diagnostics.model import Severity
+
+
+@dataclass(frozen=True)
+class Code:
+    """A diagnostic code with its slug, default severity, title and long explanation."""
+
+    code: str
+    slug: str
+    title: str
+    explanation: str
+
+    @property
+    def severity(self) -> Severity:
+        return Severity.WARNING if self.code.startswith("W") else Severity.ERROR
+
+
+def _code(code: str, slug: str, title: str, explanation: str) -> Code:
+    return Code(code, slug, title, explanation.strip("\n"))
+
+
+CODES: dict[str, Code] = {
+    c.code: c
+    for c in (
+        _code("E100", "unreadable-file", "the file cannot be read", """
+The file does not exist, is not readable, is not valid UTF-8, or has an extension tether does
+not know. Workflow files are `.yaml`/`.yml` (YAML) or `.flow` (the compact syntax).
+"""),
+        _code("E101", "yaml-syntax", "YAML syntax error", """
+The YAML parser could not read the file. The location points at the character where the
+parser gave up; the real mistake is often just before it (an unclosed quote or bracket, a tab
+used for indentation, a key indented one space too far).
+"""),
+        _code("E102", "flow-syntax", ".flow syntax error", """
+The `.flow` parser met a token it did not expect. The message lists what would have been
+accepted there. A statement starts at column 1 (`workflow`, `input`, `task`, `approval`,
+`workflow ID = ...`, `output`); an indented line continues the statement above it.
+
+    workflow refund
+    input amount: number
+    task lookup = billing.lookup_account(account: {{ inputs.account }})
+        retry 3 backoff 2s
+"""),
+        _code("E103", "too-complex", "the document is too large or too deeply nested", """
+tether refuses documents nested more than 64 levels deep, and YAML whose aliases would expand
+to more than 1,000,000 values (an "alias bomb"). Flatten the document or drop the aliases.
+"""),
+        _code("E104", "duplicate-key", "a key appears twice in one mapping", """
+YAML silently keeps the last of two equal keys; tether refuses the file instead, because the
+first value is almost always meant. In `.flow`, the same clause given twice on one statement
+is the same mistake.
+"""),
+        _code("E105", "unsupported-value", "a value that is not plain JSON data", """
+Workflow values are JSON: strings, numbers, booleans, null, lists and mappings. YAML tags such
+as `!!binary`, `!!set`, `!!python/object` or custom `!tags`, and the floats `.nan` and `.inf`,
+have no JSON form. Quote the value to keep it as a string.
+"""),
+        _code("E200", "missing-key", "a required key is missing", """
+Every workflow needs `tether: 1`, a `name` and `nodes`; an input needs `type`; a loop needs
+`to`, `while` and `max_iterations`; a retry needs `max_attempts`; an approval needs `reason`.
+"""),
+        _code("E201", "unknown-key", "a key tether does not know", """
+The key is not part of the format at this place. It is usually a typo: the help line suggests
+the closest known key. `tether schema` prints the JSON Schema an editor can use to complete
+keys as you type.
+"""),
+        _code("E202", "wrong-type", "a value of the wrong type", """
+The value has the wrong JSON type for this key, for example a string where a mapping or an
+integer is expected. YAML reads `yes`, `no`, `on` and `off` as booleans and `1.0` as a
+number: quote a value to keep it a string.
+"""),
+        _code("E203", "invalid-value", "a value outside the allowed set or range", """
+The value has the right type but is not one of the allowed values (for example a `trigger`
+other than `all_success`, `all_done` or `any_success`, or an input `type` other than
+`string`, `number`, `integer`, `boolean`, `object`, `array`) or is out of range.
+"""),
+        _code("E204", "unsupported-version", "a format version this tether does not know", """
+`tether:` gives the version of the workflow format. This release reads version 1.
+"""),
+        _code("E205", "node-kind", "a node must have exactly one of task, approval, workflow", """
+A node is a `task` (calls a registered Python function), an `approval` (waits for a human) or
+a `workflow` (runs another workflow file as a sub-run). Give exactly one of them.
+"""),
+        _code("E206", "invalid-id", "an id or name that does not match ^[a-z][a-z0-9_]*$", """
+Node ids and input names start with a lowercase letter and contain only lowercase letters,
+digits and underscores, so templates can read them as `nodes.<id>` and `inputs.<name>`.
+"""),
+        _code("E207", "invalid-duration", "a duration that cannot be read", """
+Durations are a number followed by a unit: `500ms`, `30s`, `5m`, `2h`, `1d`. They must be
+greater than zero.
+"""),
+        _code("E208", "misplaced-key", "a key that does not apply to this kind of node", """
+Some keys only make sense for some nodes: `with` for tasks and workflows, `retry`, `timeout`
+and `idempotent` for tasks, `for_each` for tasks and workflows, `concurrency` only together
+with `for_each`.
+"""),
+        _code("E209", "not-a-workflow", "the document is not a workflow mapping", """
+A workflow file holds one mapping with the keys `tether`, `name`, `description`, `inputs`,
+`nodes` and `output`. The file is empty, holds several YAML documents, or holds a list or a
+scalar at its top level.
+"""),
+        _code("E300", "duplicate-id", "two nodes have the same id", """
+Node ids are unique within a workflow. The note points at the first definition.
+"""),
+        _code("E301", "unknown-need", "`needs` names a node that does not exist", """
+Every id in `needs` (`after` in `.flow`) must be the id of a node in the same workflow.
+"""),
+        _code("E302", "cycle", "the nodes depend on each other in a cycle", """
+`needs` must form a directed acyclic graph. To repeat a part of the graph, declare a bounded
+loop on the node that closes it instead of a cyclic `needs`:
+
+    critique:
+      needs: [draft]
+      task: text.critique
+      loop: {to: draft, while: "{{ nodes.critique.output.score < 8 }}", max_iterations: 5}
+
+The message lists every node of the cycle; the notes point at each edge.
+"""),
+        _code("E303", "loop-target", "`loop.to` is not upstream of its node", """
+A loop runs again from `loop.to` after its node completes, so `to` must be the node itself or
+one of its upstream nodes (reachable through `needs`).
+"""),
+        _code("E304", "loop-bound", "a loop without a positive `max_iterations`", """
+Every loop has a required bound: `max_iterations` is an integer of at least 1. When the bound
+is reached and `while` still holds, `on_exhausted` decides: `fail` (the default) fails the
+run, `continue` goes on with the nodes after the loop.
+"""),
+        _code("E305", "unreachable", "a node that can never run", """
+The node's guard is always false, or every path to it goes through such a node (with the
+default trigger rule `all_success`, a skipped upstream node skips its dependents). Remove the
+node, fix the guard, or use `trigger: all_done` to run it after skipped nodes.
+"""),
+        _code("E306", "loop-overlap", "two loops overlap without one containing the other", """
+Loops may nest (one loop's body entirely inside another's) or be disjoint, but their bodies
+may not partially overlap, and one node cannot close two loops.
+"""),
+        _code("E400", "template-syntax", "a template that cannot be parsed", """
+Expressions are Jinja2 expressions inside `{{ ... }}`. The parser could not read this one;
+the message says what it expected.
+"""),
+        _code("E401", "unknown-name", "a template reads a name that does not exist", """
+A template can read `inputs.<name>`, `nodes.<id>.output`, `nodes.<id>.status`, `item` (inside
+`for_each`) and `iteration` (inside a loop).
+"""),
+        _code("E402", "unknown-input", "a template reads an input that is not declared", """
+Declare the input under `inputs:` (or `input` in `.flow`), or fix the name.
+"""),
+        _code("E403", "unknown-node", "a template reads a node that does not exist", """
+`nodes.<id>` must name a node of the same workflow.
+"""),
+        _code("E404", "not-upstream", "a template reads a node that is not upstream", """
+A node can only read the output of nodes it depends on, directly or through other nodes,
+because only those are guaranteed to have run. Add the node to `needs`. Inside a loop body,
+a node may read a later node of the same loop (it reads the previous iteration's value, or
+nothing on the first iteration).
+"""),
+        _code("E405", "unknown-node-field", "a template reads a field a node does not have", """
+A node exposes `nodes.<id>.output` (its result) and `nodes.<id>.status` (`completed`,
+`skipped`, `failed`, or `pending`).
+"""),
+        _code("E406", "item-outside-for-each", "`item` is read outside `for_each`", """
+`item` is the current element inside a node with `for_each`; elsewhere it does not exist.
+"""),
+        _code("E407", "iteration-outside-loop", "`iteration` is read outside a loop", """
+`iteration` (1 on the first pass) exists only inside a loop body and its `while` condition.
+"""),
+        _code("E408", "unsafe-attribute", "a template reaches for a private attribute", """
+Templates run in a sandbox: attributes starting with an underscore (such as `__class__` or
+`__globals__`) are never readable.
+"""),
+        _code("E409", "not-single-expression", "a condition must be one `{{ ... }}` expression", """
+`when`, `loop.while` and an expression-valued `for_each` are a single expression, like
+`{{ inputs.amount > 100 }}`. Text around it, or two expressions, would turn the value into a
+string, which is always true.
+"""),
+        _code("E410", "unknown-filter", "a template uses a filter or test that does not exist", """
+Only Jinja2's built-in filters and tests are available in templates.
+"""),
+        _code("E500", "default-type", "an input default of the wrong type", """
+An input's `default` must have the input's `type`.
+"""),
+        _code("E501", "argument-type", "a literal argument of the wrong type", """
+A literal value passed in `with:` does not have the type the task's parameter (or the
+sub-workflow's input) declares.
+"""),
+        _code("E600", "unknown-task", "the task is not registered", """
+With task modules given (`--tasks MODULE` or `[tool.tether] tasks = [...]` in
+`pyproject.toml`), every `task:` must name a function registered with `@tether.task`.
+"""),
+        _code("E601", "unknown-argument", "an argument the task does not accept", """
+The task's function has no parameter of this name (and no `**kwargs`).
+"""),
+        _code("E602", "missing-argument", "a required argument is missing", """
+The task's function has a parameter without a default that `with:` does not give.
+"""),
+        _code("E603", "task-module", "a task module cannot be imported", """
+A module named with `--tasks` or in `[tool.tether] tasks` failed to import. The message
+carries the exception the import raised.
+"""),
+        _code("E700", "workflow-not-found", "the sub-workflow file does not exist", """
+`workflow:` takes a path relative to the file that references it.
+"""),
+        _code("E701", "workflow-invalid", "the sub-workflow file has errors", """
+The referenced file does not compile; the notes show its own diagnostics.
+"""),
+        _code("E702", "workflow-recursion", "workflow files include each other in a cycle", """
+A workflow cannot (directly or indirectly) run itself as a sub-workflow.
+"""),
+        _code("E703", "unknown-workflow-input", "an input the sub-workflow does not declare", """
+`with:` on a `workflow:` node gives the sub-workflow's inputs; each name must be declared in
+the sub-workflow's `inputs`.
+"""),
+        _code("E704", "missing-workflow-input", "a required sub-workflow input is missing", """
+The sub-workflow declares an input without a default that `with:` does not give.
+"""),
+        _code("W100", "retry-not-idempotent", "a retried task is not marked idempotent", """
+A retried task runs again after a failure, so a side effect it committed before failing may
+happen twice. Mark the node `idempotent: true` (or wrap the side effect with
+`@tether.idempotent`); write `idempotent: false` to say the repetition is safe.
+"""),
+        _code("W101", "unused-input", "an input no template reads", """
+The input is declared but never read. Remove it, or read it where it was meant to be used.
+"""),
+    )
+}
+
+
+def lookup(code: str) -> Code | None:
+    """The registered code, accepting any case and the slug (``E302`` or ``cycle``)."""
+    wanted = code.strip()
+    if wanted.upper() in CODES:
+        return CODES[wanted.upper()]
+    return next((c for c in CODES.values() if c.slug == wanted.lower()), None)

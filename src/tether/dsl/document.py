@@ -1,0 +1,186 @@
+"""The workflow format as pydantic models: the one definition both front ends validate against.
+
+These models are the schema of the YAML format (``tether schema`` is generated from them) and
+the content of the AST: a ``.yaml`` and a ``.flow`` file that mean the same thing produce equal
+:class:`WorkflowDoc` values. Positions live beside them in a :class:`~tether.dsl.source.SourceMap`.
+
+Validation is strict (no coercion: ``"3"`` is not an integer) and closed (unknown keys are
+errors). Checks that need more context than one value (exactly one node kind, id patterns,
+durations, template names) are made by :mod:`tether.dsl.validate` and the compiler, which
+report them with their own codes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+FORMAT_VERSION = 1
+ID_PATTERN = r"^[a-z][a-z0-9_]*$"
+ID_RE = re.compile(ID_PATTERN)
+
+InputType = Literal["string", "number", "integer", "boolean", "object", "array"]
+TriggerRule = Literal["all_success", "all_done", "any_success"]
+OnExhausted = Literal["fail", "continue"]
+
+INPUT_TYPES: tuple[str, ...] = ("string", "number", "integer", "boolean", "object", "array")
+TRIGGER_RULES: tuple[str, ...] = ("all_success", "all_done", "any_success")
+
+
+def as_expression(value: object) -> object:
+    """Canonical form of a condition: ``true``/``false`` and bare text become ``{{ ... }}``.
+
+    ``when: inputs.amount > 100`` and ``when: "{{ inputs.amount > 100 }}"`` mean the same, so
+    both front ends store the braced form and compile to the same plan.
+    """
+    if isinstance(value, bool):
+        return "{{ true }}" if value else "{{ false }}"
+    if isinstance(value, str) and "{{" not in value and "{%" not in value and value.strip():
+        return "{{ " + value.strip() + " }}"
+    return value
+
+
+def as_list(value: object) -> object:
+    """``needs: a`` is short for ``needs: [a]``."""
+    return [value] if isinstance(value, str) else value
+
+
+Expression = Annotated[
+    str, BeforeValidator(as_expression, json_schema_input_type=str | bool)
+]
+NeedList = Annotated[
+    list[str], BeforeValidator(as_list, json_schema_input_type=str | list[str])
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, populate_by_name=True
+    )
+
+
+class InputSpec(_Model):
+    """A typed run parameter (also used for the fields of an approval form)."""
+
+    type: InputType = Field(description="The JSON type of the value.")
+    default: Any = Field(
+        None, description="The value used when none is given; without it the input is required."
+    )
+    description: str | None = Field(None, description="What the input is for.")
+
+    @property
+    def has_default(self) -> bool:
+        return "default" in self.model_fields_set
+
+
+class RetryPolicy(_Model):
+    """Run a failing task again, up to ``max_attempts`` attempts in all."""
+
+    max_attempts: int = Field(ge=1, description="Attempts in all, the first one included.")
+    backoff: str | None = Field(
+        None,
+        description="Delay before the second attempt, doubled for each further one "
+        "(a duration such as 500ms, 2s, 1m). Default 1s.",
+    )
+
+
+class LoopSpec(_Model):
+    """A bounded back-edge: after this node completes, run again from ``to`` while a condition holds."""
+
+    to: str = Field(description="The node the loop starts again from (this node or an upstream one).")
+    while_: Expression = Field(
+        alias="while", description="Run again while this expression is true."
+    )
+    max_iterations: int = Field(
+        ge=1, description="The most times the loop body runs, the first pass included."
+    )
+    on_exhausted: OnExhausted | None = Field(
+        None,
+        description="What happens when the bound is reached and the condition still holds: "
+        "fail the run (default) or continue after the loop.",
+    )
+
+
+class ApprovalSpec(_Model):
+    """A human-in-the-loop pause: the run waits, with no process alive, until resumed."""
+
+    reason: str = Field(description="What is being approved, for example manager_approval.")
+    context: Any = Field(
+        None, description="What the human sees, rendered and frozen when the run pauses."
+    )
+    form: dict[str, InputSpec] | None = Field(
+        None, description="The fields a resume must give; they become the node's output."
+    )
+
+
+class NodeSpec(_Model):
+    """One node: exactly one of ``task``, ``approval``, ``workflow``, and optional settings."""
+
+    task: str | None = Field(None, description="The registered task this node calls.")
+    approval: ApprovalSpec | None = Field(None, description="Pause for a human decision.")
+    workflow: str | None = Field(
+        None, description="Another workflow file, relative to this one, run as a sub-run."
+    )
+    with_: dict[str, Any] | None = Field(
+        None, alias="with", description="Arguments of the task, or inputs of the sub-workflow."
+    )
+    needs: NeedList | None = Field(None, description="Nodes that must finish before this one.")
+    when: Expression | None = Field(
+        None, description="Run only when this expression is true; otherwise the node is skipped."
+    )
+    trigger: TriggerRule | None = Field(
+        None,
+        description="When the node runs given its upstream nodes' outcome (default all_success).",
+    )
+    for_each: Any = Field(
+        None, description="Run the node once per element of this list (an expression or a list)."
+    )
+    concurrency: int | None = Field(
+        None, ge=1, description="How many for_each elements run at once."
+    )
+    retry: RetryPolicy | None = Field(None, description="Run a failing task again.")
+    timeout: str | None = Field(None, description="Time limit of one attempt (30s, 5m, ...).")
+    idempotent: bool | None = Field(
+        None, description="Cache the task's result so a re-executed node does not repeat it."
+    )
+    loop: LoopSpec | None = Field(None, description="Close a bounded loop at this node.")
+
+    @property
+    def kind(self) -> str | None:
+        kinds = [k for k in ("task", "approval", "workflow") if getattr(self, k) is not None]
+        return kinds[0] if len(kinds) == 1 else None
+
+
+class WorkflowDoc(_Model):
+    """A tether workflow file."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        populate_by_name=True,
+        title="tether workflow",
+        json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"},
+    )
+
+    tether: int = Field(description="The format version; this release reads 1.")
+    name: str = Field(description="The workflow's name.")
+    description: str | None = Field(None, description="What the workflow does.")
+    inputs: dict[str, InputSpec] | None = Field(
+        None,
+        description="Typed run parameters.",
+        json_schema_extra={"propertyNames": {"pattern": ID_PATTERN}},
+    )
+    nodes: dict[str, NodeSpec] = Field(
+        min_length=1,
+        description="The nodes, by id.",
+        json_schema_extra={"propertyNames": {"pattern": ID_PATTERN}},
+    )
+    output: Any = Field(None, description="The run's result: a value with templates.")
+
+
+def dump_document(doc: WorkflowDoc) -> dict[str, Any]:
+    """The document as plain data in its canonical key order, without unset keys."""
+    return doc.model_dump(by_alias=True, exclude_unset=True, exclude_none=False)

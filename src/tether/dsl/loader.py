@@ -1,0 +1,109 @@
+"""Reading workflow files: bytes -> text -> front end -> validated :class:`Workflow`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tether.diagnostics import Diagnostic, Span, make
+from tether.dsl.ast import Syntax, Workflow
+from tether.dsl.source import RawDocument, SourceMap, position
+from tether.dsl.validate import validate
+from tether.errors import WorkflowError
+
+YAML_SUFFIXES = (".yaml", ".yml")
+FLOW_SUFFIXES = (".flow",)
+
+
+def syntax_of(path: str | os.PathLike[str]) -> Syntax | None:
+    """The syntax a file name implies, or None for an unknown extension."""
+    suffix = Path(path).suffix.lower()
+    if suffix in YAML_SUFFIXES:
+        return "yaml"
+    if suffix in FLOW_SUFFIXES:
+        return "flow"
+    return None
+
+
+def decode(data: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
+    """UTF-8 text of ``data`` (a leading BOM is dropped), or a diagnostic at the bad byte."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        prefix = data[: exc.start].decode("utf-8", errors="replace")
+        line, col = position(prefix, len(prefix))
+        span = Span(file, line, col, line, col)
+        message = f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        return None, [make("E100", message, span, help="save the file as UTF-8")]
+    if "\x00" in text:
+        line, col = position(text, text.index("\x00"))
+        span = Span(file, line, col, line, col)
+        return None, [make("E100", "the file contains a NUL character", span,
+                           help="workflow files are text; is this a binary file?")]
+    return text, []
+
+
+def parse_text(text: str, file: str, syntax: Syntax) -> RawDocument:
+    """Run the front end of ``syntax`` over ``text``."""
+    if syntax == "yaml":
+        from tether.dsl.yaml_reader import read_yaml
+
+        return read_yaml(text, file)
+    from tether.dsl.flow_reader import read_flow
+
+    return read_flow(text, file)
+
+
+def read_workflow(
+    path: str | os.PathLike[str], *, display: str | None = None, syntax: Syntax | None = None
+) -> tuple[Workflow | None, list[Diagnostic]]:
+    """Read and validate one file; return the (possibly partial) workflow and all diagnostics.
+
+    ``display`` is the file name used in diagnostics (default: ``path`` as given).
+    """
+    file = display if display is not None else os.fspath(path)
+    syntax = syntax or syntax_of(path)
+    if syntax is None:
+        message = f"`{Path(path).name}` is not a workflow file"
+        help = "workflow files end in .yaml, .yml or .flow"
+        return None, [make("E100", message, Span.whole_file(file), help=help)]
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return None, [make("E100", f"cannot read the file: {reason}", Span.whole_file(file))]
+    text, problems = decode(data, file)
+    if text is None:
+        return None, problems
+    return workflow_from_text(text, file, syntax, location=Path(path))
+
+
+def workflow_from_text(
+    text: str, file: str, syntax: Syntax, *, location: Path | None = None
+) -> tuple[Workflow | None, list[Diagnostic]]:
+    """Parse and validate ``text``; ``file`` names it in diagnostics."""
+    raw = parse_text(text, file, syntax)
+    validated = validate(raw) if raw.data is not None or raw.ok else None
+    if validated is None or validated.doc is None:
+        return None, raw.diagnostics
+    workflow = Workflow(
+        doc=validated.doc,
+        source=raw.source,
+        syntax=syntax,
+        location=location.resolve() if location is not None else None,
+        broken_nodes=validated.broken_nodes,
+        broken_inputs=validated.broken_inputs,
+    )
+    return workflow, raw.diagnostics
+
+
+def load(path: str | os.PathLike[str]) -> Workflow:
+    """Read a workflow file; raise :class:`~tether.errors.WorkflowError` if it has errors."""
+    workflow, diagnostics = read_workflow(path)
+    if workflow is None or any(d.is_error for d in diagnostics):
+        raise WorkflowError(diagnostics)
+    return workflow
+
+
+def empty_source(file: str) -> SourceMap:
+    return SourceMap(file=file)

@@ -1,0 +1,67 @@
+"""Source positions of a parsed document, shared by both front ends.
+
+A front end turns text into plain data (dicts, lists, scalars) plus a :class:`SourceMap` that
+gives the span of every key and value by its path in the data, for example
+``("nodes", "refund", "with", "amount")``. Validation and the compiler look spans up by path,
+so one set of checks serves YAML and ``.flow`` alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.diagnostics import Diagnostic, Span
+
+Path = tuple[str | int, ...]
+
+MAX_DEPTH = 64
+
+
+@dataclass
+class SourceMap:
+    """Spans of the keys and values of one document, by path."""
+
+    file: str
+    text: str = ""
+    keys: dict[Path, Span] = field(default_factory=dict)
+    values: dict[Path, Span] = field(default_factory=dict)
+
+    def value(self, path: Path) -> Span:
+        """The span of the value at ``path``, or of its nearest recorded ancestor."""
+        for end in range(len(path), -1, -1):
+            span = self.values.get(path[:end])
+            if span is not None:
+                return span
+        return Span.whole_file(self.file)
+
+    def key(self, path: Path) -> Span:
+        """The span of the key that introduces ``path`` (the value's span when it has none)."""
+        span = self.keys.get(path)
+        return span if span is not None else self.value(path)
+
+    def line(self, number: int) -> str:
+        """Source line ``number`` (1-based), without its line break; empty when out of range."""
+        lines = self.text.splitlines()
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+@dataclass
+class RawDocument:
+    """What a front end produces: plain data, its positions, and the problems it found."""
+
+    data: Any
+    source: SourceMap
+    syntax: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def position(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of character ``offset`` in ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    start = text.rfind("\n", 0, offset) + 1
+    return line, offset - start + 1

@@ -1,0 +1,334 @@
+"""Validate front-end data against the format models; map pydantic errors to our diagnostics.
+
+This is the one boundary where pydantic's ``ValidationError`` is caught. Every error becomes a
+diagnostic with our code, our wording and the span of the offending key or value. When the
+document has errors, the broken parts (a whole node, a whole input) are set aside and the rest
+validated again, so the compiler can still report graph and template problems in the same pass.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from tether.diagnostics import Diagnostic, make
+from tether.dsl.document import (
+    FORMAT_VERSION,
+    ID_RE,
+    INPUT_TYPES,
+    ApprovalSpec,
+    InputSpec,
+    LoopSpec,
+    NodeSpec,
+    RetryPolicy,
+    WorkflowDoc,
+)
+from tether.dsl.source import Path, RawDocument, SourceMap
+
+DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+_TYPE_NAMES = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "bool_type": "a boolean (true or false)",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+}
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds in a duration like ``500ms``, ``30s``, ``5m``, ``2h``, ``1d``; None if invalid."""
+    match = DURATION_RE.match(text.strip())
+    if match is None:
+        return None
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    return seconds if seconds > 0 else None
+
+
+def json_type_name(value: object) -> str:
+    """The JSON name of a value's type, as used in messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def matches_type(value: object, type_name: str) -> bool:
+    """Whether a JSON value has the input type ``type_name``."""
+    if type_name == "string":
+        return isinstance(value, str)
+    if type_name == "boolean":
+        return isinstance(value, bool)
+    if type_name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if type_name == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if type_name == "object":
+        return isinstance(value, dict)
+    if type_name == "array":
+        return isinstance(value, list)
+    return False
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str | None:
+    """A help line suggesting the closest of ``choices``, if any is close enough."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+def describe(path: Path) -> str:
+    """Where a path is, in words: ``in node `a```, ``in the loop of node `a```."""
+    if len(path) >= 2 and path[0] == "nodes":
+        where = f"node `{path[1]}`"
+        rest = path[2:]
+        if rest and rest[0] in ("loop", "retry", "approval"):
+            where = f"the {rest[0]} of {where}"
+            if rest[0] == "approval" and len(rest) >= 3 and rest[1] == "form":
+                where = f"form field `{rest[2]}` of node `{path[1]}`"
+        return f"in {where}"
+    if len(path) >= 2 and path[0] == "inputs":
+        return f"in input `{path[1]}`"
+    return "at the top level"
+
+
+def _model_at(path: Path) -> type[BaseModel] | None:
+    """The format model that validates the mapping at ``path``."""
+    model: type[BaseModel] = WorkflowDoc
+    steps = list(path)
+    while steps:
+        key = steps.pop(0)
+        if model is WorkflowDoc and key in ("nodes", "inputs") and steps:
+            steps.pop(0)
+            model = NodeSpec if key == "nodes" else InputSpec
+        elif model is NodeSpec and key in ("retry", "loop", "approval"):
+            model = {"retry": RetryPolicy, "loop": LoopSpec, "approval": ApprovalSpec}[str(key)]
+        elif model is ApprovalSpec and key == "form" and steps:
+            steps.pop(0)
+            model = InputSpec
+        else:
+            return None
+    return model
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+@dataclass
+class _Mapper:
+    source: SourceMap
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def add(self, code: str, message: str, path: Path, *, key: bool = False,
+            help: str | None = None) -> None:
+        span = self.source.key(path) if key else self.source.value(path)
+        node_id = str(path[1]) if len(path) >= 2 and path[0] == "nodes" else None
+        self.diagnostics.append(make(code, message, span, help=help, node_id=node_id))
+
+    def error(self, err: ErrorDetails) -> None:
+        path: Path = tuple(err["loc"])
+        name = str(path[-1]) if path else "document"
+        kind = err["type"]
+        parent = path[:-1]
+        if kind == "missing":
+            code = "E304" if path[-2:-1] == ("loop",) and name == "max_iterations" else "E200"
+            what = describe(parent) if len(parent) > 1 else "at the top level"
+            self.add(code, f"missing required key `{name}` {what}", parent, key=True)
+        elif kind == "extra_forbidden":
+            model = _model_at(parent)
+            known = _field_names(model) if model is not None else []
+            help = did_you_mean(name, known) or (
+                "known keys: " + ", ".join(f"`{k}`" for k in known) if known else None
+            )
+            self.add("E201", f"unknown key `{name}` {describe(parent)}", path, key=True, help=help)
+        elif kind in _TYPE_NAMES:
+            got = json_type_name(err["input"])
+            self.add("E202", f"`{name}` must be {_TYPE_NAMES[kind]}, not {got}", path)
+        elif kind == "literal_error":
+            expected = err.get("ctx", {}).get("expected", "")
+            allowed = re.findall(r"'([^']*)'", str(expected))
+            value = err["input"]
+            help = did_you_mean(str(value), allowed) if isinstance(value, str) else None
+            shown = f"`{value}`" if isinstance(value, str) else json_type_name(value)
+            self.add("E203", f"`{name}` must be one of {', '.join(allowed)}; got {shown}",
+                     path, help=help)
+        elif kind in ("greater_than_equal", "greater_than"):
+            code = "E304" if name == "max_iterations" else "E203"
+            self.add(code, f"`{name}` must be at least 1, not {err['input']}", path)
+        elif kind == "too_short" and path == ("nodes",):
+            self.add("E203", "a workflow needs at least one node", path)
+        else:
+            self.add("E203", f"invalid `{name}` {describe(parent)}: {err['msg'].lower()}", path)
+
+
+def _set_aside(data: dict[str, Any], errors: list[ErrorDetails]) -> tuple[set[str], set[str]]:
+    """Remove the parts of ``data`` that failed validation; return the broken node/input ids."""
+    broken_nodes: set[str] = set()
+    broken_inputs: set[str] = set()
+    for err in errors:
+        loc = err["loc"]
+        if len(loc) >= 2 and loc[0] in ("nodes", "inputs"):
+            target = broken_nodes if loc[0] == "nodes" else broken_inputs
+            target.add(str(loc[1]))
+            section = data.get(str(loc[0]))
+            if isinstance(section, dict):
+                section.pop(str(loc[1]), None)
+        elif len(loc) >= 1:
+            defaults: dict[str, Any] = {"tether": FORMAT_VERSION, "name": "workflow"}
+            if loc[0] in defaults:
+                data[str(loc[0])] = defaults[str(loc[0])]
+            elif loc[0] != "nodes":
+                data.pop(str(loc[0]), None)
+    return broken_nodes, broken_inputs
+
+
+@dataclass
+class Validated:
+    """The result of validation: the document (possibly partial) and what was set aside."""
+
+    doc: WorkflowDoc | None
+    broken_nodes: frozenset[str] = frozenset()
+    broken_inputs: frozenset[str] = frozenset()
+
+
+def validate(raw: RawDocument) -> Validated:
+    """Validate ``raw.data``; diagnostics are appended to ``raw.diagnostics``."""
+    mapper = _Mapper(raw.source)
+    data = raw.data
+    if not isinstance(data, dict):
+        if data is not None or raw.ok:
+            mapper.add("E209", f"a workflow file holds a mapping, not {json_type_name(data)}", ())
+        raw.diagnostics.extend(mapper.diagnostics)
+        return Validated(None)
+    data = dict(data)
+    broken_nodes: set[str] = set()
+    broken_inputs: set[str] = set()
+    doc: WorkflowDoc | None = None
+    for _ in range(2):
+        try:
+            doc = WorkflowDoc.model_validate(data)
+            break
+        except ValidationError as exc:
+            errors = exc.errors()
+            if not broken_nodes and not broken_inputs and not mapper.diagnostics:
+                for err in errors:
+                    mapper.error(err)
+            data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+            nodes, inputs = _set_aside(data, errors)
+            broken_nodes |= nodes
+            broken_inputs |= inputs
+    _check_document(raw.data, mapper)
+    raw.diagnostics.extend(mapper.diagnostics)
+    return Validated(doc, frozenset(broken_nodes), frozenset(broken_inputs))
+
+
+def _check_document(data: dict[str, Any], mapper: _Mapper) -> None:
+    """Checks the models cannot express: version, ids, node kinds, durations, defaults.
+
+    They read the raw data, so nodes set aside for schema errors are checked too.
+    """
+    if isinstance(data.get("tether"), int) and data["tether"] != FORMAT_VERSION:
+        mapper.add("E204", f"unsupported format version {data['tether']}", ("tether",),
+                   help=f"this release of tether reads `tether: {FORMAT_VERSION}`")
+    for name, spec in _entries(data.get("inputs")):
+        _check_id(mapper, name, ("inputs", name), "input name")
+        _check_default(mapper, spec, ("inputs", name))
+    for node_id, node in _entries(data.get("nodes")):
+        _check_id(mapper, node_id, ("nodes", node_id), "node id")
+        _check_node(mapper, node_id, node)
+
+
+def _entries(section: object) -> list[tuple[str, dict[str, Any]]]:
+    if not isinstance(section, dict):
+        return []
+    return [(k, v) for k, v in section.items() if isinstance(v, dict)]
+
+
+def _check_id(mapper: _Mapper, name: str, path: Path, what: str) -> None:
+    if not ID_RE.match(name):
+        suggestion = re.sub(r"[^a-z0-9_]", "_", name.lower()).lstrip("_0123456789") or "x"
+        mapper.add("E206", f"invalid {what} `{name}`", path, key=True,
+                   help=f"use lowercase letters, digits and underscores, e.g. `{suggestion}`")
+
+
+def article(type_name: str) -> str:
+    """``an integer``, ``a string``: an input type with its article."""
+    return ("an " if type_name[0] in "aeiou" else "a ") + type_name
+
+
+def _check_default(mapper: _Mapper, spec: dict[str, Any], path: Path) -> None:
+    type_name, default = spec.get("type"), spec.get("default")
+    if type_name not in INPUT_TYPES or default is None:
+        return
+    if not matches_type(default, str(type_name)):
+        mapper.add("E500", f"the default of `{path[-1]}` must be {article(str(type_name))}, "
+                   f"not {json_type_name(default)}", (*path, "default"))
+
+
+_MISPLACED = {
+    "approval": ("with", "retry", "timeout", "idempotent", "for_each", "concurrency"),
+    "workflow": ("retry", "timeout", "idempotent"),
+}
+
+
+def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
+    path: Path = ("nodes", node_id)
+    given = [k for k in ("task", "approval", "workflow") if node.get(k) is not None]
+    if len(given) != 1:
+        message = (f"node `{node_id}` has none of task, approval, workflow" if not given
+                   else f"node `{node_id}` has {' and '.join(given)}; a node has exactly one")
+        mapper.add("E205", message, path, key=True,
+                   help="give exactly one of `task:`, `approval:`, `workflow:`")
+    kind = given[0] if len(given) == 1 else ""
+    for key in _MISPLACED.get(kind, ()):
+        if key in node:
+            mapper.add("E208", f"`{key}` does not apply to {article(kind)} node",
+                       (*path, key), key=True)
+    if "concurrency" in node and node.get("for_each") is None and kind != "approval":
+        mapper.add("E208", "`concurrency` applies only together with `for_each`",
+                   (*path, "concurrency"), key=True, help="add `for_each:` or remove it")
+    if isinstance(node.get("timeout"), str):
+        _check_duration(mapper, node["timeout"], (*path, "timeout"))
+    retry = node.get("retry")
+    if isinstance(retry, dict) and isinstance(retry.get("backoff"), str):
+        _check_duration(mapper, retry["backoff"], (*path, "retry", "backoff"))
+    approval = node.get("approval")
+    if isinstance(approval, dict):
+        for name, spec in _entries(approval.get("form")):
+            field_path: Path = (*path, "approval", "form", name)
+            _check_id(mapper, name, field_path, "form field")
+            _check_default(mapper, spec, field_path)
+    for_each = node.get("for_each")
+    if isinstance(for_each, dict | bool | int | float):
+        mapper.add("E202", f"`for_each` must be a list or an expression, "
+                   f"not {json_type_name(for_each)}", (*path, "for_each"))
+
+
+def _check_duration(mapper: _Mapper, text: str, path: Path) -> None:
+    if parse_duration(text) is None:
+        mapper.add("E207", f"invalid duration `{text}`", path,
+                   help="write a positive number and a unit: 500ms, 30s, 5m, 2h, 1d")
+
+
+__all__ = ["INPUT_TYPES", "Validated", "describe", "did_you_mean", "parse_duration", "validate"]

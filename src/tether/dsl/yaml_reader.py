@@ -1,0 +1,193 @@
+"""The YAML front end: text -> plain data + source map, with every problem as a diagnostic.
+
+PyYAML's composer (the C one when available) gives a node graph with marks; walking it
+ourselves, instead of constructing Python objects, lets us report duplicate keys (which PyYAML
+silently accepts), refuse non-JSON values with their location, bound the expansion of aliases
+and the nesting depth, and remember the span of every key and value.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+
+from tether.diagnostics import Diagnostic, Related, Span, make
+from tether.dsl.source import MAX_DEPTH, Path, RawDocument, SourceMap
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML without libyaml
+    _Loader = yaml.SafeLoader
+
+MAX_VALUES = 1_000_000
+
+_STR = "tag:yaml.org,2002:str"
+_JSON_SCALARS = {
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    _STR,
+}
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_MERGE = "tag:yaml.org,2002:merge"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+
+
+def _span(file: str, node: yaml.Node) -> Span:
+    start, end = node.start_mark, node.end_mark
+    end_line, end_col = end.line + 1, max(end.column, 1)
+    if end.column == 0 and end.line > start.line:  # block values end at the next line's start
+        end_line, end_col = end.line, 1
+    return Span(file, start.line + 1, start.column + 1, end_line, end_col)
+
+
+class _Walker:
+    def __init__(self, source: SourceMap) -> None:
+        self.source = source
+        self.file = source.file
+        self.diagnostics: list[Diagnostic] = []
+        self.count = 0
+        self.constructor = SafeConstructor()
+        self.too_complex = False
+
+    def error(self, code: str, message: str, node: yaml.Node, help: str | None = None) -> None:
+        self.diagnostics.append(make(code, message, _span(self.file, node), help=help))
+
+    def value(self, node: yaml.Node, path: Path, depth: int) -> Any:
+        self.count += 1
+        if self.too_complex:
+            return None
+        if depth > MAX_DEPTH or self.count > MAX_VALUES:
+            self.too_complex = True
+            reason = (
+                f"the document is nested more than {MAX_DEPTH} levels deep"
+                if depth > MAX_DEPTH
+                else f"the document expands to more than {MAX_VALUES:,} values (YAML aliases)"
+            )
+            self.error("E103", reason, node, help="flatten the document or drop the aliases")
+            return None
+        self.source.values.setdefault(path, _span(self.file, node))
+        if isinstance(node, yaml.MappingNode):
+            return self.mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ:
+                self.unsupported_tag(node)
+            return [self.value(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
+        return self.scalar(node)
+
+    def mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[str, Any]:
+        if node.tag != _MAP:
+            self.unsupported_tag(node)
+        result: dict[str, Any] = {}
+        first_seen: dict[str, yaml.Node] = {}
+        merged: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                merged.update(self.merge(value_node, path, depth))
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.error("E202", "a mapping key must be a string", key_node)
+                continue
+            key = str(key_node.value)
+            if key in first_seen:
+                self.duplicate(key, key_node, first_seen[key], path)
+                continue
+            first_seen[key] = key_node
+            self.source.keys[(*path, key)] = _span(self.file, key_node)
+            result[key] = self.value(value_node, (*path, key), depth + 1)
+        for key, value in merged.items():
+            result.setdefault(key, value)
+        return result
+
+    def merge(self, node: yaml.Node, path: Path, depth: int) -> dict[str, Any]:
+        """A YAML merge key (``<<: *base``): mappings whose keys fill in the missing ones."""
+        sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        merged: dict[str, Any] = {}
+        for source in sources:
+            if not isinstance(source, yaml.MappingNode):
+                self.error("E202", "a merge key (<<) takes a mapping or a list of mappings", source)
+                continue
+            for key, value in self.mapping(source, path, depth + 1).items():
+                merged.setdefault(key, value)
+        return merged
+
+    def duplicate(self, key: str, node: yaml.Node, first: yaml.Node, path: Path) -> None:
+        related = (Related(_span(self.file, first), f"`{key}` is first defined here"),)
+        if path == ("nodes",):
+            message, code = f"duplicate node id `{key}`", "E300"
+            help = "node ids are unique within a workflow; rename one of the nodes"
+        else:
+            message, code = f"duplicate key `{key}`", "E104"
+            help = "YAML would silently keep only the last value; remove one of them"
+        self.diagnostics.append(
+            make(code, message, _span(self.file, node), related=related, help=help)
+        )
+
+    def scalar(self, node: yaml.Node) -> Any:
+        if node.tag == _TIMESTAMP:
+            return str(node.value)  # a date is data to us, not a datetime
+        if node.tag not in _JSON_SCALARS:
+            self.unsupported_tag(node)
+            return str(node.value)
+        value = self.constructor.construct_object(node)
+        if isinstance(value, float) and not math.isfinite(value):
+            self.error(
+                "E105",
+                f"`{node.value}` is not a JSON number",
+                node,
+                help='quote it to keep it as a string, e.g. "' + str(node.value) + '"',
+            )
+            return None
+        return value
+
+    def unsupported_tag(self, node: yaml.Node) -> None:
+        self.error(
+            "E105",
+            f"the YAML tag `{node.tag}` has no JSON form",
+            node,
+            help="workflow values are JSON: strings, numbers, booleans, null, lists, mappings",
+        )
+
+
+def _syntax_error(file: str, exc: yaml.MarkedYAMLError) -> Diagnostic:
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+    problem = (exc.problem or "invalid YAML").strip()
+    help = None
+    if exc.context:
+        context_mark = exc.context_mark
+        where = f" at line {context_mark.line + 1}" if context_mark is not None else ""
+        help = f"{exc.context.strip()} starting{where}"
+    if "tab" in problem:
+        help = "indent with spaces; YAML does not allow tabs for indentation"
+    return make("E101", f"YAML syntax error: {problem}", Span(file, line, col, line, col), help=help)
+
+
+def read_yaml(text: str, file: str) -> RawDocument:
+    """Parse YAML ``text`` (shown as ``file`` in diagnostics) into a :class:`RawDocument`."""
+    source = SourceMap(file=file, text=text)
+    try:
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        return RawDocument(None, source, "yaml", [_syntax_error(file, exc)])
+    except yaml.YAMLError as exc:
+        span = Span.whole_file(file)
+        return RawDocument(None, source, "yaml", [make("E101", f"YAML error: {exc}", span)])
+    except RecursionError:
+        diag = make("E103", "the document is nested too deeply to read", Span.whole_file(file))
+        return RawDocument(None, source, "yaml", [diag])
+    if len(nodes) != 1 or nodes[0] is None:
+        message = (
+            "the file is empty" if not nodes or nodes[0] is None
+            else f"the file holds {len(nodes)} YAML documents; a workflow file holds one"
+        )
+        span = Span.whole_file(file) if len(nodes) < 2 else _span(file, nodes[1])
+        return RawDocument(None, source, "yaml", [make("E209", message, span)])
+    walker = _Walker(source)
+    data = walker.value(nodes[0], (), 0)
+    return RawDocument(data, source, "yaml", walker.diagnostics)

@@ -1,0 +1,192 @@
+"""The exceptions tether raises, all under :class:`TetherError`.
+
+::
+
+    TetherError
+    ├── WorkflowError          a workflow file has errors (carries every Diagnostic)
+    ├── PlanError              a plan file or plan data that cannot be used
+    │   └── PlanMismatch       resuming a run with a plan other than the one it started with
+    ├── InputError             run inputs that do not match the plan's inputs
+    ├── TaskError              a task that is not registered, or registered twice
+    ├── NotJSONError           a value that is not JSON (task output, cached result, context)
+    ├── RunNotFound            no run with this execution id in the store
+    ├── CheckpointNotFound     no such checkpoint in this run
+    ├── ExecutionExists        a new run was given an execution id that is already used
+    ├── ResumeError            (alias ChainResumeError) a run cannot be resumed this way
+    │   └── ResumeValueError   the resume values do not match the approval's form
+    ├── AlreadyResumed         the run finished, or another resumer holds it
+    └── StoreError             the checkpoint store failed
+        ├── SchemaVersionError the database schema is newer than this tether
+        └── StoreUnavailable   the store could not be reached (after retrying where safe)
+
+    InterruptSignal (BaseException)  control flow: a node suspends for human input
+
+Every exception carries structured fields (``execution_id``, ``node_id``, ...) and builds its
+message from them. :class:`InterruptSignal` is not an error: it derives from ``BaseException``
+so that a task's ``except Exception:`` cannot swallow it; only the runner catches it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tether.diagnostics import Diagnostic
+
+
+class TetherError(Exception):
+    """Base class of every error tether raises."""
+
+
+class WorkflowError(TetherError):
+    """A workflow file (or several) has errors; ``diagnostics`` holds all of them."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        errors = [d for d in diagnostics if d.is_error]
+        first = errors[0] if errors else (diagnostics[0] if diagnostics else None)
+        summary = f"{first.span}: {first.code}: {first.message}" if first else "invalid workflow"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(summary + more)
+
+
+class PlanError(TetherError):
+    """A plan that cannot be read or used."""
+
+
+class PlanMismatch(PlanError):
+    """A run is resumed with a plan that differs from the one it was started with."""
+
+    def __init__(self, execution_id: str, stored: str, given: str, node_id: str | None,
+                 detail: str = "") -> None:
+        self.execution_id = execution_id
+        self.stored_fingerprint = stored
+        self.given_fingerprint = given
+        self.node_id = node_id
+        where = f"; first difference at node '{node_id}'" if node_id else ""
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"run {execution_id} was started with plan {stored[:12]}, not {given[:12]}"
+            f"{where}{extra}"
+        )
+
+
+class InputError(TetherError):
+    """Run inputs that do not match the plan's declared inputs."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid inputs: " + "; ".join(problems))
+
+
+class TaskError(TetherError):
+    """A task name that is not registered, or a name registered by two functions."""
+
+    def __init__(self, message: str, *, task: str | None = None, node_id: str | None = None):
+        self.task = task
+        self.node_id = node_id
+        super().__init__(message)
+
+
+class NotJSONError(TetherError):
+    """A value that cannot be stored as JSON."""
+
+    def __init__(self, what: str, reason: str, *, node_id: str | None = None) -> None:
+        self.what = what
+        self.reason = reason
+        self.node_id = node_id
+        super().__init__(f"{what} is not JSON: {reason}")
+
+
+class RunNotFound(TetherError):
+    """No run with this execution id exists in the store."""
+
+    def __init__(self, execution_id: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(f"no run with execution id '{execution_id}'")
+
+
+class CheckpointNotFound(TetherError):
+    """No checkpoint with this id exists in the run."""
+
+    def __init__(self, execution_id: str, checkpoint_id: str | None) -> None:
+        self.execution_id = execution_id
+        self.checkpoint_id = checkpoint_id
+        what = f"checkpoint '{checkpoint_id}'" if checkpoint_id else "a checkpoint"
+        super().__init__(f"run {execution_id} has no {what}")
+
+
+class ExecutionExists(TetherError):
+    """A new run was given an execution id that already names a run."""
+
+    def __init__(self, execution_id: str) -> None:
+        self.execution_id = execution_id
+        super().__init__(
+            f"a run with execution id '{execution_id}' already exists; resume it instead"
+        )
+
+
+class ResumeError(TetherError):
+    """A run cannot be resumed the way it was asked (for example, without a needed value)."""
+
+    def __init__(self, execution_id: str, message: str, *, node_id: str | None = None) -> None:
+        self.execution_id = execution_id
+        self.node_id = node_id
+        super().__init__(f"run {execution_id}: {message}")
+
+
+ChainResumeError = ResumeError
+
+
+class ResumeValueError(ResumeError):
+    """Resume values that do not match the approval node's form; nothing was changed."""
+
+    def __init__(self, execution_id: str, node_id: str, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(
+            execution_id,
+            f"the resume values for node '{node_id}' do not match its form: "
+            + "; ".join(problems),
+            node_id=node_id,
+        )
+
+
+class AlreadyResumed(TetherError):
+    """The run finished already, or another resumer claimed it first."""
+
+    def __init__(self, execution_id: str, reason: str = "it has already finished") -> None:
+        self.execution_id = execution_id
+        self.reason = reason
+        super().__init__(f"run {execution_id} cannot be resumed: {reason}")
+
+
+class StoreError(TetherError):
+    """The checkpoint store failed."""
+
+
+class SchemaVersionError(StoreError):
+    """The database holds a schema newer than this version of tether knows."""
+
+    def __init__(self, found: int, known: int) -> None:
+        self.found = found
+        self.known = known
+        super().__init__(
+            f"the database schema is version {found}, but this tether knows versions up to "
+            f"{known}; upgrade tether"
+        )
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached."""
+
+
+class InterruptSignal(BaseException):  # noqa: N818 - control flow, not an error
+    """Raised by :func:`tether.interrupt` to suspend the node; only the runner catches it."""
+
+    def __init__(self, reason: str, context: Any, *, node_id: str | None = None,
+                 agent_path: str = "") -> None:
+        self.reason = reason
+        self.context = context
+        self.node_id = node_id
+        self.agent_path = agent_path
+        super().__init__(reason)
