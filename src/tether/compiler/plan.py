@@ -122,6 +122,15 @@ class Plan(_PlanModel):
     def node(self, node_id: str) -> PlanNode:
         return self.by_id[node_id]
 
+    @functools.cached_property
+    def dependents(self) -> dict[str, tuple[str, ...]]:
+        """For each node, the nodes that wait for it (the reverse of ``waits_for``)."""
+        result: dict[str, list[str]] = {node.id: [] for node in self.nodes}
+        for node in self.nodes:
+            for dep in node.waits_for:
+                result[dep].append(node.id)
+        return {k: tuple(v) for k, v in result.items()}
+
     def to_json(self) -> str:
         """The plan as canonical JSON text (sorted keys, indented, trailing newline)."""
         return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True,

@@ -1,0 +1,94 @@
+"""The journal turns state changes into checkpoint rows: deltas, with a full snapshot every K.
+
+The runtime marks the state paths it changes; a write serialises just those paths (the delta
+since the previous row) unless K rows have passed since the last full snapshot, or the caller
+asks for a full one (interrupts, fork origins). The hot path is one ``json.dumps`` of the delta
+and one ``INSERT``: no read, no snapshot copy. Inputs never change during a run: they are
+stored once, on the run row, and left out of the snapshots.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tether.runtime.ids import new_checkpoint_id
+from tether.runtime.state import StatePath, get_path
+from tether.runtime.values import dumps
+from tether.stores.base import Checkpointer
+from tether.stores.records import CheckpointRow
+
+SNAPSHOT_EVERY = 100
+
+
+class Journal:
+    """Checkpoint writer of one execution (shared by its sub-runs)."""
+
+    def __init__(self, store: Checkpointer, execution_id: str, state: dict[str, Any], *,
+                 base_id: str | None = None, since_base: int | None = None,
+                 last_id: str | None = None, snapshot_every: int = SNAPSHOT_EVERY) -> None:
+        self.store = store
+        self.execution_id = execution_id
+        self.state = state
+        self.base_id = base_id
+        self.since_base = since_base if since_base is not None and base_id else snapshot_every
+        self.last_id = last_id
+        self.every = snapshot_every
+        self.dirty: dict[StatePath, None] = {}
+        self.pending: dict[StatePath, None] = {}
+
+    def mark(self, path: StatePath) -> None:
+        """Record that the value at ``path`` changed."""
+        self.dirty[path] = None
+
+    def row(self, *, node_id: str, node_index: int, step_type: str, status: str,
+            agent_path: str = "", counters: dict[str, Any] | None = None,
+            node_input: Any = None, node_output_json: str | None = None,
+            full: bool = False, reason: str | None = None, context_json: str | None = None,
+            parent_checkpoint_id: str | None = None) -> CheckpointRow:
+        """The next checkpoint row (not yet written); consumes the marked changes."""
+        checkpoint_id = new_checkpoint_id(self.last_id)
+        if full or self.since_base >= self.every or self.base_id is None:
+            body = {k: v for k, v in self.state.items() if k != "inputs"}
+            state_json = dumps(body)
+            self.base_id, self.since_base, full = checkpoint_id, 0, True
+        else:
+            state_json = dumps([[list(p), get_path(self.state, p)] for p in self.dirty])
+            self.since_base += 1
+        self.last_id = checkpoint_id
+        self.pending = dict(self.dirty)
+        self.dirty.clear()
+        return CheckpointRow(
+            execution_id=self.execution_id,
+            checkpoint_id=checkpoint_id,
+            node_id=node_id,
+            node_index=node_index,
+            step_type=step_type,
+            status=status,
+            base_id=self.base_id,
+            is_full=full,
+            state=state_json,
+            created_at=time.time(),
+            parent_checkpoint_id=parent_checkpoint_id,
+            node_input=dumps(node_input) if node_input is not None else None,
+            node_output=node_output_json,
+            iteration_counters=dumps(counters or {}),
+            interrupt_reason=reason,
+            interrupt_context=context_json,
+            agent_path=agent_path,
+        )
+
+    def undo(self) -> None:
+        """Put back the changes of a row that could not be written."""
+        self.dirty = {**self.pending, **self.dirty}
+        self.since_base = self.every  # the next row is a full snapshot again
+
+    def put(self, **fields: Any) -> CheckpointRow:
+        """Write the next row now."""
+        row = self.row(**fields)
+        try:
+            self.store.put(row)
+        except BaseException:
+            self.undo()
+            raise
+        return row

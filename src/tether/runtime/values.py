@@ -1,0 +1,68 @@
+"""Run values are JSON: one function turns a Python value into its stored form or says why not.
+
+Everything a run stores (state, outputs, interrupt contexts, cached results) goes through
+:func:`to_json`. It rejects what JSON cannot carry faithfully, with the same error on every
+backend: NaN and infinities, strings containing NUL characters (PostgreSQL's JSONB refuses
+them), non-string mapping keys, and objects without a JSON form. pydantic models are stored as
+their JSON form. The stored value is the decoded text, so a value read back from the store
+equals the value the run held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tether.errors import NotJSONError
+
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and hasattr(type(value), "model_fields"):
+        return dump(mode="json")
+    if isinstance(value, set | frozenset):
+        raise TypeError("a set has no JSON form (use a list)")
+    if isinstance(value, bytes):
+        raise TypeError("bytes have no JSON form (decode them to a string)")
+    raise TypeError(f"an object of type {type(value).__name__} has no JSON form")
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of ``value``; raises ``ValueError``/``TypeError`` on non-JSON values."""
+    return json.dumps(value, default=_default, allow_nan=False, ensure_ascii=False,
+                      separators=(",", ":"))
+
+
+def to_json(value: Any, what: str, *, node_id: str | None = None) -> tuple[Any, str]:
+    """The JSON form of ``value`` and its text, or :class:`NotJSONError` naming ``what``."""
+    try:
+        text = dumps(value)
+    except ValueError as exc:
+        reason = "NaN and infinite numbers have no JSON form" if "Out of range" in str(exc) \
+            else str(exc)
+        raise NotJSONError(what, reason, node_id=node_id) from None
+    except TypeError as exc:
+        raise NotJSONError(what, str(exc), node_id=node_id) from None
+    except RecursionError:
+        raise NotJSONError(what, "it is nested too deeply (or refers to itself)",
+                           node_id=node_id) from None
+    if "\\u0000" in text and _NUL.search(text):
+        raise NotJSONError(what, "a string contains a NUL character (\\u0000)", node_id=node_id)
+    decoded = json.loads(text)
+    if not _same_keys(value, decoded):
+        raise NotJSONError(what, "a mapping has a key that is not a string", node_id=node_id)
+    return decoded, text
+
+
+def _same_keys(original: Any, decoded: Any) -> bool:
+    """Whether every mapping key survived as itself (json turns 1 into "1" silently)."""
+    if isinstance(original, dict):
+        if not all(isinstance(k, str) for k in original):
+            return False
+        return all(_same_keys(v, decoded[k]) for k, v in original.items())
+    if isinstance(original, list | tuple):
+        return all(_same_keys(a, b) for a, b in zip(original, decoded, strict=False))
+    return True

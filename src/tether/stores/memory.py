@@ -1,0 +1,233 @@
+"""The in-memory checkpointer: the reference implementation of the contract (one process).
+
+A single lock makes every method atomic; the conformance suite holds the SQL stores to what
+this one does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+import threading
+import time
+from typing import Any
+
+from tether.errors import ExecutionExists, StoreError
+from tether.stores.base import Checkpointer
+from tether.stores.leases import lease_free
+from tether.stores.records import (
+    RUN_END,
+    CheckpointRow,
+    PendingInterrupt,
+    PruneResult,
+    RunRecord,
+    RunStatus,
+    utc,
+)
+
+
+class InMemoryCheckpointer(Checkpointer):
+    """Keeps everything in dicts; nothing survives the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._runs: dict[str, RunRecord] = {}
+        self._plans: dict[str, str] = {}
+        self._chains: dict[str, list[CheckpointRow]] = {}
+        self._ids: dict[str, list[str]] = {}
+        self._pending: dict[str, PendingInterrupt] = {}
+        self._cache: dict[tuple[str, str], str] = {}
+
+    def __repr__(self) -> str:
+        return "InMemoryCheckpointer()"
+
+    # -- runs --------------------------------------------------------------------------------
+    def create_run(self, run: RunRecord, plan_json: str) -> None:
+        with self._lock:
+            if run.execution_id in self._runs:
+                raise ExecutionExists(run.execution_id)
+            self._plans.setdefault(run.plan_fingerprint, plan_json)
+            self._runs[run.execution_id] = _copy(run)
+            self._chains[run.execution_id] = []
+            self._ids[run.execution_id] = []
+
+    def get_run(self, execution_id: str) -> RunRecord | None:
+        with self._lock:
+            run = self._runs.get(execution_id)
+            return _copy(run) if run is not None else None
+
+    def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
+        with self._lock:
+            runs = [r for r in self._runs.values() if status is None or r.status == status]
+        runs.sort(key=lambda r: (r.created_at, r.execution_id), reverse=True)
+        return [_copy(r) for r in runs[:limit]]
+
+    def get_plan(self, fingerprint: str) -> str | None:
+        with self._lock:
+            return self._plans.get(fingerprint)
+
+    def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str) -> None:
+        with self._lock:
+            self._plans.setdefault(fingerprint, plan_json)
+            self._update(execution_id, plan_fingerprint=fingerprint)
+
+    def _update(self, execution_id: str, **changes: Any) -> None:
+        run = self._runs[execution_id]
+        self._runs[execution_id] = dataclasses.replace(run, updated_at=utc(time.time()),
+                                                       **changes)
+
+    # -- leases ------------------------------------------------------------------------------
+    def acquire(self, execution_id: str, owner: str, until: float, now: float,
+                steal_from: str | None = None) -> bool:
+        with self._lock:
+            run = self._runs.get(execution_id)
+            if run is None or not lease_free(run.owner, run.lease_until, owner, now, steal_from):
+                return False
+            self._update(execution_id, owner=owner, lease_until=until,
+                         status=RunStatus.RUNNING.value)
+            return True
+
+    def renew(self, execution_id: str, owner: str, until: float) -> bool:
+        with self._lock:
+            run = self._runs.get(execution_id)
+            if run is None or run.owner != owner:
+                return False
+            self._runs[execution_id] = dataclasses.replace(run, lease_until=until)
+            return True
+
+    def release(self, execution_id: str, owner: str) -> None:
+        with self._lock:
+            run = self._runs.get(execution_id)
+            if run is not None and run.owner == owner:
+                self._update(execution_id, owner=None, lease_until=None)
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def put(self, row: CheckpointRow) -> None:
+        with self._lock:
+            self._insert(row)
+
+    def _insert(self, row: CheckpointRow) -> None:
+        ids = self._ids.setdefault(row.execution_id, [])
+        position = bisect.bisect_left(ids, row.checkpoint_id)
+        if position < len(ids) and ids[position] == row.checkpoint_id:
+            raise StoreError(
+                f"checkpoint {row.checkpoint_id} of run {row.execution_id} already exists"
+            )
+        ids.insert(position, row.checkpoint_id)
+        self._chains.setdefault(row.execution_id, []).insert(position, row)
+
+    def _rows(self, execution_id: str, first: str | None = None,
+              last: str | None = None) -> list[CheckpointRow]:
+        with self._lock:
+            rows = list(self._rows_of(execution_id))
+        return [r for r in rows if (first is None or r.checkpoint_id >= first)
+                and (last is None or r.checkpoint_id <= last)]
+
+    def _rows_of(self, execution_id: str) -> list[CheckpointRow]:
+        return self._chains.get(execution_id, [])
+
+    def _row(self, execution_id: str, checkpoint_id: str) -> CheckpointRow | None:
+        with self._lock:
+            return next((r for r in self._rows_of(execution_id)
+                         if r.checkpoint_id == checkpoint_id), None)
+
+    def _last_row(self, execution_id: str, *, skip_run_end: bool) -> CheckpointRow | None:
+        with self._lock:
+            for row in reversed(self._rows_of(execution_id)):
+                if not (skip_run_end and row.node_id == RUN_END):
+                    return row
+        return None
+
+    # -- interrupts --------------------------------------------------------------------------
+    def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
+                         owner: str | None) -> None:
+        with self._lock:
+            if row.execution_id in self._pending:
+                raise StoreError(f"run {row.execution_id} already has a pending interrupt")
+            self._insert(row)
+            self._pending[row.execution_id] = pending
+            changes: dict[str, Any] = {"status": RunStatus.PAUSED.value}
+            run = self._runs.get(row.execution_id)
+            if run is not None and run.owner == owner:
+                changes.update(owner=None, lease_until=None)
+            if run is not None:
+                self._update(row.execution_id, **changes)
+
+    def get_pending(self, execution_id: str) -> PendingInterrupt | None:
+        with self._lock:
+            return self._pending.get(execution_id)
+
+    def list_pending(self) -> list[PendingInterrupt]:
+        with self._lock:
+            pending = list(self._pending.values())
+        return sorted(pending, key=lambda p: (p.created_at, p.execution_id))
+
+    def delete_pending_interrupt_atomic(
+        self, execution_id: str, *, owner: str | None = None, until: float = 0.0,
+        decision: Any = None,
+    ) -> PendingInterrupt | None:
+        with self._lock:
+            pending = self._pending.pop(execution_id, None)
+            if pending is not None and owner is not None and execution_id in self._runs:
+                self._update(execution_id, owner=owner, lease_until=until,
+                             status=RunStatus.RUNNING.value, decision=_copy_json(decision))
+            return pending
+
+    def set_decision(self, execution_id: str, decision: Any) -> None:
+        with self._lock:
+            if execution_id in self._runs:
+                self._update(execution_id, decision=_copy_json(decision))
+
+    # -- idempotency -------------------------------------------------------------------------
+    def get_idempotent(self, execution_id: str, key: str) -> str | None:
+        with self._lock:
+            return self._cache.get((execution_id, key))
+
+    def put_idempotent(self, execution_id: str, key: str, value_json: str) -> str:
+        with self._lock:
+            return self._cache.setdefault((execution_id, key), value_json)
+
+    # -- ending and pruning ------------------------------------------------------------------
+    def finish_run(self, row: CheckpointRow, status: str, error: Any,
+                   owner: str | None) -> None:
+        with self._lock:
+            self._insert(row)
+            run = self._runs.get(row.execution_id)
+            if run is None:
+                return
+            changes: dict[str, Any] = {"status": status, "error": _copy_json(error)}
+            if run.owner == owner:
+                changes.update(owner=None, lease_until=None)
+            self._update(row.execution_id, **changes)
+
+    def prune(self, older_than: float, *, include_failed: bool = False) -> PruneResult:
+        finished = {RunStatus.COMPLETED.value} | ({RunStatus.FAILED.value} if include_failed
+                                                  else set())
+        with self._lock:
+            doomed = [
+                r.execution_id for r in self._runs.values()
+                if r.status in finished and r.updated_at.timestamp() < older_than
+                and r.execution_id not in self._pending
+            ]
+            checkpoints = sum(len(self._rows_of(e)) for e in doomed)
+            keys = [k for k in self._cache if k[0] in doomed]
+            for key in keys:
+                del self._cache[key]
+            for execution_id in doomed:
+                del self._runs[execution_id]
+                self._chains.pop(execution_id, None)
+                self._ids.pop(execution_id, None)
+            used = {r.plan_fingerprint for r in self._runs.values()}
+            for fingerprint in [f for f in self._plans if f not in used]:
+                del self._plans[fingerprint]
+        return PruneResult(len(doomed), checkpoints, len(keys), tuple(sorted(doomed)))
+
+
+def _copy_json(value: Any) -> Any:
+    return json.loads(json.dumps(value)) if value is not None else None
+
+
+def _copy(run: RunRecord) -> RunRecord:
+    return dataclasses.replace(run, inputs=_copy_json(run.inputs), error=_copy_json(run.error),
+                               decision=_copy_json(run.decision))

@@ -1,0 +1,121 @@
+"""The store schema: SQLAlchemy Core tables shared by SQLite and PostgreSQL, and migrations.
+
+JSON payloads are stored as TEXT holding canonical JSON written by tether: both backends keep
+the exact bytes (PostgreSQL's JSONB would reorder keys and re-encode numbers), the hot path
+serialises once, and nothing queries inside them. Times are Unix seconds (float).
+Migrations are an ordered list; a migration's position (1-based) is the schema version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+schema_version = Table(
+    "schema_version",
+    metadata,
+    Column("id", Integer, primary_key=True, comment="always 1: a single row"),
+    Column("version", Integer, nullable=False, comment="number of migrations applied"),
+)
+
+plans = Table(
+    "plans",
+    metadata,
+    Column("fingerprint", String(64), primary_key=True, comment="sha256 of the plan"),
+    Column("plan", Text, nullable=False, comment="the plan's JSON, so runs resume without "
+           "their source file"),
+    Column("created_at", Float, nullable=False, comment="when first stored"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("execution_id", String(64), primary_key=True, comment="the run"),
+    Column("workflow", String(200), nullable=False, comment="the workflow's name"),
+    Column("plan_fingerprint", String(64), nullable=False, comment="plans.fingerprint"),
+    Column("status", String(16), nullable=False,
+           comment="running, paused, completed or failed"),
+    Column("inputs", Text, nullable=False, comment="the run's inputs (JSON), stored once"),
+    Column("created_at", Float, nullable=False, comment="when the run started"),
+    Column("updated_at", Float, nullable=False, comment="last status change"),
+    Column("parent_execution_id", String(64), comment="the run a fork branched from"),
+    Column("parent_checkpoint_id", String(64), comment="the checkpoint a fork branched from"),
+    Column("error", Text, comment="the error of a failed run (JSON: type, message, node_id)"),
+    Column("owner", String(300), comment="host:pid:start of the process executing the run"),
+    Column("lease_until", Float, comment="the owner's lease expires at this time"),
+    Column("decision", Text, comment="a claimed resume value not yet committed by its node "
+           "(JSON: checkpoint_id, value)"),
+    Index("runs_status_updated", "status", "updated_at"),
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("execution_id", String(64), primary_key=True, comment="the run"),
+    Column("checkpoint_id", String(64), primary_key=True,
+           comment="unique, time-ordered (UUIDv7): the order of writing"),
+    Column("parent_checkpoint_id", String(64), comment="for fork_origin rows: the source"),
+    Column("node_id", String(300), nullable=False, comment="the re-entry address, or run_end"),
+    Column("node_index", Integer, nullable=False, comment="position in the plan's order"),
+    Column("step_type", String(16), nullable=False,
+           comment="node, hitl_pause, llm_call, tool_call, handoff, fork_origin, run_end"),
+    Column("status", String(16), nullable=False, comment="completed, interrupted or failed"),
+    Column("base_id", String(64), nullable=False,
+           comment="the full-snapshot row this row's delta chain starts from"),
+    Column("is_full", Boolean, nullable=False, comment="state holds a full snapshot"),
+    Column("state", Text, nullable=False,
+           comment="full snapshot, or delta since the previous row ([[path, value], ...])"),
+    Column("node_input", Text, comment="the step's rendered input (JSON)"),
+    Column("node_output", Text, comment="the step's result, or error (JSON)"),
+    Column("iteration_counters", Text, nullable=False, comment="loop counters (JSON)"),
+    Column("interrupt_reason", String(300), comment="what the human approves"),
+    Column("interrupt_context", Text, comment="frozen context of the pause (JSON)"),
+    Column("agent_path", String(1000), nullable=False, comment="where in a nested run"),
+    Column("created_at", Float, nullable=False, comment="when written"),
+)
+
+pending_interrupts = Table(
+    "pending_interrupts",
+    metadata,
+    Column("execution_id", String(64), primary_key=True,
+           comment="the paused run: at most one pending interrupt each"),
+    Column("checkpoint_id", String(64), nullable=False, comment="its interrupted checkpoint"),
+    Column("node_id", String(300), nullable=False, comment="the unit that asked"),
+    Column("agent_path", String(1000), nullable=False, comment="where in a nested run"),
+    Column("reason", String(300), nullable=False, comment="what is being approved"),
+    Column("context", Text, nullable=False, comment="frozen context (JSON)"),
+    Column("created_at", Float, nullable=False, comment="when the run paused"),
+)
+
+idempotency_cache = Table(
+    "idempotency_cache",
+    metadata,
+    Column("execution_id", String(64), primary_key=True, comment="the run"),
+    Column("key", String(64), primary_key=True, comment="sha256 of function and arguments"),
+    Column("value", Text, nullable=False, comment="the cached result (JSON)"),
+    Column("created_at", Float, nullable=False, comment="when cached"),
+)
+
+
+def _v1(connection: Connection) -> None:
+    """Version 1: every table and index."""
+    metadata.create_all(connection, checkfirst=True)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
+
+SCHEMA_VERSION = len(MIGRATIONS)
