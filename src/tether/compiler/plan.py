@@ -132,9 +132,18 @@ class Plan(_PlanModel):
         return {k: tuple(v) for k, v in result.items()}
 
     def to_json(self) -> str:
-        """The plan as canonical JSON text (sorted keys, indented, trailing newline)."""
-        return json.dumps(self.model_dump(mode="json", by_alias=True), sort_keys=True,
-                          indent=2, ensure_ascii=False) + "\n"
+        """The plan as JSON text (indented, trailing newline); computed once per plan.
+
+        Keys come in the models' field order and user mappings in their source order, so the
+        text is deterministic and a run resumed from the stored plan sees its outputs' keys in
+        the order the author wrote them. (The fingerprint sorts keys.)
+        """
+        return self._json
+
+    @functools.cached_property
+    def _json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=2,
+                          ensure_ascii=False) + "\n"
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Plan:

@@ -87,9 +87,11 @@ class RetryPolicy(_Model):
 
 
 class LoopSpec(_Model):
-    """A bounded back-edge: after this node completes, run again from ``to`` while a condition holds."""
+    """A bounded back-edge: after this node completes, run again from ``to`` while true."""
 
-    to: str = Field(description="The node the loop starts again from (this node or an upstream one).")
+    to: str = Field(
+        description="The node the loop starts again from (this node or an upstream one)."
+    )
     while_: Expression = Field(
         alias="while", description="Run again while this expression is true."
     )

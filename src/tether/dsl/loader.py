@@ -33,7 +33,8 @@ def decode(data: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
         prefix = data[: exc.start].decode("utf-8", errors="replace")
         line, col = position(prefix, len(prefix))
         span = Span(file, line, col, line, col)
-        message = f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        byte = data[exc.start]
+        message = f"the file is not valid UTF-8 (byte 0x{byte:02x} at offset {exc.start})"
         return None, [make("E100", message, span, help="save the file as UTF-8")]
     if "\x00" in text:
         line, col = position(text, text.index("\x00"))

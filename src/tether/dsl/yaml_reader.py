@@ -165,7 +165,8 @@ def _syntax_error(file: str, exc: yaml.MarkedYAMLError) -> Diagnostic:
         help = f"{exc.context.strip()} starting{where}"
     if "tab" in problem:
         help = "indent with spaces; YAML does not allow tabs for indentation"
-    return make("E101", f"YAML syntax error: {problem}", Span(file, line, col, line, col), help=help)
+    span = Span(file, line, col, line, col)
+    return make("E101", f"YAML syntax error: {problem}", span, help=help)
 
 
 def read_yaml(text: str, file: str) -> RawDocument:

@@ -49,7 +49,7 @@ class RunFailure(Exception):
         super().__init__(error.get("message", "the run failed"))
 
 
-class Stopped(Exception):  # noqa: N818 - a signal between scheduler levels
+class Stopped(Exception):
     """A level stopped early because another branch suspended; it is not finished."""
 
 
@@ -505,5 +505,12 @@ def _wrap_child_error(node: PlanNode, error: dict[str, Any]) -> dict[str, Any]:
             "message": f"sub-workflow failed{where}: {error.get('message', '')}"}
 
 
-__all__ = ["Event", "Execution", "RunFailure", "Session", "Stopped", "error_info",
-           "StoreError"]
+__all__ = [
+    "Event",
+    "Execution",
+    "RunFailure",
+    "Session",
+    "Stopped",
+    "StoreError",
+    "error_info",
+]

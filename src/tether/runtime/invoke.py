@@ -98,10 +98,7 @@ async def _attempt(fn: Callable[..., Any], node: PlanNode, args: dict[str, Any],
     call = functools.partial(fn, **args)
     if node.idempotent:
         call = functools.partial(cached_call, fn, args)
-    if _is_async(fn):
-        coroutine = call()
-    else:
-        coroutine = asyncio.to_thread(call)
+    coroutine = call() if _is_async(fn) else asyncio.to_thread(call)
     if node.timeout is None:
         result = await coroutine
     else:

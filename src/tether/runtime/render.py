@@ -88,9 +88,6 @@ def _check_defined(value: Any, where: str) -> None:
     if isinstance(value, list | tuple):
         for item in value:
             _check_defined(item, where)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _check_defined(item, where)
     elif isinstance(value, Mapping) and not isinstance(value, NodesView):
         for item in value.values():
             _check_defined(item, where)

@@ -10,6 +10,7 @@ finds its own row already there counts as done, so no checkpoint is written twic
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -77,10 +78,8 @@ class PostgresCheckpointer(SQLCheckpointer):
     def _reset_hot(self) -> None:
         connection, self._hot_connection = self._hot_connection, None
         if connection is not None:
-            try:
+            with contextlib.suppress(Exception):  # already broken; nothing more to release
                 connection.close()
-            except Exception:  # already broken; nothing more to release
-                pass
 
     def put(self, row: CheckpointRow) -> None:
         """One INSERT; after a dropped connection, one retry on a fresh connection."""

@@ -89,7 +89,7 @@ class SQLCheckpointer(Checkpointer):
     def _is_disconnect(self, exc: BaseException) -> bool:
         """Whether a driver error means the server could not be reached."""
 
-    def _reset_hot(self) -> None:  # noqa: B027 - dialects with reconnectable connections
+    def _reset_hot(self) -> None:
         """Forget a broken hot-path connection."""
 
     # -- plumbing ----------------------------------------------------------------------------

@@ -1,0 +1,38 @@
+# tether: `make demo` runs the refund example end to end on SQLite; `make test` runs
+# ruff, mypy --strict and the test suite. Both create .venv on first use.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_DB ?= sqlite:///.tether/demo.db
+
+.PHONY: test demo lint typecheck unit bench bench-peers clean
+
+$(BIN)/tether: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
+	touch $(BIN)/tether
+
+lint: $(BIN)/tether
+	$(BIN)/ruff check src tests bench examples
+
+typecheck: $(BIN)/tether
+	$(BIN)/mypy
+
+unit: $(BIN)/tether
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+demo: $(BIN)/tether
+	PATH="$(abspath $(BIN)):$$PATH" DEMO_DB="$(DEMO_DB)" bash examples/demo.sh
+
+bench: $(BIN)/tether
+	$(BIN)/python bench/run.py
+
+bench-peers: $(BIN)/tether
+	$(BIN)/python bench/peers.py
+
+clean:
+	rm -rf .tether .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,144 @@
+"""The ``tether`` command: the click group, command registration, and error mapping.
+
+:func:`main` is the console entry point. It runs the group in non-standalone mode and maps
+every way out to one exit code, so that a user never sees a traceback unless they ask for one
+with ``TETHER_DEBUG=1``:
+
+==========================================  =====  ==========================================
+what happened                               exit   shown on stderr
+==========================================  =====  ==========================================
+command succeeded                           0
+command reported problems (``ctx.exit``)    1      (the command's own output)
+:class:`~tether.errors.WorkflowError`       1      the diagnostics, rendered as text
+other :class:`~tether.errors.TetherError`   1      ``error: <message>``
+click usage error (bad option, no path)     2      usage, ``Error: <message>``
+any other exception                         3      ``internal error: <Type>: <message> ...``
+Ctrl-C                                      130
+==========================================  =====  ==========================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+import click
+
+from tether.errors import TetherError, WorkflowError
+
+# Modules that add commands to the group; each defines ``register(group)``.
+# Operator commands (run, resume, fork, runs, show, pending, prune) go in "tether.cli.operator":
+# add it to this tuple when it exists.
+COMMAND_MODULES: tuple[str, ...] = (
+    "tether.cli.authoring",
+    "tether.cli.operator",
+)
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="tether", prog_name="tether", message="%(prog)s %(version)s")
+def cli() -> None:
+    """tether: workflow files compiled to checked plans, run durably.
+
+    Exit codes: 0 clean, 1 problems found (errors, or warnings with --strict), 2 usage error,
+    3 internal error. Set TETHER_DEBUG=1 to see tracebacks.
+    """
+
+
+def register_commands(group: click.Group, modules: Sequence[str] = COMMAND_MODULES) -> None:
+    """Import each command module and let it add its commands to ``group``."""
+    for name in modules:
+        importlib.import_module(name).register(group)
+
+
+register_commands(cli)
+
+
+def _debug() -> bool:
+    return os.environ.get("TETHER_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _print_traceback(exc: BaseException) -> None:
+    if _debug():
+        traceback.print_exception(exc, file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (tests): nothing to do
+        pass
+
+
+def handle_error(exc: BaseException) -> int:
+    """Report ``exc`` on stderr in one clean form and return the exit code for it."""
+    if isinstance(exc, SystemExit):
+        return _system_exit_code(exc)
+    if isinstance(exc, click.exceptions.Exit):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt) or (
+        isinstance(exc, click.Abort) and isinstance(exc.__cause__, KeyboardInterrupt)
+    ):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, click.Abort):
+        click.echo("Aborted!", err=True)
+        return EXIT_PROBLEMS
+    if isinstance(exc, click.ClickException):
+        exc.show()
+        return exc.exit_code
+    if isinstance(exc, BrokenPipeError):
+        _silence_stdout()
+        return EXIT_PROBLEMS
+    _print_traceback(exc)
+    if isinstance(exc, WorkflowError):
+        return _report_workflow_error(exc)
+    if isinstance(exc, TetherError):
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_PROBLEMS
+    hint = "" if _debug() else " (set TETHER_DEBUG=1 for a traceback)"
+    click.echo(f"internal error: {type(exc).__name__}: {exc}{hint}", err=True)
+    return EXIT_INTERNAL
+
+
+def _system_exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return EXIT_OK
+    if isinstance(exc.code, int):
+        return exc.code
+    click.echo(str(exc.code), err=True)
+    return EXIT_PROBLEMS
+
+
+def _report_workflow_error(exc: WorkflowError) -> int:
+    from tether.diagnostics.render import render_text, summary
+
+    if exc.diagnostics:
+        click.echo(render_text(exc.diagnostics), err=True, nl=False)
+        click.echo(summary(exc.diagnostics), err=True)
+    else:
+        click.echo(f"error: {exc}", err=True)
+    return EXIT_PROBLEMS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``tether`` command line; return its exit code (see the module docstring)."""
+    try:
+        result = cli.main(args=list(argv) if argv is not None else None, prog_name="tether",
+                          standalone_mode=False)
+        sys.stdout.flush()
+    except BaseException as exc:  # the one place every failure becomes an exit code
+        return handle_error(exc)
+    return result if isinstance(result, int) else EXIT_OK

@@ -1,0 +1,221 @@
+"""Pictures of a plan: Mermaid flowcharts and Graphviz DOT, from the plan's plain data.
+
+Both drawings show the same things:
+
+- a task as a rectangle labelled ``id`` / ``task.name``; an approval as a hexagon in a warm
+  colour; a sub-workflow as a subroutine box (Mermaid ``[[ ]]``, DOT ``box3d``);
+- extra label lines for what changes when a node runs: ``when <guard>``, ``for each <expr>``
+  (``×N`` for a literal list), a trigger rule other than ``all_success``;
+- ``needs`` as solid edges; each loop as a dashed back-edge from its closing node to
+  ``loop.to``, labelled ``while <condition> (max N)``.
+
+Output is deterministic: nodes in plan order, edges in plan order. Only the plan is read, so
+drawing needs neither networkx nor the source file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tether.compiler.plan import Plan, PlanLoop, PlanNode
+
+__all__ = ["to_dot", "to_mermaid"]
+
+MAX_EXPRESSION = 60
+
+_SINGLE_EXPRESSION = re.compile(r"^\{\{\s*(.*?)\s*\}\}$", re.DOTALL)
+
+_APPROVAL_FILL = "#fff4d6"
+_APPROVAL_STROKE = "#c98a00"
+_WORKFLOW_FILL = "#eaf2ff"
+_WORKFLOW_STROKE = "#3a6fd8"
+_TASK_FILL = "#f5f7fa"
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def _expression(text: str) -> str:
+    """``{{ x > 1 }}`` shown as ``x > 1``; long expressions are cut with an ellipsis."""
+    match = _SINGLE_EXPRESSION.match(text.strip())
+    shown = match.group(1) if match and "{{" not in match.group(1) else text.strip()
+    shown = " ".join(shown.split())
+    return shown if len(shown) <= MAX_EXPRESSION else shown[: MAX_EXPRESSION - 1] + "…"
+
+
+def _for_each(value: Any, concurrency: int | None) -> str:
+    if isinstance(value, list):
+        line = f"×{len(value)}"
+    elif isinstance(value, str):
+        line = f"for each {_expression(value)}"
+    else:
+        line = "for each"
+    return line + (f" ({concurrency} at a time)" if concurrency else "")
+
+
+def node_lines(node: PlanNode) -> list[str]:
+    """The lines of a node's label: id, what it runs, then guard, fan-out and trigger."""
+    lines = [node.id]
+    if node.kind == "task" and node.task is not None:
+        lines.append(node.task)
+    elif node.kind == "approval" and node.approval is not None:
+        lines.append(f"approval: {node.approval.reason}")
+    elif node.kind == "workflow" and node.workflow is not None:
+        lines.append(f"workflow: {node.workflow.path}")
+    if node.when is not None:
+        lines.append(f"when {_expression(node.when)}")
+    if node.for_each is not None:
+        lines.append(_for_each(node.for_each, node.concurrency))
+    if node.trigger != "all_success":
+        lines.append(f"trigger: {node.trigger}")
+    return lines
+
+
+def loop_label(loop: PlanLoop) -> str:
+    """``while <condition> (max N)``, with ``then continue`` when exhaustion is not an error."""
+    bound = f"max {loop.max_iterations}"
+    if loop.on_exhausted == "continue":
+        bound += ", then continue"
+    return f"while {_expression(loop.while_)} ({bound})"
+
+
+def _edges(plan: Plan) -> list[tuple[str, str]]:
+    return [(need, node.id) for node in plan.nodes for need in node.needs]
+
+
+def _loops(plan: Plan) -> list[tuple[str, PlanLoop]]:
+    return [(node.id, node.loop) for node in plan.nodes if node.loop is not None]
+
+
+# --------------------------------------------------------------------------- Mermaid
+
+# Mermaid reads ``#<name>;`` / ``#<number>;`` as a character reference. Every character that
+# could end a label or start Mermaid syntax is written that way; ``#`` first so references stay
+# intact.
+_MERMAID_ESCAPES = {
+    "#": "#35;",
+    '"': "#quot;",
+    "<": "#lt;",
+    ">": "#gt;",
+    "&": "#amp;",
+    "|": "#124;",
+    "{": "#123;",
+    "}": "#125;",
+    "`": "#96;",
+}
+_MERMAID_ESCAPE = re.compile("|".join(re.escape(c) for c in _MERMAID_ESCAPES))
+
+
+def mermaid_text(text: str, *, escape_colon: bool = False) -> str:
+    """Escape one line of label text for a quoted Mermaid label."""
+    escaped = _MERMAID_ESCAPE.sub(lambda m: _MERMAID_ESCAPES[m.group(0)], text)
+    return escaped.replace(":", "#58;") if escape_colon else escaped
+
+
+def mermaid_label(lines: list[str], *, context: str = "") -> str:
+    """A quoted Mermaid label; lines (and newlines inside them) become ``<br/>``.
+
+    ``context`` is the rest of the line the label goes on (its node ids). Mermaid drops the
+    last ``;`` of any line matching ``style.*:\\S*#.*;`` (its style-statement handling), which
+    would break a character reference; so when ``style`` occurs on the line, ``:`` is escaped
+    too, and the line cannot match.
+    """
+    raw = [part for line in lines for part in line.splitlines() or [""]]
+    colon = "style" in context or any("style" in part for part in raw)
+    return '"' + "<br/>".join(mermaid_text(p, escape_colon=colon) for p in raw) + '"'
+
+
+def mermaid_id(node_id: str) -> str:
+    """A Mermaid node id: prefixed (so ``end`` or ``graph`` cannot clash with keywords)."""
+    safe = re.sub(r"[^A-Za-z0-9_]", lambda m: f"_{ord(m.group(0)):x}_", node_id)
+    return f"n_{safe}"
+
+
+_MERMAID_SHAPES = {"task": ("[", "]"), "approval": ("{{", "}}"), "workflow": ("[[", "]]")}
+
+
+def to_mermaid(plan: Plan) -> str:
+    """The plan as a Mermaid flowchart (top to bottom), ending in a newline."""
+    lines = ["---", f"title: {json.dumps(plan.name, ensure_ascii=False)}", "---",
+             "flowchart TD"]
+    for node in plan.nodes:
+        opening, closing = _MERMAID_SHAPES[node.kind]
+        node_id = mermaid_id(node.id)
+        label = mermaid_label(node_lines(node), context=node_id)
+        lines.append(f"    {node_id}{opening}{label}{closing}")
+    for source, target in _edges(plan):
+        lines.append(f"    {mermaid_id(source)} --> {mermaid_id(target)}")
+    for closer, loop in _loops(plan):
+        source, target = mermaid_id(closer), mermaid_id(loop.to)
+        label = mermaid_label([loop_label(loop)], context=source + target)
+        lines.append(f"    {source} -.->|{label}| {target}")
+    lines.extend(_mermaid_classes(plan))
+    return "\n".join(lines) + "\n"
+
+
+def _mermaid_classes(plan: Plan) -> list[str]:
+    lines = []
+    for kind, fill, stroke in (("approval", _APPROVAL_FILL, _APPROVAL_STROKE),
+                               ("workflow", _WORKFLOW_FILL, _WORKFLOW_STROKE)):
+        members = [mermaid_id(n.id) for n in plan.nodes if n.kind == kind]
+        if members:
+            lines.append(f"    classDef {kind} fill:{fill},stroke:{stroke}")
+            lines.append(f"    class {','.join(members)} {kind}")
+    return lines
+
+
+# --------------------------------------------------------------------------- DOT
+
+
+def dot_string(text: str) -> str:
+    """A DOT quoted string; newlines become ``\\n`` (centred line breaks in a label).
+
+    Inside a quoted string ``"`` and ``\\`` are special (and backslash escapes such as ``\\l``,
+    which doubling the backslash disables), and Graphviz decodes HTML entities such as
+    ``&lt;``, so ``&`` is written ``&amp;``. ``{ } | < >`` matter only in record shapes and
+    HTML labels, which are never used here.
+    """
+    escaped = text.replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"')
+    escaped = escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _dot_attributes(attributes: dict[str, str]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in attributes.items())
+
+
+def _dot_node(node: PlanNode) -> str:
+    attributes = {"label": dot_string("\n".join(node_lines(node)))}
+    if node.kind == "approval":
+        attributes |= {"shape": "hexagon", "style": "filled",
+                       "fillcolor": dot_string(_APPROVAL_FILL),
+                       "color": dot_string(_APPROVAL_STROKE)}
+    elif node.kind == "workflow":
+        attributes |= {"shape": "box3d", "style": "filled",
+                       "fillcolor": dot_string(_WORKFLOW_FILL),
+                       "color": dot_string(_WORKFLOW_STROKE)}
+    return f"  {dot_string(node.id)} [{_dot_attributes(attributes)}];"
+
+
+def to_dot(plan: Plan) -> str:
+    """The plan as a Graphviz ``digraph``, ending in a newline."""
+    lines = [
+        f"digraph {dot_string(plan.name)} {{",
+        f"  graph [rankdir=TB, fontname=Helvetica, label={dot_string(plan.name)}, "
+        "labelloc=t];",
+        '  node [shape=box, style="rounded,filled", fillcolor='
+        f'{dot_string(_TASK_FILL)}, fontname=Helvetica];',
+        "  edge [fontname=Helvetica, fontsize=10];",
+    ]
+    lines.extend(_dot_node(node) for node in plan.nodes)
+    for source, target in _edges(plan):
+        lines.append(f"  {dot_string(source)} -> {dot_string(target)};")
+    for closer, loop in _loops(plan):
+        attributes = {"style": "dashed", "constraint": "false",
+                      "label": dot_string(loop_label(loop))}
+        lines.append(f"  {dot_string(closer)} -> {dot_string(loop.to)} "
+                     f"[{_dot_attributes(attributes)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
