@@ -19,6 +19,7 @@ from tether.diagnostics import Diagnostic, sort_diagnostics
 from tether.dsl.ast import Workflow
 from tether.dsl.loader import read_workflow, syntax_of
 from tether.errors import WorkflowError
+from tether.gc_pause import paused_gc
 
 Tasks = Mapping[str, Callable[..., Any]]
 
@@ -63,10 +64,11 @@ class Compiler:
 
     def check_file(self, path: str | os.PathLike[str]) -> list[Diagnostic]:
         """Every diagnostic of one file."""
-        workflow, diagnostics = read_workflow(path)
-        if workflow is not None:
-            _, more = self.compile_workflow(workflow)
-            diagnostics = diagnostics + more
+        with paused_gc():
+            workflow, diagnostics = read_workflow(path)
+            if workflow is not None:
+                _, more = self.compile_workflow(workflow)
+                diagnostics = diagnostics + more
         return diagnostics
 
 
@@ -79,15 +81,16 @@ def compile(
     has errors. Warnings do not prevent compilation.
     """
     compiler = Compiler(tasks)
-    if isinstance(source, Workflow):
-        workflow: Workflow | None = source
-        diagnostics: list[Diagnostic] = []
-    else:
-        workflow, diagnostics = read_workflow(source)
-    plan = None
-    if workflow is not None:
-        plan, more = compiler.compile_workflow(workflow)
-        diagnostics = diagnostics + more
+    with paused_gc():
+        if isinstance(source, Workflow):
+            workflow: Workflow | None = source
+            diagnostics: list[Diagnostic] = []
+        else:
+            workflow, diagnostics = read_workflow(source)
+        plan = None
+        if workflow is not None:
+            plan, more = compiler.compile_workflow(workflow)
+            diagnostics = diagnostics + more
     if plan is None or any(d.is_error for d in diagnostics):
         raise WorkflowError(sort_diagnostics(diagnostics))
     return plan

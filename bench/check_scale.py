@@ -1,0 +1,69 @@
+"""W6: `tether check` of generated 1,000- and 10,000-node workflows (YAML and .flow).
+
+Run: .venv/bin/python bench/check_scale.py [--repeat 5]
+Prints the median wall time of `tether.check` (parse, validate, graph checks, templates) per
+size and syntax, and the 10,000/1,000 ratio (target: under 2 s at 10,000 nodes, ratio <= 12).
+Also times the `tether check` command end to end (process start included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generate import workflow_flow, workflow_yaml
+
+import tether
+
+
+def measure(path: Path, repeat: int) -> float:
+    """Median seconds of `tether.check(path)`, with the template caches cleared each time
+    (a `tether check` process starts cold)."""
+    from tether.dsl.expressions import analyse, classify, compiled
+
+    times = []
+    for _ in range(repeat):
+        for cache in (analyse, classify, compiled):
+            cache.cache_clear()
+        start = time.perf_counter()
+        diagnostics = tether.check([path])
+        times.append(time.perf_counter() - start)
+        errors = [d for d in diagnostics if d.is_error]
+        assert not errors, errors[:3]
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    results: dict[tuple[str, int], float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in (1_000, 10_000):
+            for syntax, text in (("yaml", workflow_yaml(size)), ("flow", workflow_flow(size))):
+                path = Path(tmp) / f"w{size}.{syntax}"
+                path.write_text(text)
+                results[(syntax, size)] = measure(path, args.repeat)
+                print(f"check {syntax:4} {size:>6} nodes: {results[(syntax, size)]:.3f} s "
+                      f"(median of {args.repeat})")
+        for syntax in ("yaml", "flow"):
+            ratio = results[(syntax, 10_000)] / results[(syntax, 1_000)]
+            print(f"{syntax}: 10,000/1,000 ratio {ratio:.1f} (target <= 12); "
+                  f"10,000 nodes {'meets' if results[(syntax, 10_000)] < 2 else 'MISSES'} "
+                  "the 2 s target")
+        path = Path(tmp) / "w10000.yaml"
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "tether", "check", str(path)], check=True,
+                       capture_output=True, cwd=tmp)
+        print(f"`tether check` command, 10,000-node YAML: {time.perf_counter() - start:.3f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Every example in examples/ checks clean, compiles, and runs end to end (STYLE rule 19)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tether
+from tether.runtime.registry import REGISTRY, import_tasks
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+WORKFLOWS = sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".flow"))
+TASK_MODULES = sorted(str(p) for p in EXAMPLES.glob("*/tasks.py"))
+
+
+@pytest.fixture(autouse=True)
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv("TETHER_EXAMPLE_LEDGER", str(path))
+    return path
+
+
+def run_example(workflow: str, inputs: dict[str, Any], store: tether.Checkpointer) -> Any:
+    import_tasks(TASK_MODULES)
+    return tether.Runner(EXAMPLES / workflow, store, REGISTRY).run(inputs)
+
+
+def test_there_are_at_least_five_examples_with_two_in_flow_syntax() -> None:
+    """The examples cover the five scenarios, each in YAML, at least two also in .flow."""
+    folders = {p.parent.name for p in WORKFLOWS}
+    assert {"refund", "review_loop", "enrichment", "fulfilment", "order"} <= folders
+    assert len([p for p in WORKFLOWS if p.suffix == ".flow"]) >= 2
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_example_checks_clean_with_its_tasks(path: Path) -> None:
+    """No diagnostic at all, with task names and arguments checked against the modules."""
+    import_tasks(TASK_MODULES)
+    assert tether.check([path], tasks=REGISTRY) == []
+
+
+@pytest.mark.parametrize("path", [p for p in WORKFLOWS if p.suffix == ".flow"],
+                         ids=lambda p: p.name)
+def test_flow_example_compiles_to_the_same_plan_as_its_yaml_twin(path: Path) -> None:
+    """A .flow file and the .yaml file of the same name share one fingerprint."""
+    twin = path.with_suffix(".yaml")
+    assert tether.compile(path).fingerprint == tether.compile(twin).fingerprint
+
+
+def test_refund_pauses_for_a_manager_and_refunds_once(ledger: Path) -> None:
+    """Refund above 100: pause, approve, refund exactly once, e-mail sent."""
+    store = tether.InMemoryCheckpointer()
+    runner = tether.Runner(EXAMPLES / "refund/refund.yaml", store, _tasks())
+    paused = runner.run({"amount": 250, "account": "ACC-42"})
+    assert paused.status == "paused"
+    assert paused.pending_interrupt == {
+        "reason": "manager_approval", "node_id": "review", "agent_path": "",
+        "context": {"amount": 250, "holder": "Ada Lovelace", "balance": 1200.0},
+    }
+    done = runner.resume(paused.execution_id, tether.Resume(approved=True))
+    assert done.status == "completed"
+    assert done.output == {"refund_id": "R-ACC-42-250", "approved_by_manager": True}
+    kinds = [json.loads(line)["kind"] for line in ledger.read_text().splitlines()]
+    assert kinds == ["refund", "email"]
+
+
+def test_refund_below_the_threshold_skips_the_approval(ledger: Path) -> None:
+    """The guard is false: no pause, the refund still runs (trigger all_done)."""
+    result = run_example("refund/refund.yaml", {"amount": 50, "account": "ACC-7"},
+                         tether.InMemoryCheckpointer())
+    assert result.status == "completed"
+    assert result.state["nodes"]["review"]["status"] == "skipped"
+    assert result.output == {"refund_id": "R-ACC-7-50", "approved_by_manager": False}
+
+
+def test_refund_rejected_by_the_manager_refunds_nothing(ledger: Path) -> None:
+    """approved=false: the refund's guard is false, nothing is moved."""
+    store = tether.InMemoryCheckpointer()
+    runner = tether.Runner(EXAMPLES / "refund/refund.yaml", store, _tasks())
+    paused = runner.run({"amount": 500, "account": "ACC-42"})
+    done = runner.resume(paused.execution_id, {"approved": False, "note": "no"})
+    assert done.state["nodes"]["refund"]["status"] == "skipped"
+    assert not ledger.exists()
+
+
+def test_review_loop_revises_until_the_score_is_reached() -> None:
+    """Three drafts (scores 3, 6, 9), then publish once."""
+    result = run_example("review_loop/review_loop.yaml", {"topic": "Durable workflows"},
+                         tether.InMemoryCheckpointer())
+    assert result.status == "completed"
+    assert result.output["score"] == 9
+    assert result.state["counters"] == {"critique": 3}
+
+
+def test_enrichment_collects_item_outputs_in_order() -> None:
+    """for_each with concurrency 4: outputs in input order, one checkpoint per element."""
+    store = tether.InMemoryCheckpointer()
+    result = run_example("enrichment/enrichment.yaml", {"campaign": "q4", "limit": 9}, store)
+    assert result.status == "completed"
+    emails = [lead["email"] for lead in result.state["nodes"]["enrich"]["output"]]
+    assert emails == [f"lead{i}@{d}" for i, d in enumerate(
+        ["acme.com", "globex.com", "initech.com", "umbrella.com", "hooli.com"] * 2)][:9]
+    items = [c.node_id for c in store.list(result.execution_id) if "/item:" in c.node_id]
+    assert sorted(items) == sorted(f"enrich/item:{i}" for i in range(9))
+
+
+@pytest.mark.parametrize(("total", "credit"), [(250, "skipped"), (2500, "completed")])
+def test_fulfilment_decides_after_every_check(total: int, credit: str) -> None:
+    """all_done joins the branches whether the credit check ran or was skipped."""
+    result = run_example("fulfilment/fulfilment.yaml", {"order_id": "O-17", "total": total},
+                         tether.InMemoryCheckpointer())
+    assert result.output == {"decision": "ship", "checks": {
+        "fraud": "completed", "credit": credit, "stock": "completed"}}
+
+
+def test_order_runs_its_shipping_sub_workflow_in_the_same_execution() -> None:
+    """Sub-run rows share the execution id under agent_path workflow:order/node:ship."""
+    store = tether.InMemoryCheckpointer()
+    result = run_example("order/order.yaml", {"order_id": "O-1", "address": "1 Main St"}, store)
+    assert result.status == "completed"
+    paths = {(c.node_id, c.agent_path) for c in store.list(result.execution_id)}
+    assert ("book", "workflow:order/node:ship") in paths
+    ends = [c for c in store.list(result.execution_id) if c.node_id == "run_end"]
+    assert len(ends) == 1 and ends[0].agent_path == ""
+
+
+def test_demo_script_runs_end_to_end(tmp_path: Path) -> None:
+    """`make demo`'s script: run (pauses, exit 4), pending, resume, show — on SQLite."""
+    env = {**os.environ, "DEMO_DB": f"sqlite:///{tmp_path / 'demo.db'}",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(["bash", str(EXAMPLES / "demo.sh")], capture_output=True,
+                            text=True, env=env, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "paused" in result.stdout or "manager_approval" in result.stdout
+    assert "completed run" in result.stdout
+    assert "run_end" in result.stdout
+
+
+def _tasks() -> Any:
+    import_tasks(TASK_MODULES)
+    return REGISTRY
