@@ -180,7 +180,7 @@ class StoreUnavailable(StoreError):
     """The store could not be reached."""
 
 
-class InterruptSignal(BaseException):  # noqa: N818 - control flow, not an error
+class InterruptSignal(BaseException):
     """Raised by :func:`tether.interrupt` to suspend the node; only the runner catches it."""
 
     def __init__(self, reason: str, context: Any, *, node_id: str | None = None,

@@ -8,6 +8,7 @@ from typing import Any
 from tether.compiler.context import Context
 from tether.compiler.graph import Graph
 from tether.diagnostics import Related
+from tether.dsl.document import ID_RE
 from tether.dsl.expressions import analyse, compiled
 
 
@@ -44,12 +45,9 @@ def check_reachability(ctx: Context, graph: Graph) -> None:
             root_of[node_id] = root_of[blocked[0]]
             consequences[root_of[node_id]].append(node_id)
     for root, after in consequences.items():
-        also = ""
-        related = []
-        if after:
-            also = f" (nor do {', '.join(f'`{n}`' for n in after)}, which depend on it)"
-            related = [Related(ctx.key_span("nodes", n), f"`{n}` never runs") for n in after]
-        ctx.report("E305", f"node `{root}` never runs: its `when` is always false{also}",
+        related = [Related(ctx.key_span("nodes", n), f"`{n}` never runs either: it depends on "
+                           f"`{root}`") for n in after]
+        ctx.report("E305", f"node `{root}` never runs: its `when` is always false",
                    ctx.span("nodes", root, "when"), node_id=root, related=related,
                    help="remove the node or fix its guard; `trigger: all_done` runs a node "
                    "after skipped ones")
@@ -78,6 +76,6 @@ def check_lints(ctx: Context, used_inputs: set[str],
                    help="add `idempotent: true` so a retry cannot repeat a committed side "
                    "effect, or `idempotent: false` if repeating it is safe")
     for name in ctx.workflow.inputs:
-        if name not in used_inputs:
+        if name not in used_inputs and ID_RE.match(name):
             ctx.report("W101", f"input `{name}` is never read", ctx.key_span("inputs", name),
                        help="remove it, or read it as `{{ inputs." + name + " }}`")

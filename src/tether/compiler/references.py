@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,8 @@ def check_templates(ctx: Context, graph: Graph) -> set[str]:
         analysis = analyse(site.text)
         if analysis.kind == "literal" and not site.condition:
             continue
+        if analysis.error is not None:  # what it reads is unknown: no input is unused
+            used.update(ctx.workflow.inputs)
         _check_site(ctx, graph, site, analysis, used)
     return used
 
@@ -149,6 +152,8 @@ def _check_input(ctx: Context, ref: Reference, span: Span, reader: str | None,
     used.add(name)
     if name not in inputs and name not in ctx.workflow.broken_inputs:
         declared = list(inputs)
+        close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+        used.update(close)  # the input it was meant to read is not unused
         help = did_you_mean(name, declared) or (
             f"declared inputs: {', '.join(declared)}" if declared else "declare it under `inputs:`"
         )

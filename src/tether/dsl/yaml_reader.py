@@ -154,17 +154,31 @@ class _Walker:
         )
 
 
-def _syntax_error(file: str, exc: yaml.MarkedYAMLError) -> Diagnostic:
+_CONTEXT_HELP = (
+    ("flow mapping", "the `{` opened at {where} is not closed (or a `,` is missing)"),
+    ("flow sequence", "the `[` opened at {where} is not closed (or a `,` is missing)"),
+    ("quoted scalar", "the quoted string opened at {where} is not closed"),
+    ("simple key", "the key at {where} is not followed by `:`"),
+    ("block mapping", "this line's indentation does not match the mapping that starts at "
+                      "{where}"),
+    ("block collection", "this line's indentation does not match the list that starts at "
+                         "{where}"),
+)
+
+
+def _syntax_error(file: str, text: str, exc: yaml.MarkedYAMLError) -> Diagnostic:
     mark = exc.problem_mark or exc.context_mark
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
     problem = (exc.problem or "invalid YAML").strip()
     help = None
-    if exc.context:
-        context_mark = exc.context_mark
-        where = f" at line {context_mark.line + 1}" if context_mark is not None else ""
-        help = f"{exc.context.strip()} starting{where}"
-    if "tab" in problem:
-        help = "indent with spaces; YAML does not allow tabs for indentation"
+    context, context_mark = (exc.context or "").strip(), exc.context_mark
+    if context and context_mark is not None:
+        where = f"line {context_mark.line + 1}, column {context_mark.column + 1}"
+        help = next((h.replace("{where}", where) for key, h in _CONTEXT_HELP if key in context),
+                    f"{context} starting at {where}")
+    if mark is not None and text[mark.index:mark.index + 1] == "\t":
+        problem = "a tab character cannot indent YAML"
+        help = "indent with spaces"
     span = Span(file, line, col, line, col)
     return make("E101", f"YAML syntax error: {problem}", span, help=help)
 
@@ -175,7 +189,7 @@ def read_yaml(text: str, file: str) -> RawDocument:
     try:
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
-        return RawDocument(None, source, "yaml", [_syntax_error(file, exc)])
+        return RawDocument(None, source, "yaml", [_syntax_error(file, text, exc)])
     except yaml.YAMLError as exc:
         span = Span.whole_file(file)
         return RawDocument(None, source, "yaml", [make("E101", f"YAML error: {exc}", span)])

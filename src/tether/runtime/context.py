@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import InterruptSignal
+from tether.errors import InterruptSignal, NotJSONError
 from tether.runtime.values import to_json
 
 if TYPE_CHECKING:
@@ -106,14 +106,30 @@ def interrupt(reason: str, context: Any = None) -> Resume:
         answer = scope.answers[scope.asked]
         scope.asked += 1
         return answer if isinstance(answer, Resume) else Resume(**answer)
-    frozen, _ = to_json(context, f"the context of interrupt '{reason}'",
-                        node_id=scope.address if scope else None)
+    node_id = scope.address if scope else None
+    reason = _storable_reason(str(reason), node_id)
+    frozen, _ = to_json(context, f"the context of interrupt '{reason}'", node_id=node_id)
     raise InterruptSignal(
-        str(reason),
+        reason,
         frozen,
-        node_id=scope.address if scope else None,
+        node_id=node_id,
         agent_path=scope.agent_path if scope else AGENT_PATH.get(),
     )
+
+
+MAX_REASON = 300  # the reason columns of the stores (schema.py) hold at most this
+
+
+def _storable_reason(reason: str, node_id: str | None) -> str:
+    """The reason, if every store can keep it as it is (PostgreSQL refuses NUL characters and
+    longer text); otherwise the same NotJSONError on every backend."""
+    what = f"the reason of interrupt {reason[:40]!r}{'...' if len(reason) > 40 else ''}"
+    to_json(reason, what, node_id=node_id)
+    if len(reason) > MAX_REASON:
+        raise NotJSONError(what, f"it has {len(reason)} characters; a reason is a short label "
+                           f"of at most {MAX_REASON} (put the details in the context)",
+                           node_id=node_id)
+    return reason
 
 
 def current_execution_id() -> str | None:

@@ -84,18 +84,23 @@ class Session:
 
 
 class Readiness:
-    """Which nodes of a level can start: a counter of unfinished dependencies per node."""
+    """Which nodes of a level can start: a counter of unfinished dependencies per node.
+
+    Nodes handed out by :meth:`take` stay *started* until reported :meth:`finished` (or
+    :meth:`restart`-ed), so a rebuild while they are in flight never hands them out twice.
+    """
 
     def __init__(self, plan: Plan, state: dict[str, Any]) -> None:
         self.plan = plan
         self.state = state
+        self.started: set[str] = set()
         self.rebuild()
 
     def rebuild(self) -> None:
         self.count: dict[str, int] = {}
         self.heap: list[tuple[int, str]] = []
         for node in self.plan.nodes:
-            if status_of(self.state, node.id) in FINISHED:
+            if node.id in self.started or status_of(self.state, node.id) in FINISHED:
                 continue
             waiting = sum(1 for d in node.waits_for if status_of(self.state, d) not in FINISHED)
             self.count[node.id] = waiting
@@ -107,10 +112,17 @@ class Readiness:
         while self.heap:
             _, node_id = heapq.heappop(self.heap)
             if self.count.pop(node_id, None) is not None:
+                self.started.add(node_id)
                 return self.plan.node(node_id)
         return None
 
+    def restart(self, node_id: str) -> None:
+        """``node_id`` closed its loop: the loop's nodes are pending again; recount."""
+        self.started.discard(node_id)
+        self.rebuild()
+
     def finished(self, node_id: str) -> None:
+        self.started.discard(node_id)
         for dependent in self.plan.dependents[node_id]:
             if dependent in self.count:
                 self.count[dependent] -= 1
@@ -206,7 +218,7 @@ class Execution:
         else:
             output, text, node_input = task.result()
             if self._complete(node, output, text, node_input):
-                ready.rebuild()
+                ready.restart(node.id)
                 self._emit_finished(node, COMPLETED, seconds)
                 return suspended
         self._emit_finished(node, status_of(self.state, node.id), seconds)
@@ -241,8 +253,7 @@ class Execution:
 
     def _fail(self, node: PlanNode, error: dict[str, Any]) -> None:
         entry = dict(self.state["nodes"].get(node.id) or {})
-        entry.update(status=FAILED, error=error)
-        entry.pop("answers", None)
+        entry.update(status=FAILED, error=error)  # answers stay: resume re-uses them
         self._set(node.id, entry)
         self._checkpoint(node.id, node, FAILED, dumps(error))
 

@@ -6,7 +6,7 @@ import threading
 import time
 
 from tether.stores.base import Checkpointer
-from tether.stores.leases import owner_is_dead
+from tether.stores.leases import lease_free, owner_is_dead
 from tether.stores.records import RunRecord
 
 
@@ -44,3 +44,9 @@ def take_over(store: Checkpointer, run: RunRecord, owner: str, seconds: float) -
     now = time.time()
     steal = run.owner if run.owner and owner_is_dead(run.owner) else None
     return store.acquire(run.execution_id, owner, now + seconds, now, steal_from=steal)
+
+
+def held_by_other(run: RunRecord, owner: str, now: float) -> bool:
+    """Whether another live process holds the run's lease (so ``take_over`` would fail)."""
+    dead = run.owner if run.owner and owner_is_dead(run.owner) else None
+    return not lease_free(run.owner, run.lease_until, owner, now, dead)

@@ -44,13 +44,15 @@ from tether.runtime.idempotent import forget_locks
 from tether.runtime.ids import new_execution_id
 from tether.runtime.invoke import check_values, error_info
 from tether.runtime.journal import SNAPSHOT_EVERY, Journal
-from tether.runtime.lease import LeaseKeeper, take_over
+from tether.runtime.lease import LeaseKeeper, held_by_other, take_over
 from tether.runtime.pinning import check_compatible, check_same_plan
 from tether.runtime.registry import resolve_tasks
 from tether.runtime.state import (
+    FAILED,
     INTERRUPTED,
     StatePath,
     ensure_unit,
+    get_path,
     locate_unit,
     new_state,
     reopen,
@@ -176,6 +178,9 @@ class Runner:
         if problems:
             raise InputError(problems)
         values, _ = to_json(values, "the run's inputs")
+        if execution_id and not _storable_id(execution_id):
+            raise TetherError(f"the execution id {execution_id!r} cannot be stored: it must "
+                              f"have at most {MAX_ID} characters and no NUL character")
         execution_id = execution_id or new_execution_id()
         state = new_state(values)
         store, owner, journal = self.checkpointer, current_owner(), None
@@ -215,10 +220,9 @@ class Runner:
             answer = self._claim(store, run, checkpoint, chosen, state, resume, owner)
             self._answer(chosen, state, checkpoint, answer)
         else:
-            if resume is not None:
-                where = f"node '{checkpoint.node_id}'" if checkpoint else "its start"
-                raise ResumeError(execution_id, f"it is not waiting for input (it stopped after "
-                                  f"{where}); resume it without a value")
+            if resume is not None and not self._reanswer(store, run, chosen, state, resume,
+                                                         owner):
+                self._check_value(store, run, checkpoint, resume, owner)
             self._own(store, run, owner)
         if chosen.fingerprint != run.plan_fingerprint:
             store.set_run_plan(execution_id, chosen.fingerprint, chosen.to_json())
@@ -227,6 +231,51 @@ class Runner:
         for path in reopen(chosen, state, forget_answers=False):
             journal.mark(path)
         return await self._drive(execution_id, chosen, state, journal, owner)
+
+    def _check_value(self, store: Checkpointer, run: RunRecord, checkpoint: Checkpoint | None,
+                     resume: Resume | Mapping[str, Any], owner: str) -> None:
+        """A value for a run that is not paused (any more). The answer its interrupt was
+        claimed with, given again (a retry after the claimer died), recovers the run; a run
+        another process holds, or one that finished meanwhile, is :class:`AlreadyResumed`
+        (a concurrent resumer lost); anything else is a :class:`ResumeError`."""
+        execution_id = run.execution_id
+        fresh = store.get_run(execution_id) or run
+        decision = fresh.decision
+        if isinstance(decision, dict) and decision.get("value") == _answer(resume):
+            return
+        if held_by_other(fresh, owner, time.time()):
+            raise AlreadyResumed(execution_id, f"it is being executed by {fresh.owner}")
+        last = store.get_last(execution_id)
+        if last is not None and last.is_run_end and last.status == "completed":
+            raise AlreadyResumed(execution_id)
+        where = f"node '{checkpoint.node_id}'" if checkpoint else "its start"
+        raise ResumeError(execution_id, f"it is not waiting for input (it stopped after "
+                          f"{where}); resume it without a value")
+
+    def _reanswer(self, store: Checkpointer, run: RunRecord, plan: Plan, state: dict[str, Any],
+                  resume: Resume | Mapping[str, Any], owner: str) -> bool:
+        """A new value for a claimed interrupt whose node failed after ``interrupt()`` returned
+        (so it never committed): take the run and replace that answer and the stored decision.
+        False when the run has no such answer."""
+        decision = (store.get_run(run.execution_id) or run).decision
+        asked = store.get(run.execution_id, str(decision.get("checkpoint_id"))) \
+            if isinstance(decision, dict) else None
+        if asked is None or asked.status != INTERRUPTED:
+            return False
+        try:
+            _, path = locate_unit(plan, state, asked.agent_path, asked.node_id)
+            unit = get_path(state, path)
+        except (KeyError, TypeError):
+            return False
+        if not isinstance(unit, dict) or unit.get("status") != FAILED or not unit.get("answers"):
+            return False
+        answer = _answer(resume)
+        self._validate_answer(run.execution_id, plan, asked, answer)
+        self._own(store, run, owner)
+        unit["answers"][-1] = answer
+        store.set_decision(run.execution_id, {"checkpoint_id": asked.checkpoint_id,
+                                              "value": answer})
+        return True
 
     def _claim(self, store: Checkpointer, run: RunRecord, checkpoint: Checkpoint, plan: Plan,
                state: dict[str, Any], resume: Resume | Mapping[str, Any] | None,
@@ -414,7 +463,8 @@ class Runner:
 
     @staticmethod
     def _run(store: Checkpointer, execution_id: str) -> RunRecord:
-        run = store.get_run(execution_id)
+        # PostgreSQL cannot even look up an id holding a NUL; no store holds one (see arun)
+        run = store.get_run(execution_id) if "\x00" not in execution_id else None
         if run is None:
             raise RunNotFound(execution_id)
         return run
@@ -451,6 +501,15 @@ class Runner:
         if missing:
             raise TaskError("the plan calls tasks that are not registered: "
                             + ", ".join(missing), task=missing[0])
+
+
+MAX_ID = 64  # the execution id columns of the stores (schema.py) hold at most this
+
+
+def _storable_id(execution_id: str) -> bool:
+    """Whether every store can hold ``execution_id`` (PostgreSQL refuses NUL and longer ids;
+    SQLite and memory would take them, so the runner refuses them the same everywhere)."""
+    return 0 < len(execution_id) <= MAX_ID and "\x00" not in execution_id
 
 
 def _task_names(plan: Plan) -> set[str]:

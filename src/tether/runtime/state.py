@@ -121,8 +121,10 @@ def reopen(plan: Plan, state: dict[str, Any], *, forget_answers: bool) -> list[S
     """Make failed units runnable again (for resume and fork); return the changed paths.
 
     Failed and upstream-failed units go back to ``pending`` (keeping finished ``for_each``
-    elements and sub-run progress). With ``forget_answers`` (fork), interrupted units forget
-    the answers they were given, so the branch asks again instead of skipping an approval.
+    elements and sub-run progress). A failed unit keeps the answers it was given, so resuming
+    it re-uses a claimed decision instead of asking again. With ``forget_answers`` (fork),
+    interrupted and failed units forget their answers, so the branch asks again instead of
+    skipping an approval.
     """
     changed: list[StatePath] = []
     for _, path, entry in list(_units(plan, state, ())):
@@ -130,6 +132,8 @@ def reopen(plan: Plan, state: dict[str, Any], *, forget_answers: bool) -> list[S
         if status in NOT_OK:
             entry["status"] = PENDING
             entry.pop("error", None)
+            if forget_answers:
+                entry.pop("answers", None)
             changed.append(path)
         elif forget_answers and status == INTERRUPTED:
             entry["status"] = PENDING

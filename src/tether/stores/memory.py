@@ -84,8 +84,9 @@ class InMemoryCheckpointer(Checkpointer):
             run = self._runs.get(execution_id)
             if run is None or not lease_free(run.owner, run.lease_until, owner, now, steal_from):
                 return False
+            finished = run.status == RunStatus.COMPLETED.value  # as the SQL stores: stays so
             self._update(execution_id, owner=owner, lease_until=until,
-                         status=RunStatus.RUNNING.value)
+                         status=run.status if finished else RunStatus.RUNNING.value)
             return True
 
     def renew(self, execution_id: str, owner: str, until: float) -> bool:
@@ -146,7 +147,7 @@ class InMemoryCheckpointer(Checkpointer):
             if row.execution_id in self._pending:
                 raise StoreError(f"run {row.execution_id} already has a pending interrupt")
             self._insert(row)
-            self._pending[row.execution_id] = pending
+            self._pending[row.execution_id] = _copy_pending(pending)
             changes: dict[str, Any] = {"status": RunStatus.PAUSED.value}
             run = self._runs.get(row.execution_id)
             if run is not None and run.owner == owner:
@@ -156,11 +157,12 @@ class InMemoryCheckpointer(Checkpointer):
 
     def get_pending(self, execution_id: str) -> PendingInterrupt | None:
         with self._lock:
-            return self._pending.get(execution_id)
+            pending = self._pending.get(execution_id)
+            return _copy_pending(pending) if pending is not None else None
 
     def list_pending(self) -> list[PendingInterrupt]:
         with self._lock:
-            pending = list(self._pending.values())
+            pending = [_copy_pending(p) for p in self._pending.values()]
         return sorted(pending, key=lambda p: (p.created_at, p.execution_id))
 
     def delete_pending_interrupt_atomic(
@@ -226,6 +228,11 @@ class InMemoryCheckpointer(Checkpointer):
 
 def _copy_json(value: Any) -> Any:
     return json.loads(json.dumps(value)) if value is not None else None
+
+
+def _copy_pending(pending: PendingInterrupt) -> PendingInterrupt:
+    """A copy whose context is not shared with the caller (the SQL stores return fresh ones)."""
+    return dataclasses.replace(pending, context=_copy_json(pending.context))
 
 
 def _copy(run: RunRecord) -> RunRecord:

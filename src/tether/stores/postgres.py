@@ -14,7 +14,8 @@ import contextlib
 import threading
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine
+from sqlalchemy import Connection, Engine, Insert, Table, create_engine
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
@@ -104,6 +105,9 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     def _begin_write(self, connection: Connection) -> None:
         """PostgreSQL begins a transaction with the first statement."""
+
+    def _insert_or_ignore(self, table: Table) -> Insert:
+        return pg_insert(table).on_conflict_do_nothing()
 
     def _lock_schema(self, connection: Connection) -> None:
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")

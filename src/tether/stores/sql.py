@@ -20,7 +20,19 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, case, delete, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Insert,
+    Table,
+    and_,
+    case,
+    delete,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from tether.errors import ExecutionExists, SchemaVersionError, StoreError, StoreUnavailable
@@ -88,6 +100,10 @@ class SQLCheckpointer(Checkpointer):
     @abc.abstractmethod
     def _is_disconnect(self, exc: BaseException) -> bool:
         """Whether a driver error means the server could not be reached."""
+
+    @abc.abstractmethod
+    def _insert_or_ignore(self, table: Table) -> Insert:
+        """An INSERT into ``table`` that does nothing if the primary key is taken."""
 
     def _reset_hot(self) -> None:
         """Forget a broken hot-path connection."""
@@ -160,12 +176,16 @@ class SQLCheckpointer(Checkpointer):
                 runs.c.execution_id == run.execution_id)).first()
             if exists is not None:
                 raise ExecutionExists(run.execution_id)
-            known = connection.execute(select(plans.c.fingerprint).where(
-                plans.c.fingerprint == run.plan_fingerprint)).first()
-            if known is None:
-                connection.execute(insert(plans).values(
-                    fingerprint=run.plan_fingerprint, plan=plan_json, created_at=time.time()))
+            self._store_plan(connection, run.plan_fingerprint, plan_json)
             connection.execute(insert(runs).values(self._run_values(run)))
+
+    def _store_plan(self, connection: Connection, fingerprint: str, plan_json: str) -> None:
+        """Store a plan once per fingerprint. Processes starting runs of one plan at once all
+        insert it; a read-then-insert would let two of them pass the read on PostgreSQL (read
+        committed) and fail the second with a duplicate key, so the insert ignores a row that
+        is already there (``ON CONFLICT DO NOTHING``: the dialect hook)."""
+        connection.execute(self._insert_or_ignore(plans).values(
+            fingerprint=fingerprint, plan=plan_json, created_at=time.time()))
 
     @staticmethod
     def _run_values(run: RunRecord) -> dict[str, Any]:
@@ -213,11 +233,7 @@ class SQLCheckpointer(Checkpointer):
 
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str) -> None:
         with self._write(f"changing the plan of run {execution_id}") as connection:
-            known = connection.execute(select(plans.c.fingerprint).where(
-                plans.c.fingerprint == fingerprint)).first()
-            if known is None:
-                connection.execute(insert(plans).values(
-                    fingerprint=fingerprint, plan=plan_json, created_at=time.time()))
+            self._store_plan(connection, fingerprint, plan_json)
             connection.execute(update(runs).where(runs.c.execution_id == execution_id).values(
                 plan_fingerprint=fingerprint, updated_at=time.time()))
 

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import Connection, create_engine
+from sqlalchemy import Connection, Insert, Table, create_engine
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.pool import StaticPool
 
 from tether.errors import StoreUnavailable
@@ -75,6 +76,9 @@ class SQLiteCheckpointer(SQLCheckpointer):
 
     def _begin_write(self, connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def _insert_or_ignore(self, table: Table) -> Insert:
+        return sqlite_insert(table).on_conflict_do_nothing()
 
     def _lock_schema(self, connection: Connection) -> None:
         """BEGIN IMMEDIATE already holds the database's write lock."""

@@ -1,0 +1,630 @@
+"""The ``.flow`` front end: text -> the same plain data + source map the YAML front end gives.
+
+A statement starts at column 1; an indented line, or any line inside an open bracket,
+continues it. :func:`_split` cuts the text into statements in one linear scan (noting
+unclosed strings, templates and brackets, and nesting too deep to parse); each statement is
+then parsed on its own by one shared Lark LALR parser, so a broken statement does not hide
+the errors of the others.
+
+The parse trees become exactly the data a YAML file of the same meaning gives (``needs``,
+``with``, ``approval: {reason, context, form}``, ...), with the span of every key and value
+under the same paths, so :mod:`tether.dsl.validate` and the compiler treat both front ends
+alike. Lark's exceptions are mapped to E102 diagnostics here and go no further.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import json
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, NamedTuple
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from tether.diagnostics import Diagnostic, Related, Span, make
+from tether.dsl.document import FORMAT_VERSION
+from tether.dsl.source import MAX_DEPTH, Path, RawDocument, SourceMap, position
+from tether.dsl.validate import did_you_mean
+
+Node = Tree[Token] | Token
+
+CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
+           "idempotent", "loop", "reason", "context", "form")
+STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "task", "approval",
+              "output")
+_APPROVAL_ONLY = ("reason", "context", "form")
+_NOT_FOR_APPROVAL = ("with", "retry", "timeout", "idempotent", "for_each", "concurrency")
+_KEYS = {"after": "needs", "args": "with", "with_null": "with"}
+_WORDS = {"args": "(", "with_null": "with"}
+_NODES = {"task_stmt": "task", "workflow_stmt": "workflow", "approval_stmt": "approval"}
+_SETTINGS: dict[str, tuple[Path, str, str, str]] = {
+    "tether_stmt": (("tether",), "tether", "duplicate `tether`", "`tether` is first given"),
+    "header": (("name",), "workflow", "duplicate `workflow` header",
+               "the workflow is first named"),
+    "description_stmt": (("description",), "description", "duplicate `description`",
+                         "the description is first given"),
+}
+_PARTS = {"loop_to": ("to", "to"), "loop_while": ("while", "while"),
+          "loop_max": ("max_iterations", "max"), "on_exhausted": ("on_exhausted", "on_exhausted"),
+          "backoff": ("backoff", "backoff")}
+_CONSTANTS: dict[str, Any] = {"TRUE": True, "FALSE": False, "NULL": None}
+
+_TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
+                   "STRING": "a string", "TEMPLATE": "a template", "NUMBER": "a number",
+                   "DURATION": "a duration", "$END": "end of line"}
+_VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
+_STARTS = re.compile(r"(?:tether|workflow|description|inputs?|task|approval|output)\b(?![ \t]*:)")
+MAX_SYNTAX_ERRORS = 100
+_TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
+_BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
+
+
+@functools.cache
+def parser() -> Lark:
+    """The Lark parser of one statement, built once per process."""
+    grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", lexer="contextual", start="statement",
+                propagate_positions=True, maybe_placeholders=False)
+
+
+@functools.cache
+def _scanner() -> re.Pattern[str]:
+    """The statement splitter's tokens; strings and templates use the grammar's own patterns."""
+    lark = parser()
+    string = lark.get_terminal("STRING").pattern.to_regexp()
+    template = lark.get_terminal("TEMPLATE").pattern.to_regexp()
+    return re.compile(
+        rf"(?P<inert>(?:[^\"{{}}\[\]()#\n]+|{template}|{string})+)|(?P<comment>#[^\n]*)"
+        r"|(?P<open>[\[({])|(?P<close>[\])}])|(?P<newline>\n)|(?P<quote>\")"
+    )
+
+
+class _Problem(NamedTuple):
+    offset: int
+    span: Span
+    code: str
+    message: str
+    help: str | None = None
+
+
+@dataclass
+class _Chunk:
+    """One statement's text: ``text[start:end]``, starting at column 1 of ``line``."""
+
+    start: int
+    line: int
+    end: int = 0
+    indented: bool = False
+    problems: list[_Problem] = field(default_factory=list)
+    unclosed: _Problem | None = None
+
+
+def _starts_statement(text: str, pos: int, current: _Chunk | None, depth: int) -> bool:
+    char = text[pos]
+    if char in " \t\r\f#\n":
+        return current is None and _BLANK.match(text, pos) is None
+    if current is None or depth == 0:
+        return True
+    # An unclosed bracket would swallow the rest of the file; a statement keyword at column 1
+    # is the likelier truth.
+    return _STARTS.match(text, pos) is not None
+
+
+def _split(text: str, file: str) -> Iterator[_Chunk]:
+    """Cut ``text`` into statements, noting unclosed strings, templates and brackets.
+
+    One pass over the text; a generator, so reading can stop early (too many errors) without
+    scanning ahead. Long because it is one state machine: the line, the brackets, the chunk.
+    """
+    scan = _scanner().match
+    current: _Chunk | None = None
+    outer: _Problem | None = None  # the outermost open bracket
+    depth, line, line_start, pos, at_line_start = 0, 1, 0, 0, True
+    while pos < len(text):
+        if at_line_start and _starts_statement(text, pos, current, depth):
+            if current is not None:
+                current.end, current.unclosed = pos, outer if depth else None
+                yield current
+            current = _Chunk(pos, line, indented=text[pos] in " \t\r\f")
+            depth = 0
+        at_line_start = False
+        match = scan(text, pos)
+        assert match is not None  # the alternatives cover every character
+        kind, start, pos = match.lastgroup, match.start(), match.end()
+        if kind == "newline":
+            line, line_start, at_line_start = line + 1, pos, True
+        elif kind == "close":
+            depth = max(depth - 1, 0)
+        elif kind == "open" and not text.startswith("{{", start):
+            depth += 1
+            col = start - line_start + 1
+            if depth == 1:
+                outer = _Problem(start, _point(file, line, col), "E102",
+                                 f"`{match.group()}` is never closed",
+                                 "close it, or indent the lines that continue the statement")
+            elif depth == MAX_DEPTH + 1 and current is not None:
+                current.problems.append(_Problem(start, _point(file, line, col), "E103",
+                                                 _TOO_DEEP, "flatten the document"))
+        elif kind in ("open", "quote") and current is not None:
+            message = ("this `{{` has no matching `}}` on the same line" if kind == "open"
+                       else 'this string has no closing `"` on the same line')
+            where = _point(file, line, start - line_start + 1)
+            current.problems.append(_Problem(start, where, "E102", message))
+            newline = text.find("\n", pos)
+            pos = len(text) if newline < 0 else newline
+    if current is not None:
+        current.end, current.unclosed = len(text), outer if depth else None
+        yield current
+
+
+def _point(file: str, line: int, col: int) -> Span:
+    return Span(file, line, col, line, col)
+
+
+class _Failed(Exception):
+    """A statement that cannot be read further (the diagnostic is already recorded)."""
+
+
+def _word(name: str) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    pattern = parser().get_terminal(name).pattern
+    return f"`{pattern.value}`" if pattern.type == "str" else "a token"
+
+
+def _expected(names: set[str]) -> str:
+    words: list[str] = []
+    if names >= _VALUE_START:
+        names, words = names - _VALUE_START, ["a value"]
+    clauses = {name for name in names if name.lower() in CLAUSES}
+    if len(clauses) > 3:
+        names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW"}
+        words.append("a clause (" + ", ".join(c for c in CLAUSES if c.upper() in clauses) + ")")
+    words += sorted(_word(name) for name in names - {"$END"})
+    words += ["end of line"] if "$END" in names else []
+    return words[0] if len(words) == 1 else "one of: " + ", ".join(words)
+
+
+def _shown(value: str) -> str:
+    value = value.replace("\n", " ")
+    return value if len(value) <= 30 else value[:27] + "..."
+
+
+class _Reader:
+    """Turns the statements of one file into plain data, spans and diagnostics."""
+
+    def __init__(self, text: str, file: str) -> None:
+        self.text, self.file = text, file
+        self.source = SourceMap(file=file, text=text)
+        self.diagnostics: list[Diagnostic] = []
+        self.data: dict[str, Any] = {"tether": FORMAT_VERSION}  # `tether N` is optional
+        self.first: dict[Path, tuple[Span, str]] = {}  # where, and a note saying so
+        self.offset = 0  # the line before the current statement
+        self.fatal = 0  # errors after which the data is not worth validating
+        self.whole: dict[str, bool] = {}  # whether `inputs`/`output` were given whole
+
+    # -- spans and diagnostics -------------------------------------------------------------
+
+    def span(self, node: Node) -> Span:
+        """The span of a token or a rule (Lark's end column is exclusive, ours inclusive)."""
+        where: Any = node if isinstance(node, Token) else node.meta
+        return Span(self.file, where.line + self.offset, where.column,
+                    where.end_line + self.offset, where.end_column - 1)
+
+    def keyword(self, tree: Tree[Token], word: str) -> Span:
+        """The keyword a rule starts with (Lark drops anonymous keywords from the tree)."""
+        meta = tree.meta
+        line = meta.line + self.offset
+        return Span(self.file, line, meta.column, line, meta.column + len(word) - 1)
+
+    def record(self, path: Path, key: Span | None, value: Span) -> None:
+        if key is not None:
+            self.source.keys[path] = key
+        self.source.values.setdefault(path, value)
+
+    def extend(self, path: Path, key: Span, span: Span) -> None:
+        """Grow the span of a section (``inputs``, ``nodes``) to cover one more statement."""
+        self.source.keys.setdefault(path, key)
+        first = self.source.values.get(path, span)
+        self.source.values[path] = Span(self.file, first.line, first.col, span.end_line,
+                                        span.end_col)
+
+    def error(self, code: str, message: str, span: Span, *, help: str | None = None,
+              related: tuple[Related, ...] = ()) -> None:
+        self.diagnostics.append(make(code, message, span, help=help, related=related))
+        self.fatal += code in ("E102", "E103", "E209")
+
+    def once(self, path: Path, span: Span, message: str, first: str,
+             seen: dict[Path, tuple[Span, str]] | None = None) -> bool:
+        """Whether ``path`` is given for the first time (in ``seen``); report E104 if not."""
+        seen = self.first if seen is None else seen
+        if path not in seen:
+            seen[path] = (span, first)
+            return True
+        related = (Related(seen[path][0], f"{seen[path][1]} here"),)
+        self.error("E104", message, span, related=related, help="remove one of them")
+        return False
+
+    # -- values ----------------------------------------------------------------------------
+
+    def value(self, node: Node, path: Path, key: Span | None = None) -> Any:
+        """The data of a value, recording its span (and its items') under ``path``."""
+        span = self.span(node)
+        if len(path) > MAX_DEPTH:
+            self.error("E103", _TOO_DEEP, span, help="flatten the document")
+            raise _Failed
+        self.record(path, key, span)
+        if isinstance(node, Token):
+            return self.scalar(node)
+        if node.data == "list":
+            return [self.value(item, (*path, i)) for i, item in enumerate(node.children)]
+        return self.pairs(node.children, path, "key")
+
+    def pairs(self, pairs: list[Node], path: Path, what: str) -> dict[str, Any]:
+        """A mapping from ``key: value`` trees (mapping entries, arguments, output lines)."""
+        result: dict[str, Any] = {}
+        seen: dict[Path, tuple[Span, str]] = {}
+        for pair in pairs:
+            assert isinstance(pair, Tree)
+            key_node, value_node = pair.children
+            assert isinstance(key_node, Token)
+            name, key = self.scalar(key_node), self.span(key_node)
+            if self.once((name,), key, f"duplicate {what} `{name}`", f"`{name}` is first given",
+                         seen):
+                result[name] = self.value(value_node, (*path, name), key)
+        return result
+
+    def scalar(self, token: Token) -> Any:
+        kind = token.type
+        if kind == "STRING":
+            return self.string(token)
+        if kind == "NUMBER":
+            return self.number(token)
+        return _CONSTANTS[kind] if kind in _CONSTANTS else str(token)
+
+    def string(self, token: Token) -> str:
+        try:
+            return str(json.loads(token, strict=False))
+        except json.JSONDecodeError as exc:
+            start = self.span(token)
+            col = start.col + exc.pos
+            message = f"invalid string: {exc.msg[0].lower()}{exc.msg[1:]}"
+            self.error("E102", message, Span(self.file, start.line, col, start.line, col),
+                       help='strings use JSON escapes: \\" \\\\ \\n \\t \\uXXXX')
+            raise _Failed from exc
+
+    def number(self, token: Token) -> int | float | None:
+        text = str(token)
+        try:
+            value: int | float = float(text) if any(c in text for c in ".eE") else int(text)
+        except ValueError:  # more digits than int() converts
+            value = math.inf
+        if isinstance(value, float) and not math.isfinite(value):
+            self.error("E105", f"`{_shown(text)}` is too large to be a JSON number",
+                       self.span(token), help="quote it to keep it as a string")
+            return None
+        return value
+
+    # -- statements ------------------------------------------------------------------------
+
+    def statement(self, tree: Tree[Token]) -> None:
+        kind = str(tree.data)
+        if kind in _NODES:
+            self.node(tree, _NODES[kind])
+        elif kind in _SETTINGS:
+            path, word, message, first = _SETTINGS[kind]
+            key = self.keyword(tree, word)
+            if self.once(path, key, message, first):
+                self.data[str(path[0])] = self.value(tree.children[0], path, key)
+        else:
+            getattr(self, kind)(tree)
+
+    def section(self, name: str, key: Span, *, whole: bool) -> bool:
+        """Whether a statement may give the ``inputs``/``output``; E104 if they are given twice.
+
+        ``inputs {}`` and ``output VALUE`` give the section whole, once; ``input`` and
+        ``output KEY = VALUE`` lines build it up, line by line.
+        """
+        verb = "are" if name == "inputs" else "is"
+        if (name,) not in self.first:
+            self.whole[name] = whole
+        elif whole or self.whole[name]:
+            return self.once((name,), key, f"the {name} {verb} given twice", "")
+        self.first.setdefault((name,), (key, f"the {name} {verb} first given"))
+        return True
+
+    def input_stmt(self, tree: Tree[Token]) -> None:
+        name_token = tree.children[0]
+        name, key = str(name_token), self.span(name_token)
+        if self.section("inputs", key, whole=False) and self.once(
+                ("inputs", name), key, f"duplicate input `{name}`", f"`{name}` is first defined"):
+            self.extend(("inputs",), self.keyword(tree, "input"), self.span(tree))
+            self.data.setdefault("inputs", {})[name] = self.spec(tree, ("inputs", name))
+
+    def inputs_stmt(self, tree: Tree[Token]) -> None:
+        key, node = self.keyword(tree, "inputs"), tree.children[0]
+        empty = isinstance(node, Tree) and node.data == "map" and not node.children
+        if not empty and not (isinstance(node, Token) and node.type == "NULL"):
+            self.error("E102", "`inputs` takes only `{}` or `null`", self.span(node),
+                       help="declare each input on its own line: `input NAME: TYPE`")
+        elif self.section("inputs", key, whole=True):
+            self.data["inputs"] = self.value(node, ("inputs",), key)
+
+    def spec(self, tree: Tree[Token], path: Path) -> dict[str, Any]:
+        """An input or a form field: ``NAME: TYPE [= VALUE] [description STRING]``."""
+        name, type_token, *rest = tree.children
+        self.record(path, self.span(name), self.span(tree))
+        spec = {"type": self.value(type_token, (*path, "type"), self.span(type_token))}
+        for part in rest:
+            assert isinstance(part, Tree)
+            key = str(part.data)
+            word = "=" if key == "default" else key
+            spec[key] = self.value(part.children[0], (*path, key), self.keyword(part, word))
+        return spec
+
+    def output_value(self, tree: Tree[Token]) -> None:
+        key = self.keyword(tree, "output")
+        if self.section("output", key, whole=True):
+            self.data["output"] = self.value(tree.children[0], ("output",), key)
+
+    def output_item(self, tree: Tree[Token]) -> None:
+        key = self.keyword(tree, "output")
+        name_token, value = tree.children
+        assert isinstance(name_token, Token)
+        name, name_span = self.scalar(name_token), self.span(name_token)
+        if self.section("output", key, whole=False) and self.once(
+                ("output", name), name_span, f"duplicate output key `{name}`",
+                f"`{name}` is first given"):
+            self.extend(("output",), key, self.span(tree))
+            output = self.data.setdefault("output", {})
+            output[name] = self.value(value, ("output", name), name_span)
+
+    def node(self, tree: Tree[Token], kind: str) -> None:
+        id_token, *rest = tree.children
+        node_id, key, head = str(id_token), self.span(id_token), self.keyword(tree, kind)
+        path: Path = ("nodes", node_id)
+        if path in self.first:
+            related = (Related(self.first[path][0], f"`{node_id}` is first defined here"),)
+            self.error("E300", f"duplicate node id `{node_id}`", key, related=related,
+                       help="node ids are unique within a workflow; rename one of the nodes")
+            return
+        self.first[path] = (key, f"`{node_id}` is first defined")
+        self.first[(*path, kind)] = (head, f"`{kind}` is first given")
+        self.extend(("nodes",), head, self.span(tree))
+        self.record(path, key, self.span(tree))
+        node: dict[str, Any] = {}
+        self.data.setdefault("nodes", {})[node_id] = node
+        if kind == "approval":
+            node["approval"] = {}
+            self.record((*path, "approval"), head, Span(
+                self.file, head.line, head.col, key.end_line, key.end_col))
+        else:
+            node[kind] = self.value(rest.pop(0), (*path, kind), head)
+        for clause in rest:
+            assert isinstance(clause, Tree)
+            self.clause(clause, node, path, kind)
+
+    def clause(self, tree: Tree[Token], node: dict[str, Any], path: Path, kind: str) -> None:
+        name = str(tree.data)
+        word = str(tree.children[0]) if name == "kind_null" else _WORDS.get(name, name)
+        key_name = _KEYS.get(name, word)
+        span = self.span(tree) if name == "args" else self.keyword(tree, word)
+        shown = "arguments" if name == "args" else f"`{word}`"
+        first = f"{shown} {'are' if name == 'args' else 'is'} first given"
+        if not self.once((*path, key_name), span, f"duplicate clause {shown}", first):
+            return
+        if kind == "approval" and key_name in _NOT_FOR_APPROVAL:
+            verb = "do" if name == "args" else "does"
+            self.error("E208", f"{shown} {verb} not apply to an approval node", span,
+                       help="an approval node takes `reason`, `context` and `form`")
+        elif kind != "approval" and key_name in _APPROVAL_ONLY:
+            self.error("E208", f"{shown} does not apply to a {kind} node", span,
+                       help="`reason`, `context` and `form` belong to `approval` nodes")
+        elif key_name in _APPROVAL_ONLY:
+            node["approval"][key_name] = self.clause_value(tree, (*path, "approval", key_name),
+                                                           span)
+        else:
+            node[key_name] = self.clause_value(tree, (*path, key_name), span)
+
+    def clause_value(self, tree: Tree[Token], path: Path, key: Span) -> Any:
+        """The data of a clause; ``null`` stands for YAML's explicit ``key: null``."""
+        children, name = tree.children, str(tree.data)
+        if children and isinstance(children[0], Token) and children[0].type == "NULL":
+            return self.value(children[0], path, key)
+        if name == "args":
+            self.record(path, key, key)
+            return self.pairs(children, path, "argument")
+        if name in ("after", "retry", "loop", "form"):
+            self.record(path, key, self.span(tree))
+            return getattr(self, "cl_" + name)(children, path, key)
+        if not children:  # a bare `idempotent`
+            self.record(path, key, key)
+            return True
+        return self.value(children[-1], path, key)
+
+    def cl_after(self, children: list[Node], path: Path, key: Span) -> Any:
+        if children:
+            first, last = self.span(children[0]), self.span(children[-1])
+            self.source.values[path] = Span(self.file, first.line, first.col, last.end_line,
+                                            last.end_col)
+        return [self.value(item, (*path, i)) for i, item in enumerate(children)]
+
+    def cl_retry(self, children: list[Node], path: Path, key: Span) -> Any:
+        count, *backoff = children
+        retry = {"max_attempts": self.value(count, (*path, "max_attempts"), key)}
+        return retry | self.cl_loop(backoff, path, key)
+
+    def cl_loop(self, children: list[Node], path: Path, key: Span) -> Any:
+        """The parts of a `loop` (or the `backoff` of a `retry`), each with its keyword."""
+        parts: dict[str, Any] = {}
+        for part in children:
+            assert isinstance(part, Tree)
+            name, word = _PARTS[str(part.data)]
+            parts[name] = self.value(part.children[0], (*path, name), self.keyword(part, word))
+        return parts
+
+    def cl_form(self, children: list[Node], path: Path, key: Span) -> Any:
+        fields = children[0]
+        assert isinstance(fields, Tree)
+        self.source.values[path] = self.span(fields)
+        form: dict[str, Any] = {}
+        for item in fields.children:
+            assert isinstance(item, Tree)
+            name_token = item.children[0]
+            name = str(name_token)
+            if self.once((*path, name), self.span(name_token), f"duplicate form field `{name}`",
+                         f"`{name}` is first defined"):
+                form[name] = self.spec(item, (*path, name))
+        return form
+
+
+def _syntax_error(reader: _Reader, chunk: _Chunk, exc: UnexpectedInput) -> None:
+    """Report a Lark error as E102, or the scanner's better explanation of it."""
+    interactive = getattr(exc, "interactive_parser", None)
+    accepts_of: Callable[[], set[str]] | None = getattr(interactive, "accepts", None)
+    accepts = accepts_of() if accepts_of else set(getattr(exc, "expected", ()) or ())
+    if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
+        token = exc.token  # Lark gives it the position of the last token: point just after
+        line, col, end, offset = token.end_line, token.end_column, token.end_column, token.end_pos
+        found = "end of line"
+    elif isinstance(exc, UnexpectedToken):  # tokens never span lines
+        token = exc.token
+        line, col, end, offset = token.line, token.column, token.end_column - 1, token.start_pos
+        found = f"`{_shown(str(token))}`"
+    else:
+        assert isinstance(exc, UnexpectedCharacters)
+        line, col, end, offset = exc.line, exc.column, exc.column, exc.pos_in_stream
+        found = f"`{exc.char}`"
+    offset = (offset or 0) + chunk.start
+    problem = next((p for p in chunk.problems if p.offset <= offset), None)
+    if problem is None and found == "end of line":
+        problem = chunk.unclosed
+    if problem is not None:
+        reader.error(problem.code, problem.message, problem.span, help=problem.help)
+        return
+    line = (line or 1) + chunk.line - 1
+    word_start, word = _word_around(reader.text, offset)
+    inside = offset < len(reader.text) and (reader.text[offset].isalnum()
+                                            or reader.text[offset] == "_")
+    if inside and word_start < offset:  # the lexer split a misspelt keyword (retrys: retry s)
+        col = (col or 1) - (offset - word_start)
+        span = Span(reader.file, line, col, line, col + len(word) - 1)
+        help = did_you_mean(word, CLAUSES) or did_you_mean(word, STATEMENTS)
+        reader.error("E102", f"unknown word `{word}`", span, help=help)
+        return
+    span = Span(reader.file, line, col or 1, line, end or 1)
+    reader.error("E102", f"unexpected {found}; expected {_expected(accepts)}", span,
+                 help=_syntax_help(found, accepts, first=(line, col) == (chunk.line, 1)))
+
+
+def _word_around(text: str, offset: int) -> tuple[int, str]:
+    """The identifier-like word of ``text`` that contains ``offset``, and where it starts."""
+    start = offset
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    end = offset
+    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+        end += 1
+    return start, text[start:end]
+
+
+def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
+    word = found.strip("`")
+    if first and word in CLAUSES:
+        return "indent the line to continue the statement above it"
+    if not re.fullmatch(r"[A-Za-z_]\w*", word):
+        return None
+    keywords = [w.strip("`") for w in map(_word, accepts) if re.fullmatch(r"`\w+`", w)]
+    close = did_you_mean(word, keywords)
+    if close is None and accepts >= _VALUE_START:
+        return f'quote a string (`"{word}"`) or write a template (`{{{{ {word} }}}}`)'
+    return close
+
+
+def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
+    if chunk.indented:
+        line = reader.text[chunk.start:chunk.end]
+        col = len(line) - len(line.lstrip(" \t\r\f")) + 1
+        span = Span(reader.file, chunk.line, col, chunk.line, col)
+        reader.error("E102", "unexpected indentation: a statement starts at column 1", span,
+                     help="an indented line continues the statement above it")
+        return None
+    deep = next((p for p in chunk.problems if p.code == "E103"), None)
+    if deep is not None:  # not worth building a parse tree for
+        reader.error("E103", deep.message, deep.span, help=deep.help)
+        return None
+    try:
+        return parser().parse(reader.text[chunk.start:chunk.end])
+    except UnexpectedInput as exc:
+        _syntax_error(reader, chunk, exc)
+        return None
+
+
+def _check_order(reader: _Reader, parsed: list[tuple[_Chunk, Tree[Token] | None]]) -> None:
+    """``tether N`` may only come first, and ``workflow NAME`` right after it."""
+    kinds = [(chunk.line, None if tree is None else str(tree.data)) for chunk, tree in parsed]
+    for line, kind in kinds[1:]:
+        if kind == "tether_stmt":
+            reader.error("E102", "`tether` must be the first statement",
+                         Span(reader.file, line, 1, line, len("tether")))
+    line, kind = kinds[1 if kinds[0][1] == "tether_stmt" and len(kinds) > 1 else 0]
+    if kind not in ("header", "tether_stmt", None):
+        reader.error("E102", "a .flow file starts with `workflow NAME`",
+                     Span(reader.file, line, 1, line, 1),
+                     help="name the workflow first, for example `workflow refund`")
+
+
+def read_flow(text: str, file: str) -> RawDocument:
+    """Parse ``.flow`` ``text`` (shown as ``file`` in diagnostics) into a :class:`RawDocument`.
+
+    Args:
+        text: The source text.
+        file: The name diagnostics show.
+
+    Returns:
+        The data a YAML file of the same meaning gives, with its source map and diagnostics.
+        The data is None when the text has a syntax error (E102) or is nested too deeply
+        (E103): half a document would only produce misleading follow-up errors.
+    """
+    reader = _Reader(text, file)
+    # Parse trees are many small objects that all live until the end; the cyclic garbage
+    # collector would scan them again and again (a 10,000-node file reads a third faster).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _read(reader)
+    except RecursionError:
+        reader.error("E103", "the document is nested too deeply to read", Span.whole_file(file))
+    finally:
+        if collecting:
+            gc.enable()
+    data = None if reader.fatal else reader.data
+    return RawDocument(data, reader.source, "flow", reader.diagnostics)
+
+
+def _read(reader: _Reader) -> None:
+    parsed: list[tuple[_Chunk, Tree[Token] | None]] = []
+    for chunk in _split(reader.text, reader.file):
+        if reader.fatal >= MAX_SYNTAX_ERRORS:
+            reader.error("E102", f"more than {MAX_SYNTAX_ERRORS} errors; the rest of the file "
+                         "is not read", Span(reader.file, chunk.line, 1, chunk.line, 1))
+            break
+        parsed.append((chunk, _parse_chunk(reader, chunk)))
+    if not parsed:
+        reader.error("E209", "the file is empty", Span.whole_file(reader.file))
+        return
+    _check_order(reader, parsed)
+    for chunk, tree in parsed:
+        if tree is not None:
+            reader.offset = chunk.line - 1
+            with contextlib.suppress(_Failed):
+                reader.statement(tree)
+    end_line, end_col = position(reader.text, len(reader.text.rstrip()) - 1)
+    reader.source.values[()] = Span(reader.file, parsed[0][0].line, 1, end_line, end_col)

@@ -1,0 +1,1 @@
+"""Tests of the front ends, the writers and format conversion."""

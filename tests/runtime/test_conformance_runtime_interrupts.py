@@ -1,0 +1,320 @@
+"""Runtime conformance, part 2: the fine points of suspend and resume.
+
+Several interrupts in one node, a claim followed by a crash or a failure, approval forms,
+and siblings in flight when one of them suspends; on every backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conformance_helpers import Calls, Crash, committed, footprint, write_workflow
+
+import tether
+from tether.errors import AlreadyResumed, ResumeValueError
+from tether.stores.base import Checkpointer
+
+ONE_NODE = """
+    tether: 1
+    name: one
+    nodes:
+      ask: {task: t.ask}
+      after:
+        needs: [ask]
+        task: t.after
+        with: {x: "{{ nodes.ask.output }}"}
+    output: "{{ nodes.after.output }}"
+"""
+
+
+def _runner(tmp_path: Path, store: Checkpointer, ask: Any, calls: Calls) -> tether.Runner:
+    def after(x: Any) -> Any:
+        calls.hit("after")
+        return x
+
+    return tether.Runner(write_workflow(tmp_path, ONE_NODE), store,
+                         tasks={"t.ask": ask, "t.after": after})
+
+
+# -- several interrupts in one node -----------------------------------------------------------
+
+
+def test_a_second_interrupt_after_a_resume_suspends_again_with_a_new_pending_row(
+        store: Checkpointer, tmp_path: Path) -> None:
+    """The second interrupt() does not get the first answer back: it pauses the run again."""
+    calls = Calls()
+
+    def ask() -> Any:
+        calls.hit("top")
+        first = tether.interrupt("first", {"n": 1})
+        calls.hit("between")
+        second = tether.interrupt("second", {"first_was": first["v"]})
+        return [first["v"], second["v"]]
+
+    runner = _runner(tmp_path, store, ask, calls)
+    paused = runner.run()
+    eid = paused.execution_id
+    first = store.get_pending(eid)
+    assert first is not None and first.reason == "first"
+    again = runner.resume(eid, tether.Resume(v="one"))
+    assert again.status == "paused"
+    assert again.pending_interrupt == {"reason": "second", "context": {"first_was": "one"},
+                                       "node_id": "ask", "agent_path": ""}
+    second = store.get_pending(eid)
+    assert second is not None and second.checkpoint_id != first.checkpoint_id
+    done = runner.resume(eid, tether.Resume(v="two"))
+    assert (done.status, done.output) == ("completed", ["one", "two"])
+    assert dict(calls.counts) == {"top": 3, "between": 2, "after": 1}
+
+
+def test_answers_accumulate_in_order_across_several_pauses(
+        store: Checkpointer, tmp_path: Path) -> None:
+    """Each pause stores the answers so far; the re-run node receives them in order."""
+    def ask() -> Any:
+        return [tether.interrupt(f"q{i}", {"i": i})["a"] for i in range(4)]
+
+    runner = _runner(tmp_path, store, ask, Calls())
+    eid = runner.run().execution_id
+    for index in range(4):
+        paused_at = store.latest_resumable(eid)
+        assert paused_at is not None and paused_at.interrupt_reason == f"q{index}"
+        stored = paused_at.state_snapshot["nodes"]["ask"].get("answers", [])
+        assert stored == [{"a": f"answer{i}"} for i in range(index)]
+        result = runner.resume(eid, {"a": f"answer{index}"})
+    assert (result.status, result.output) == ("completed", [f"answer{i}" for i in range(4)])
+    assert [r for r in committed(store, eid) if r[1] == "interrupted"] == [("ask", "interrupted")
+                                                                           ] * 4
+
+
+def test_for_each_elements_that_ask_are_paused_and_answered_one_at_a_time(
+        store: Checkpointer, tmp_path: Path) -> None:
+    """Each element pauses under its own address <node>/item:<i>; answered elements commit,
+    and every element gets its own answer."""
+    path = write_workflow(tmp_path, """
+        tether: 1
+        name: fan
+        nodes:
+          each:
+            for_each: [1, 2, 3]
+            task: t.item
+            with: {x: "{{ item }}"}
+        output: "{{ nodes.each.output }}"
+    """)
+    calls = Calls()
+
+    def item(x: int) -> int:
+        calls.hit(f"item{x}")
+        return x * tether.interrupt("ok?", {"x": x})["m"]
+
+    runner = tether.Runner(path, store, tasks={"t.item": item}, max_concurrency=2)
+    result = runner.run()
+    asked = []
+    while result.status == "paused":
+        assert result.pending_interrupt is not None and len(store.list_pending()) == 1
+        asked.append(result.pending_interrupt["node_id"])
+        result = runner.resume(result.execution_id, tether.Resume(m=10 * len(asked)))
+    assert asked == ["each/item:0", "each/item:1", "each/item:2"]
+    assert (result.status, result.output) == ("completed", [10, 40, 90])
+    assert [r for r in committed(store, result.execution_id) if r[1] == "completed"][:3] == [
+        ("each/item:0", "completed"), ("each/item:1", "completed"), ("each/item:2", "completed")]
+
+
+# -- claim, then crash ------------------------------------------------------------------------
+
+
+def _answer_then(outcome: type[BaseException], calls: Calls, times: int = 1) -> Any:
+    """A node that asks, then dies (``outcome``) the first ``times`` times it gets an answer."""
+    def ask() -> Any:
+        calls.hit("top")
+        answer = tether.interrupt("approve", {"amount": 5})
+        if calls.hit("answered") <= times:
+            raise outcome("the node died after interrupt() returned")
+        return answer["v"]
+    return ask
+
+
+@pytest.mark.parametrize("death", [Crash, RuntimeError], ids=["crash", "failure"])
+def test_after_a_claim_then_a_death_resume_without_a_value_reuses_the_decision(
+        store: Checkpointer, tmp_path: Path, death: type[BaseException]) -> None:
+    """The claimed answer is durable: a later resume() gives the re-run node the same answer."""
+    calls = Calls()
+    runner = _runner(tmp_path, store, _answer_then(death, calls), calls)
+    eid = runner.run().execution_id
+    if death is Crash:
+        with pytest.raises(Crash):
+            runner.resume(eid, tether.Resume(v="yes"))
+    else:
+        assert runner.resume(eid, tether.Resume(v="yes")).status == "failed"
+    assert store.get_pending(eid) is None
+    result = runner.resume(eid)
+    assert (result.status, result.output) == ("completed", "yes")
+    assert (calls["top"], calls["answered"], calls["after"]) == (3, 2, 1)
+    with pytest.raises(AlreadyResumed):
+        runner.resume(eid)
+
+
+@pytest.mark.parametrize("death", [Crash, RuntimeError], ids=["crash", "failure"])
+def test_after_a_claim_then_a_death_resume_with_a_new_value_uses_the_new_one(
+        store: Checkpointer, tmp_path: Path, death: type[BaseException]) -> None:
+    """A new Resume(...) after the claimed attempt died replaces the stored decision."""
+    calls = Calls()
+    runner = _runner(tmp_path, store, _answer_then(death, calls), calls)
+    eid = runner.run().execution_id
+    if death is Crash:
+        with pytest.raises(Crash):
+            runner.resume(eid, tether.Resume(v="first"))
+    else:
+        assert runner.resume(eid, tether.Resume(v="first")).status == "failed"
+    result = runner.resume(eid, tether.Resume(v="second"))
+    assert (result.status, result.output) == ("completed", "second")
+    run = store.get_run(eid)
+    assert run is not None and run.decision is not None
+    assert run.decision["value"] == {"v": "second"}
+    assert (calls["top"], calls["answered"]) == (3, 2)
+
+
+def test_a_run_that_keeps_dying_after_its_claim_is_never_stuck(
+        store: Checkpointer, tmp_path: Path) -> None:
+    """Crash after crash, resume keeps working (never ResumeError, never AlreadyResumed)."""
+    calls = Calls()
+    runner = _runner(tmp_path, store, _answer_then(Crash, calls, times=3), calls)
+    eid = runner.run().execution_id
+    with pytest.raises(Crash):
+        runner.resume(eid, tether.Resume(v="ok"))
+    for _ in range(2):
+        with pytest.raises(Crash):
+            runner.resume(eid)
+        run = store.get_run(eid)
+        assert run is not None and run.status == "running" and store.get_pending(eid) is None
+    assert runner.resume(eid).output == "ok"
+    assert calls["answered"] == 4
+
+
+# -- approval forms ---------------------------------------------------------------------------
+
+FORM = """
+    tether: 1
+    name: form
+    nodes:
+      review:
+        approval:
+          reason: manager_approval
+          context: {amount: 500}
+          form:
+            approved: {type: boolean}
+            note: {type: string, default: ""}
+      act:
+        needs: [review]
+        task: t.act
+        with: {decision: "{{ nodes.review.output }}"}
+    output: "{{ nodes.act.output }}"
+"""
+
+
+@pytest.mark.parametrize("values", [{"approved": "yes"}, {"note": "x"},
+                                    {"approved": True, "extra": 1}],
+                         ids=["wrong-type", "missing", "unknown-field"])
+def test_a_resume_that_does_not_match_the_form_is_refused_and_the_run_stays_paused(
+        store: Checkpointer, tmp_path: Path, values: dict[str, Any]) -> None:
+    """ResumeValueError, nothing changed (pending row intact); a correct Resume then works."""
+    calls = Calls()
+    runner = tether.Runner(write_workflow(tmp_path, FORM), store,
+                           tasks={"t.act": lambda decision: calls.hit("act") and decision})
+    eid = runner.run().execution_id
+    before = footprint(store, eid)
+    with pytest.raises(ResumeValueError) as caught:
+        runner.resume(eid, tether.Resume(**values))
+    assert caught.value.node_id == "review" and caught.value.problems
+    assert footprint(store, eid) == before
+    assert before.run is not None and before.run.status == "paused"
+    result = runner.resume(eid, tether.Resume(approved=True))
+    assert (result.status, result.output) == ("completed", {"approved": True, "note": ""})
+    assert calls["act"] == 1
+
+
+# -- parallel siblings ------------------------------------------------------------------------
+
+SIBLINGS = """
+    tether: 1
+    name: siblings
+    nodes:
+      root: {task: t.root}
+      s1: {needs: [root], task: t.s1}
+      s2:
+        needs: [root]
+        task: t.slow
+        with: {name: s2}
+      s3:
+        needs: [root]
+        task: t.slow
+        with: {name: s3}
+      late:
+        needs: [s2]
+        task: t.late
+      join:
+        needs: [s1, s2, s3, late]
+        task: t.join
+    output: "{{ nodes.join.output }}"
+"""
+
+
+def _sibling_tasks(calls: Calls, s2_asks: bool = False) -> dict[str, Any]:
+    async def s1() -> Any:
+        calls.hit("s1")
+        await asyncio.sleep(0.05)
+        return tether.interrupt("s1?", {})["v"]
+
+    async def slow(name: str) -> Any:
+        calls.hit(name)
+        await asyncio.sleep(0.15 if s2_asks else 0.4)
+        if s2_asks and name == "s2":
+            return tether.interrupt("s2?", {})["v"]
+        return name
+
+    return {"t.root": lambda: calls.hit("root"), "t.s1": s1, "t.slow": slow,
+            "t.late": lambda: calls.hit("late"), "t.join": lambda: calls.hit("join")}
+
+
+def test_when_one_sibling_suspends_the_others_finish_and_nothing_new_starts(
+        store: Checkpointer, tmp_path: Path) -> None:
+    """In-flight siblings finish and checkpoint, no new node starts, one pending interrupt;
+    after resume every sibling has run exactly once."""
+    calls = Calls()
+    runner = tether.Runner(write_workflow(tmp_path, SIBLINGS), store,
+                           tasks=_sibling_tasks(calls))
+    paused = runner.run()
+    eid = paused.execution_id
+    assert paused.status == "paused" and paused.pending_interrupt is not None
+    assert paused.pending_interrupt["node_id"] == "s1"
+    assert sorted(committed(store, eid)[:3]) == [("root", "completed"), ("s2", "completed"),
+                                                 ("s3", "completed")]
+    assert committed(store, eid)[3:] == [("s1", "interrupted")]
+    assert calls["late"] == 0
+    assert [p.execution_id for p in store.list_pending()] == [eid]
+    result = runner.resume(eid, tether.Resume(v=1))
+    assert result.status == "completed"
+    assert dict(calls.counts) == {"root": 1, "s1": 2, "s2": 1, "s3": 1, "late": 1, "join": 1}
+
+
+def test_a_sibling_that_also_suspends_asks_again_after_the_first_answer(
+        store: Checkpointer, tmp_path: Path) -> None:
+    """At most one pending interrupt: the second asker is treated as not run and asks later."""
+    calls = Calls()
+    runner = tether.Runner(write_workflow(tmp_path, SIBLINGS), store,
+                           tasks=_sibling_tasks(calls, s2_asks=True))
+    first = runner.run()
+    eid = first.execution_id
+    assert first.pending_interrupt is not None and first.pending_interrupt["node_id"] == "s1"
+    assert len(store.list_pending()) == 1
+    assert ("s2", "completed") not in committed(store, eid)
+    second = runner.resume(eid, tether.Resume(v=1))
+    assert second.pending_interrupt is not None and second.pending_interrupt["node_id"] == "s2"
+    assert len(store.list_pending()) == 1
+    result = runner.resume(eid, tether.Resume(v=2))
+    assert result.status == "completed"
+    assert result.state["nodes"]["s1"]["output"] == 1
+    assert result.state["nodes"]["s2"]["output"] == 2
+    assert (calls["s1"], calls["s3"], calls["late"], calls["join"]) == (2, 1, 1, 1)

@@ -1,0 +1,426 @@
+"""Store conformance, part 2: interrupts and the claim, idempotency, leases, ending, pruning.
+
+Every test runs against the in-memory, SQLite and PostgreSQL checkpointers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from helpers import (
+    footprint,
+    new_run,
+    orphans,
+    pause,
+    pending_for,
+    row,
+    run_end,
+)
+
+from tether.errors import StoreError
+from tether.stores.base import Checkpointer
+
+# -- record_interrupt -------------------------------------------------------------------------
+
+
+def test_record_interrupt_writes_the_row_and_the_pending_row_and_pauses_the_run(
+        store: Checkpointer) -> None:
+    """One call: interrupted checkpoint + pending row, run paused, the caller's lease released."""
+    eid = new_run(store, owner="me", lease_until=time.time() + 60)
+    interrupted = pause(store, eid, owner="me")
+    assert list(store.rows(eid)) == [interrupted]
+    pending = store.get_pending(eid)
+    assert pending is not None
+    assert (pending.checkpoint_id, pending.node_id, pending.reason, pending.context) == (
+        interrupted.checkpoint_id, "review", "approve", {"amount": 5})
+    assert pending.as_dict() == {"reason": "approve", "context": {"amount": 5},
+                                 "node_id": "review", "agent_path": ""}
+    run = store.get_run(eid)
+    assert run is not None and (run.status, run.owner, run.lease_until) == ("paused", None, None)
+
+
+def test_record_interrupt_leaves_another_owners_lease_alone(store: Checkpointer) -> None:
+    """Pausing releases only the lease of the owner named in the call."""
+    until = time.time() + 60
+    eid = new_run(store, owner="other", lease_until=until)
+    pause(store, eid, owner="me")
+    run = store.get_run(eid)
+    assert run is not None and (run.status, run.owner, run.lease_until) == ("paused", "other",
+                                                                            until)
+
+
+def test_a_second_interrupt_for_a_paused_run_is_rejected_and_writes_nothing(
+        store: Checkpointer) -> None:
+    """At most one pending interrupt per run; the refused call leaves no row and no change."""
+    eid = new_run(store)
+    store.put(row(eid, "a"))
+    pause(store, eid, "first")
+    before = footprint(store, eid)
+    second = row(eid, "second", status="interrupted", step_type="hitl_pause", reason="again")
+    with pytest.raises(StoreError):
+        store.record_interrupt(second, pending_for(second, "again"), None)
+    assert footprint(store, eid) == before
+    assert store.get(eid, second.checkpoint_id) is None
+
+
+def test_the_frozen_context_cannot_be_changed_through_the_objects_passed_or_returned(
+        store: Checkpointer) -> None:
+    """The store keeps its own copy of a pending interrupt: mutating the record given to
+    record_interrupt, or one read back, changes nothing stored."""
+    eid = new_run(store)
+    interrupted = row(eid, "review", status="interrupted", step_type="hitl_pause")
+    given = pending_for(interrupted, context={"amount": 5, "lines": [1]})
+    store.record_interrupt(interrupted, given, None)
+    given.context["amount"] = 999
+    read = store.get_pending(eid)
+    assert read is not None
+    read.context["lines"].append(2)
+    store.list_pending()[0].context["new"] = True
+    again = store.get_pending(eid)
+    assert again is not None and again.context == {"amount": 5, "lines": [1]}
+    claimed = store.delete_pending_interrupt_atomic(eid)
+    assert claimed is not None and claimed.context == {"amount": 5, "lines": [1]}
+
+
+def test_records_read_from_the_store_are_copies(store: Checkpointer) -> None:
+    """Mutating a returned run or checkpoint changes nothing stored."""
+    eid = new_run(store, inputs={"amount": 5})
+    store.put(row(eid, "a"))
+    run = store.get_run(eid)
+    assert run is not None
+    run.inputs["amount"] = 999
+    store.list(eid)[0].state_snapshot["nodes"]["a"]["status"] = "failed"
+    last = store.get_last(eid)
+    assert last is not None
+    last.state_snapshot["inputs"]["amount"] = 7
+    fresh = store.get_run(eid)
+    assert fresh is not None and fresh.inputs == {"amount": 5}
+    assert store.list(eid)[0].state_snapshot == {"inputs": {"amount": 5}, "nodes": {
+        "a": {"status": "completed"}}, "counters": {}}
+
+
+# -- the claim --------------------------------------------------------------------------------
+
+
+def test_the_claim_returns_the_pending_row_once_then_none(store: Checkpointer) -> None:
+    """delete_pending_interrupt_atomic hands the row to one caller; later calls get None."""
+    eid = new_run(store)
+    interrupted = pause(store, eid)
+    claimed = store.delete_pending_interrupt_atomic(eid)
+    assert claimed is not None and claimed.checkpoint_id == interrupted.checkpoint_id
+    assert store.get_pending(eid) is None
+    assert store.delete_pending_interrupt_atomic(eid) is None
+    assert store.delete_pending_interrupt_atomic("no-such-run") is None
+    assert list(store.rows(eid)) == [interrupted]
+
+
+def test_a_claim_with_an_owner_stores_the_decision_and_takes_the_run(
+        store: Checkpointer) -> None:
+    """With owner, the claim also records the decision, the lease and status running."""
+    eid = new_run(store)
+    pause(store, eid)
+    decision = {"checkpoint_id": "c", "value": {"approved": True}}
+    claimed = store.delete_pending_interrupt_atomic(eid, owner="me", until=1e12,
+                                                    decision=decision)
+    assert claimed is not None
+    run = store.get_run(eid)
+    assert run is not None
+    assert (run.status, run.owner, run.lease_until, run.decision) == ("running", "me", 1e12,
+                                                                      decision)
+    store.set_decision(eid, {"checkpoint_id": "c", "value": {"approved": False}})
+    run = store.get_run(eid)
+    assert run is not None and run.decision == {"checkpoint_id": "c",
+                                                "value": {"approved": False}}
+
+
+def test_a_failed_claim_changes_nothing(store: Checkpointer) -> None:
+    """Claiming a run that has no pending row neither takes it nor stores a decision."""
+    eid = new_run(store, status="completed")
+    before = footprint(store, eid)
+    assert store.delete_pending_interrupt_atomic(eid, owner="me", until=1e12,
+                                                 decision={"value": 1}) is None
+    assert footprint(store, eid) == before
+
+
+def test_exactly_one_of_many_concurrent_claimers_gets_the_row(store: Checkpointer) -> None:
+    """Threads racing to claim one pending interrupt: one winner, every other gets None."""
+    eid = new_run(store)
+    pause(store, eid)
+    gate = threading.Barrier(12)
+
+    def claim(index: int) -> bool:
+        gate.wait()
+        return store.delete_pending_interrupt_atomic(
+            eid, owner=f"worker-{index}", until=1e12, decision={"value": index}) is not None
+
+    with ThreadPoolExecutor(12) as pool:
+        wins = list(pool.map(claim, range(12)))
+    assert wins.count(True) == 1
+    run = store.get_run(eid)
+    winner = wins.index(True)
+    assert run is not None and (run.owner, run.decision) == (f"worker-{winner}",
+                                                             {"value": winner})
+
+
+def test_list_pending_is_oldest_first_and_shows_only_paused_runs(store: Checkpointer) -> None:
+    """list_pending returns every pending interrupt, oldest first; claimed ones disappear."""
+    first, second, third = new_run(store), new_run(store), new_run(store)
+    for eid in (first, second, third):
+        pause(store, eid)
+        time.sleep(0.002)
+    assert [p.execution_id for p in store.list_pending()] == [first, second, third]
+    store.delete_pending_interrupt_atomic(second)
+    assert [p.execution_id for p in store.list_pending()] == [first, third]
+
+
+# -- idempotency ------------------------------------------------------------------------------
+
+
+def test_idempotency_cache_first_writer_wins(store: Checkpointer) -> None:
+    """put_idempotent keeps the first value and returns it to every later writer."""
+    eid = new_run(store)
+    assert store.get_idempotent(eid, "k") is None
+    assert store.put_idempotent(eid, "k", '{"id":1}') == '{"id":1}'
+    assert store.put_idempotent(eid, "k", '{"id":2}') == '{"id":1}'
+    assert store.get_idempotent(eid, "k") == '{"id":1}'
+
+
+def test_a_cached_null_is_a_hit(store: Checkpointer) -> None:
+    """A function that returned None is cached as the text "null", not as a miss."""
+    eid = new_run(store)
+    store.put_idempotent(eid, "k", "null")
+    assert store.get_idempotent(eid, "k") == "null"
+    assert store.put_idempotent(eid, "k", "1") == "null"
+
+
+def test_idempotency_rows_belong_to_one_execution(store: Checkpointer) -> None:
+    """The same key in another execution is a miss."""
+    one, two = new_run(store), new_run(store)
+    store.put_idempotent(one, "k", "1")
+    assert store.get_idempotent(two, "k") is None
+    assert store.put_idempotent(two, "k", "2") == "2"
+
+
+def test_concurrent_idempotency_writers_all_see_the_first_value(store: Checkpointer) -> None:
+    """Racing put_idempotent calls agree on one stored value."""
+    eid = new_run(store)
+    gate = threading.Barrier(8)
+
+    def put(index: int) -> str:
+        gate.wait()
+        return store.put_idempotent(eid, "k", str(index))
+
+    with ThreadPoolExecutor(8) as pool:
+        seen = set(pool.map(put, range(8)))
+    assert len(seen) == 1
+    assert store.get_idempotent(eid, "k") == seen.pop()
+
+
+# -- leases -----------------------------------------------------------------------------------
+
+
+def test_a_free_lease_is_acquired_and_marks_the_run_running(store: Checkpointer) -> None:
+    """acquire on a run with no owner takes it and sets status running."""
+    eid = new_run(store, status="paused")
+    assert store.acquire(eid, "me", until=200.0, now=100.0)
+    run = store.get_run(eid)
+    assert run is not None and (run.owner, run.lease_until, run.status) == ("me", 200.0,
+                                                                            "running")
+
+
+def test_a_live_lease_of_another_owner_is_refused_and_unchanged(store: Checkpointer) -> None:
+    """acquire fails on a lease held by someone else that has not expired."""
+    eid = new_run(store, owner="other", lease_until=500.0, status="paused")
+    before = footprint(store, eid)
+    assert not store.acquire(eid, "me", until=900.0, now=100.0)
+    assert footprint(store, eid) == before
+    assert not store.acquire("no-such-run", "me", until=900.0, now=100.0)
+
+
+def test_expired_own_and_dead_leases_can_be_taken(store: Checkpointer) -> None:
+    """An expired lease, our own lease, and a lease of a named dead owner are all free."""
+    eid = new_run(store, owner="other", lease_until=50.0)
+    assert store.acquire(eid, "me", until=300.0, now=100.0)  # expired
+    assert store.acquire(eid, "me", until=400.0, now=100.0)  # ours
+    assert not store.acquire(eid, "third", until=500.0, now=100.0)
+    assert store.acquire(eid, "third", until=500.0, now=100.0, steal_from="me")  # dead owner
+    run = store.get_run(eid)
+    assert run is not None and (run.owner, run.lease_until) == ("third", 500.0)
+
+
+def test_renew_and_release_only_work_for_the_holder(store: Checkpointer) -> None:
+    """renew extends only our lease; release by another owner is a no-op."""
+    eid = new_run(store, owner="me", lease_until=100.0)
+    assert store.renew(eid, "me", 300.0)
+    assert not store.renew(eid, "other", 900.0)
+    store.release(eid, "other")
+    run = store.get_run(eid)
+    assert run is not None and (run.owner, run.lease_until) == ("me", 300.0)
+    store.release(eid, "me")
+    run = store.get_run(eid)
+    assert run is not None and (run.owner, run.lease_until) == (None, None)
+    assert not store.renew(eid, "me", 900.0)
+
+
+def test_taking_the_lease_of_a_completed_run_never_makes_it_look_running(
+        store: Checkpointer) -> None:
+    """A finished run stays completed even if a resumer briefly takes its lease."""
+    eid = new_run(store)
+    store.finish_run(run_end(eid), "completed", None, None)
+    assert store.acquire(eid, "me", until=200.0, now=100.0)
+    store.release(eid, "me")
+    run = store.get_run(eid)
+    assert run is not None and run.status == "completed"
+    assert [r.execution_id for r in store.list_runs(status="running")] == []
+
+
+# -- finish_run -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["completed", "failed"])
+def test_finish_run_writes_the_marker_sets_the_status_and_releases_the_lease(
+        store: Checkpointer, status: str) -> None:
+    """finish_run: the run_end row, the final status and error, and no owner, together."""
+    eid = new_run(store, owner="me", lease_until=time.time() + 60)
+    store.put(row(eid, "a"))
+    error = {"type": "ValueError", "message": "bad", "node_id": "a"} if status == "failed" \
+        else None
+    marker = run_end(eid, status)
+    store.finish_run(marker, status, error, "me")
+    last = store.get_last(eid)
+    assert last is not None and last.checkpoint_id == marker.checkpoint_id
+    run = store.get_run(eid)
+    assert run is not None
+    assert (run.status, run.error, run.owner, run.lease_until) == (status, error, None, None)
+
+
+# -- list_runs --------------------------------------------------------------------------------
+
+
+def test_list_runs_is_newest_first_with_a_status_filter_and_a_limit(store: Checkpointer) -> None:
+    """list_runs orders by creation time (newest first), filters by status, honours limit."""
+    base = time.time()
+    old = new_run(store, created_at=base - 30)
+    middle = new_run(store, created_at=base - 20, status="paused")
+    new = new_run(store, created_at=base - 10)
+    assert [r.execution_id for r in store.list_runs()] == [new, middle, old]
+    assert [r.execution_id for r in store.list_runs(status="running")] == [new, old]
+    assert [r.execution_id for r in store.list_runs(status="paused")] == [middle]
+    assert [r.execution_id for r in store.list_runs(limit=2)] == [new, middle]
+    assert store.list_runs(status="completed") == []
+
+
+def test_list_runs_breaks_creation_time_ties_by_execution_id(store: Checkpointer) -> None:
+    """Runs created at the same instant come back in descending execution id order."""
+    moment = time.time()
+    ids = [new_run(store, created_at=moment) for _ in range(4)]
+    assert [r.execution_id for r in store.list_runs()] == sorted(ids, reverse=True)
+
+
+# -- prune ------------------------------------------------------------------------------------
+
+
+def _finished(store: Checkpointer, status: str = "completed", fingerprint: str = "f" * 64,
+              rows: int = 3) -> str:
+    eid = new_run(store, fingerprint=fingerprint)
+    for index in range(rows):
+        store.put(row(eid, f"n{index}"))
+    store.put_idempotent(eid, "k", "1")
+    store.finish_run(run_end(eid, status), status, None, None)
+    return eid
+
+
+def test_prune_deletes_finished_runs_older_than_the_cutoff_with_all_their_rows(
+        store: Checkpointer) -> None:
+    """A completed run before the cutoff goes entirely: run, checkpoints, cached results."""
+    eid = _finished(store)
+    result = store.prune(time.time() + 1)
+    assert (result.runs, result.checkpoints, result.idempotency_rows) == (1, 4, 1)
+    assert result.execution_ids == (eid,)
+    assert store.get_run(eid) is None
+    assert store.list(eid) == []
+    assert store.get_idempotent(eid, "k") is None
+    assert orphans(store) == {"checkpoints": set(), "pending": set(), "idempotency": set()}
+
+
+def test_prune_keeps_runs_that_finished_after_the_cutoff(store: Checkpointer) -> None:
+    """Only runs whose last change is older than the cutoff are pruned."""
+    cutoff = time.time()
+    time.sleep(0.01)
+    eid = _finished(store)
+    before = footprint(store, eid)
+    assert store.prune(cutoff).runs == 0
+    assert footprint(store, eid) == before
+
+
+def test_prune_never_touches_paused_or_running_runs(store: Checkpointer) -> None:
+    """Paused and running runs keep their checkpoints, pending row and cached results."""
+    paused = new_run(store)
+    store.put(row(paused, "a"))
+    store.put_idempotent(paused, "k", "1")
+    pause(store, paused)
+    running = new_run(store)
+    store.put(row(running, "a"))
+    store.put_idempotent(running, "k", "2")
+    before = [footprint(store, paused), footprint(store, running)]
+    time.sleep(0.01)
+    assert store.prune(time.time() + 3600, include_failed=True).runs == 0
+    assert [footprint(store, paused), footprint(store, running)] == before
+    assert (store.get_idempotent(paused, "k"), store.get_idempotent(running, "k")) == ("1", "2")
+    assert store.get_plan("f" * 64) is not None
+
+
+def test_prune_removes_failed_runs_only_when_asked(store: Checkpointer) -> None:
+    """A failed run may still be resumed: it is pruned only with include_failed."""
+    eid = _finished(store, "failed")
+    before = footprint(store, eid)
+    assert store.prune(time.time() + 1).runs == 0
+    assert footprint(store, eid) == before
+    assert store.prune(time.time() + 1, include_failed=True).execution_ids == (eid,)
+    assert store.get_run(eid) is None and store.list(eid) == []
+
+
+def test_a_pruned_run_that_once_paused_leaves_nothing_that_looks_paused(
+        store: Checkpointer) -> None:
+    """Prune removes whole runs: no leftover interrupted row or pending row survives."""
+    eid = new_run(store)
+    store.put(row(eid, "a"))
+    pause(store, eid)
+    assert store.delete_pending_interrupt_atomic(eid, owner="me", until=1e12) is not None
+    store.put(row(eid, "review"))
+    store.finish_run(run_end(eid), "completed", None, "me")
+    store.prune(time.time() + 1)
+    assert store.get_run(eid) is None
+    assert store.latest_resumable(eid) is None and store.rows(eid) == []
+    assert store.get_pending(eid) is None
+    assert eid not in {p.execution_id for p in store.list_pending()}
+    assert orphans(store) == {"checkpoints": set(), "pending": set(), "idempotency": set()}
+
+
+def test_prune_leaves_no_orphans_among_many_runs(store: Checkpointer) -> None:
+    """After pruning a mix of runs, every remaining row belongs to a remaining run."""
+    finished = [_finished(store) for _ in range(3)] + [_finished(store, "failed")]
+    paused = new_run(store)
+    pause(store, paused)
+    store.put_idempotent(paused, "k", "1")
+    result = store.prune(time.time() + 1)
+    assert set(result.execution_ids) == set(finished[:3])
+    assert orphans(store) == {"checkpoints": set(), "pending": set(), "idempotency": set()}
+    remaining = {r.execution_id for r in store.list_runs()}
+    assert remaining == {finished[3], paused}
+    run = store.get_run(paused)
+    assert run is not None and run.status == "paused" and store.get_pending(paused) is not None
+
+
+def test_prune_removes_plans_no_remaining_run_uses(store: Checkpointer) -> None:
+    """A plan goes with its last run; plans still used by a kept run stay."""
+    _finished(store, fingerprint="a" * 64)
+    _finished(store, fingerprint="b" * 64)
+    kept = new_run(store, fingerprint="b" * 64)
+    pause(store, kept)
+    store.prune(time.time() + 1)
+    assert store.get_plan("a" * 64) is None
+    assert store.get_plan("b" * 64) is not None
