@@ -74,7 +74,44 @@ _WHERE: dict[str, str] = {
     "SQLiteCheckpointer": "tether.stores.sqlite",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "AlreadyResumed",
+    "ChainResumeError",
+    "Checkpoint",
+    "CheckpointNotFound",
+    "Checkpointer",
+    "Diagnostic",
+    "ExecutionExists",
+    "InMemoryCheckpointer",
+    "InputError",
+    "InterruptSignal",
+    "NotJSONError",
+    "Plan",
+    "PlanError",
+    "PlanMismatch",
+    "PostgresCheckpointer",
+    "Resume",
+    "ResumeError",
+    "ResumeValueError",
+    "RunNotFound",
+    "RunResult",
+    "Runner",
+    "SQLiteCheckpointer",
+    "SchemaVersionError",
+    "StoreError",
+    "StoreUnavailable",
+    "TaskError",
+    "TetherError",
+    "Workflow",
+    "WorkflowError",
+    "check",
+    "compile",
+    "idempotent",
+    "interrupt",
+    "load",
+    "open_checkpointer",
+    "task",
+]
 
 
 def __getattr__(name: str) -> Any:

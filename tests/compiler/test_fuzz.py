@@ -130,7 +130,7 @@ def test_mutations_of_valid_examples_give_diagnostics(tmp_path: Path, seed: Path
             text = text[:at] + data.draw(st.text(max_size=10)) + text[at:]
         elif operation == "duplicate" and lines:
             i = data.draw(st.integers(0, len(lines) - 1))
-            text = "".join(lines[: i + 1] + [lines[i]] + lines[i + 1:])
+            text = "".join([*lines[:i + 1], lines[i], *lines[i + 1:]])
         elif operation == "swap" and len(lines) > 1:
             i = data.draw(st.integers(0, len(lines) - 2))
             lines[i], lines[i + 1] = lines[i + 1], lines[i]

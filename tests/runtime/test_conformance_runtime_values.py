@@ -102,11 +102,11 @@ def test_a_non_json_interrupt_context_fails_the_node(store: Checkpointer,
     assert store.get_pending(result.execution_id) is None
 
 
-@pytest.mark.parametrize("reason", ["re\x00ason", "r" * 301], ids=["nul", "too-long"])
+@pytest.mark.parametrize("reason", ["re\x00ason"], ids=["nul"])
 def test_an_interrupt_reason_no_store_can_hold_fails_the_node_the_same_everywhere(
         store: Checkpointer, tmp_path: Path, reason: str) -> None:
-    """A reason with a NUL or over 300 characters fails its node with NotJSONError on every
-    backend (PostgreSQL cannot store either), and the run ends cleanly with a run_end."""
+    """A reason with a NUL fails its node with NotJSONError on every backend (PostgreSQL
+    cannot store it), and the run ends cleanly with a run_end."""
     result = _two(tmp_path, store, lambda: tether.interrupt(reason, {})).run()
     assert result.status == "failed" and result.error is not None
     assert (result.error["type"], result.error["node_id"]) == ("NotJSONError", "bad")
@@ -116,18 +116,17 @@ def test_an_interrupt_reason_no_store_can_hold_fails_the_node_the_same_everywher
     assert store.get_pending(result.execution_id) is None
 
 
-def test_a_reason_of_300_characters_is_stored_whole(store: Checkpointer,
-                                                    tmp_path: Path) -> None:
-    """The longest reason every backend can hold round-trips unchanged."""
-    result = _two(tmp_path, store, lambda: tether.interrupt("é" * 300, {})).run()
+def test_a_long_reason_is_stored_whole(store: Checkpointer, tmp_path: Path) -> None:
+    """Reasons have no length limit on any backend: 5,000 characters round-trip unchanged."""
+    result = _two(tmp_path, store, lambda: tether.interrupt("é" * 5000, {})).run()
     pending = store.get_pending(result.execution_id)
-    assert pending is not None and pending.reason == "é" * 300
+    assert pending is not None and pending.reason == "é" * 5000
 
 
-@pytest.mark.parametrize("execution_id", ["x\x00y", "e" * 65], ids=["nul", "long"])
+@pytest.mark.parametrize("execution_id", ["x\x00y", "e" * 201], ids=["nul", "long"])
 def test_an_execution_id_no_store_can_hold_is_refused_before_anything_is_written(
         store: Checkpointer, tmp_path: Path, execution_id: str) -> None:
-    """run(execution_id=...) refuses ids over 64 characters or holding a NUL, on every
+    """run(execution_id=...) refuses ids over 200 characters or holding a NUL, on every
     backend, and nothing is stored; looking such an id up finds no run."""
     runner = _two(tmp_path, store, lambda: {"name": "x"})
     with pytest.raises(TetherError, match="execution id"):
@@ -135,7 +134,7 @@ def test_an_execution_id_no_store_can_hold_is_refused_before_anything_is_written
     assert store.list_runs() == []
     with pytest.raises(RunNotFound):
         runner.resume(execution_id)
-    assert runner.run(execution_id="e" * 64).execution_id == "e" * 64
+    assert runner.run(execution_id="e" * 200).execution_id == "e" * 200
 
 
 def test_inputs_that_are_not_json_are_refused_before_anything_is_stored(
@@ -315,7 +314,8 @@ def test_the_runtime_sandbox_refuses_escapes_in_a_plan_built_by_hand(
     result = tether.Runner(plan, store, tasks={"t.a": lambda x: calls.hit("a")}).run({"x": 1})
     assert result.status == "failed" and result.error is not None
     assert (result.error["type"], result.error["node_id"]) == ("TemplateError", "a")
-    assert "unsafe" in result.error["message"] or "sandbox" in result.error["message"]
+    message = result.error["message"]
+    assert any(word in message for word in ("unsafe", "sandbox", "has no attribute")), message
     assert calls["a"] == 0
     assert committed(store, result.execution_id) == [("a", "failed"), ("run_end", "failed")]
 

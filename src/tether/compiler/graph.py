@@ -50,7 +50,7 @@ def analyse_graph(ctx: Context) -> Graph:
     graph = Graph(declared=list(nodes), needs={})
     for node_id, node in nodes.items():
         graph.needs[node_id] = _checked_needs(ctx, node_id, node, known)
-    digraph = nx.DiGraph()
+    digraph: nx.DiGraph[str] = nx.DiGraph()
     digraph.add_nodes_from(graph.declared)
     for node_id, needs in graph.needs.items():
         digraph.add_edges_from((need, node_id) for need in needs)
@@ -94,7 +94,7 @@ def _checked_needs(ctx: Context, node_id: str, node: NodeSpec, known: set[str]) 
     return result
 
 
-def _report_cycles(ctx: Context, digraph: nx.DiGraph) -> list[list[str]]:
+def _report_cycles(ctx: Context, digraph: nx.DiGraph[str]) -> list[list[str]]:
     position = {node_id: i for i, node_id in enumerate(ctx.workflow.nodes)}
     components = [
         sorted(c, key=position.__getitem__)
@@ -124,7 +124,7 @@ def _report_cycles(ctx: Context, digraph: nx.DiGraph) -> list[list[str]]:
     return components
 
 
-def _one_cycle(subgraph: nx.DiGraph, start: str) -> list[str]:
+def _one_cycle(subgraph: nx.DiGraph[str], start: str) -> list[str]:
     """A simple cycle through ``start``, as the list of its nodes in dependency order."""
     edges = nx.find_cycle(subgraph, source=start)
     cycle = [u for u, _ in edges]
@@ -211,7 +211,7 @@ def _order_for_run(graph: Graph, position: dict[str, int]) -> None:
                 if closer not in own and closer != node_id and closer not in waits:
                     waits.append(closer)
         graph.waits_for[node_id] = waits
-    digraph = nx.DiGraph()
+    digraph: nx.DiGraph[str] = nx.DiGraph()
     digraph.add_nodes_from(graph.order)
     for node_id, waits in graph.waits_for.items():
         digraph.add_edges_from((w, node_id) for w in waits)

@@ -513,6 +513,12 @@ def _syntax_error(reader: _Reader, chunk: _Chunk, exc: UnexpectedInput) -> None:
     word_start, word = _word_around(reader.text, offset)
     inside = offset < len(reader.text) and (reader.text[offset].isalnum()
                                             or reader.text[offset] == "_")
+    typo = _typo_before(reader.text[chunk.start:offset])
+    if typo is not None and not (inside and word_start < offset):
+        word_start, word, inside = chunk.start + typo[0], typo[1], True
+        line, col = position(reader.text, word_start)
+        offset = word_start + 1
+        col += 1
     if inside and word_start < offset:  # the lexer split a misspelt keyword (retrys: retry s)
         col = (col or 1) - (offset - word_start)
         span = Span(reader.file, line, col, line, col + len(word) - 1)
@@ -522,6 +528,15 @@ def _syntax_error(reader: _Reader, chunk: _Chunk, exc: UnexpectedInput) -> None:
     span = Span(reader.file, line, col or 1, line, end or 1)
     reader.error("E102", f"unexpected {found}; expected {_expected(accepts)}", span,
                  help=_syntax_help(found, accepts, first=(line, col) == (chunk.line, 1)))
+
+
+def _typo_before(text: str) -> tuple[int, str] | None:
+    """A keyword with one or two extra letters (``afterr``) before a syntax error, if any:
+    the lexer read it as the keyword and a name, and the error shows up later."""
+    for match in _KEYWORD_PREFIX.finditer(text):
+        if len(match.group(2)) <= 2 and not _in_literal(text, match.start()):
+            return match.start(), match.group(0)
+    return None
 
 
 def _word_around(text: str, offset: int) -> tuple[int, str]:
@@ -560,11 +575,48 @@ def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
     if deep is not None:  # not worth building a parse tree for
         reader.error("E103", deep.message, deep.span, help=deep.help)
         return None
+    text = reader.text[chunk.start:chunk.end]
     try:
-        return parser().parse(reader.text[chunk.start:chunk.end])
+        tree = parser().parse(text)
     except UnexpectedInput as exc:
         _syntax_error(reader, chunk, exc)
         return None
+    split = _split_keyword(text, tree)
+    if split is not None:
+        start, word = split
+        at_line, col = position(reader.text, chunk.start + start)
+        span = Span(reader.file, at_line, col, at_line, col + len(word) - 1)
+        help = did_you_mean(word, CLAUSES) or did_you_mean(word, STATEMENTS)
+        reader.error("E102", f"unknown word `{word}`", span, help=help)
+        return None
+    return tree
+
+
+_KEYWORD_PREFIX = re.compile(
+    r"(?<![\w.])(after|approval|backoff|concurrency|context|description|false|for_each|form"
+    r"|idempotent|input|inputs|loop|max|null|on_exhausted|output|reason|retry|task|tether"
+    r"|timeout|to|trigger|true|when|while|with|workflow)(\w+)"
+)
+
+
+def _split_keyword(text: str, tree: Tree[Token]) -> tuple[int, str] | None:
+    """A word the contextual lexer split into a keyword and a name (``afterr`` -> after r).
+
+    Keywords are literal terminals, which need no word boundary: where the parser accepts
+    only keywords, ``afterr a`` lexes as ``after`` then the id ``r``. Such a split shows as a
+    token of the tree that starts right where a keyword inside one word ends.
+    """
+    starts = {token.start_pos for token in tree.scan_values(lambda v: isinstance(v, Token))}
+    for match in _KEYWORD_PREFIX.finditer(text):
+        if match.start(2) in starts and not _in_literal(text, match.start()):
+            return match.start(), match.group(0)
+    return None
+
+
+def _in_literal(text: str, offset: int) -> bool:
+    """Whether ``offset`` is inside a quoted string or a template (a rough, safe test)."""
+    before = text[:offset]
+    return before.count('"') % 2 == 1 or before.count("{{") > before.count("}}")
 
 
 def _check_order(reader: _Reader, parsed: list[tuple[_Chunk, Tree[Token] | None]]) -> None:

@@ -122,7 +122,9 @@ def _model_at(path: Path) -> type[BaseModel] | None:
             steps.pop(0)
             model = NodeSpec if key == "nodes" else InputSpec
         elif model is NodeSpec and key in ("retry", "loop", "approval"):
-            model = {"retry": RetryPolicy, "loop": LoopSpec, "approval": ApprovalSpec}[str(key)]
+            nested: dict[str, type[BaseModel]] = {
+                "retry": RetryPolicy, "loop": LoopSpec, "approval": ApprovalSpec}
+            model = nested[str(key)]
         elif model is ApprovalSpec and key == "form" and steps:
             steps.pop(0)
             model = InputSpec

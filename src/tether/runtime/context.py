@@ -12,7 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import InterruptSignal, NotJSONError
+from tether.errors import InterruptSignal
 from tether.runtime.values import to_json
 
 if TYPE_CHECKING:
@@ -22,18 +22,15 @@ if TYPE_CHECKING:
 class Resume(Mapping[str, Any]):
     """The values a human (or a program) answers an interrupt with: ``Resume(approved=True)``.
 
-    Read them as attributes (``answer.approved``) or as a mapping (``answer["approved"]``).
+    Read them as attributes (``answer.approved``) or as a mapping (``answer["approved"]``,
+    ``dict(answer)``); a field named like a mapping method (``values``, ``items``, ``get``,
+    ``keys``) is read as a mapping item.
     """
 
     __slots__ = ("_values",)
 
     def __init__(self, **values: Any) -> None:
         object.__setattr__(self, "_values", dict(values))
-
-    @property
-    def values(self) -> dict[str, Any]:
-        """The values as a plain dict."""
-        return dict(self._values)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -55,9 +52,9 @@ class Resume(Mapping[str, Any]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resume):
-            return self._values == other._values
+            return bool(self._values == other._values)
         if isinstance(other, dict):
-            return self._values == other
+            return bool(self._values == other)
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -117,18 +114,11 @@ def interrupt(reason: str, context: Any = None) -> Resume:
     )
 
 
-MAX_REASON = 300  # the reason columns of the stores (schema.py) hold at most this
-
-
 def _storable_reason(reason: str, node_id: str | None) -> str:
-    """The reason, if every store can keep it as it is (PostgreSQL refuses NUL characters and
-    longer text); otherwise the same NotJSONError on every backend."""
+    """The reason, if every store can keep it (PostgreSQL refuses NUL characters); otherwise
+    the same NotJSONError on every backend."""
     what = f"the reason of interrupt {reason[:40]!r}{'...' if len(reason) > 40 else ''}"
     to_json(reason, what, node_id=node_id)
-    if len(reason) > MAX_REASON:
-        raise NotJSONError(what, f"it has {len(reason)} characters; a reason is a short label "
-                           f"of at most {MAX_REASON} (put the details in the context)",
-                           node_id=node_id)
     return reason
 
 

@@ -378,7 +378,7 @@ class Execution:
             answer = interrupt(str(reason), context)
         finally:
             UNIT.reset(token)
-        values = answer.values
+        values = dict(answer)
         if approval.form is not None:
             values, problems = check_values(approval.form, values, "field")
             if problems:

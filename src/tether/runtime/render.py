@@ -21,22 +21,54 @@ class RenderError(Exception):
         super().__init__(f"cannot evaluate `{where}`: {message}")
 
 
-class NodesView(Mapping[str, Mapping[str, Any]]):
+class Names:
+    """A read-only mapping whose keys templates read as attributes.
+
+    It has no public methods, so an input or node called ``items``, ``keys`` or ``get`` is
+    read as itself (Jinja2 tries attributes before items, and a dict's ``items`` method
+    would win). A result that contains one is turned back into a plain dict.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+
+class NodesView(Names):
     """``nodes`` as templates see it: every node of the plan with its status and output."""
 
-    __slots__ = ("_nodes", "_plan")
+    __slots__ = ("_plan",)
 
     def __init__(self, plan: Plan, nodes: dict[str, Any]) -> None:
+        super().__init__(nodes)
         self._plan = plan
-        self._nodes = nodes
 
-    def __getitem__(self, node_id: str) -> Mapping[str, Any]:
+    def __getitem__(self, node_id: str) -> Names:
         if node_id not in self._plan.by_id:
             raise KeyError(node_id)
-        entry = self._nodes.get(node_id)
+        entry = self._data.get(node_id)
         if entry is None:
-            return {"status": PENDING, "output": None}
-        return {"status": entry.get("status", PENDING), "output": entry.get("output")}
+            return Names({"status": PENDING, "output": None})
+        return Names({"status": entry.get("status", PENDING), "output": entry.get("output")})
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._plan.by_id
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._plan.by_id)
@@ -48,7 +80,8 @@ class NodesView(Mapping[str, Mapping[str, Any]]):
 def namespace(plan: Plan, state: dict[str, Any], *, item: Any = None, has_item: bool = False,
               iteration: int | None = None) -> dict[str, Any]:
     """The names a template of ``plan`` can read in ``state``."""
-    names: dict[str, Any] = {"inputs": state["inputs"], "nodes": NodesView(plan, state["nodes"])}
+    names: dict[str, Any] = {"inputs": Names(state["inputs"]),
+                             "nodes": NodesView(plan, state["nodes"])}
     if has_item:
         names["item"] = item
     if iteration is not None:
@@ -69,8 +102,7 @@ def render(value: Any, names: dict[str, Any], where: str) -> Any:
             raise RenderError(where, str(exc)) from None
         except Exception as exc:  # errors inside the expression: 1/0, None + 1, ...
             raise RenderError(where, f"{type(exc).__name__}: {exc}") from None
-        _check_defined(result, where)
-        return result
+        return _plain(result, where)
     if isinstance(value, list):
         return [render(v, names, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
@@ -78,19 +110,21 @@ def render(value: Any, names: dict[str, Any], where: str) -> Any:
     return value
 
 
-def _check_defined(value: Any, where: str) -> None:
+def _plain(value: Any, where: str) -> Any:
+    """An evaluated value with every view turned into a dict; undefined values refused."""
     if isinstance(value, Undefined):
         try:
             str(value)
         except TemplateError as exc:
             raise RenderError(where, str(exc)) from None
         raise RenderError(where, "the value is undefined")
+    if isinstance(value, Names):
+        return {key: _plain(value[key], where) for key in value}
     if isinstance(value, list | tuple):
-        for item in value:
-            _check_defined(item, where)
-    elif isinstance(value, Mapping) and not isinstance(value, NodesView):
-        for item in value.values():
-            _check_defined(item, where)
+        return [_plain(item, where) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _plain(item, where) for key, item in value.items()}
+    return value
 
 
 def truthy(value: Any, names: dict[str, Any], where: str) -> bool:

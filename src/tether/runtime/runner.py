@@ -106,7 +106,7 @@ def _sync(coroutine: Coroutine[Any, Any, RunResult]) -> RunResult:
 
 
 def _answer(resume: Resume | Mapping[str, Any]) -> dict[str, Any]:
-    values = resume.values if isinstance(resume, Resume) else dict(resume)
+    values = dict(resume)
     value, _ = to_json(values, "the resume values")
     return dict(value)
 
@@ -201,8 +201,9 @@ class Runner:
 
         Raises :class:`AlreadyResumed` when the run finished or another resumer holds it,
         :class:`ResumeError` when an interrupted run is resumed without a value (or a value is
-        given to a run that is not waiting for one), :class:`ResumeValueError` when the values
-        do not match an approval's form, :class:`PlanMismatch` for a different plan.
+        given to a run that is not waiting for one; see :meth:`_check_value`),
+        :class:`ResumeValueError` when the values do not match an approval's form,
+        :class:`PlanMismatch` for a different plan.
         """
         store = self._store()
         run = self._run(store, execution_id)
@@ -503,7 +504,7 @@ class Runner:
                             + ", ".join(missing), task=missing[0])
 
 
-MAX_ID = 64  # the execution id columns of the stores (schema.py) hold at most this
+MAX_ID = 200  # the execution id columns of the stores (schema.py) hold at most this
 
 
 def _storable_id(execution_id: str) -> bool:

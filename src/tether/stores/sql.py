@@ -123,7 +123,8 @@ class SQLCheckpointer(Checkpointer):
             raise StoreError(f"{what}: {exc.orig}") from exc
         except SQLAlchemyError as exc:
             if self._is_disconnect(exc):
-                raise StoreUnavailable(f"{what}: the database is unreachable: {exc.orig}") \
+                reason = getattr(exc, "orig", exc)
+                raise StoreUnavailable(f"{what}: the database is unreachable: {reason}") \
                     from exc
             raise StoreError(f"{what}: {exc}") from exc
         except Exception as exc:
