@@ -146,3 +146,29 @@ def test_demo_script_runs_end_to_end(tmp_path: Path) -> None:
 def _tasks() -> Any:
     import_tasks(TASK_MODULES)
     return REGISTRY
+
+
+@pytest.mark.parametrize("path", [p for p in WORKFLOWS if p.suffix == ".yaml"],
+                         ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_every_yaml_example_validates_against_the_json_schema(path: Path) -> None:
+    """`tether schema` is generated from the same models: every example validates."""
+    import jsonschema
+    import yaml
+
+    from tether.cli.authoring import workflow_schema
+
+    jsonschema.validate(yaml.safe_load(path.read_text()), workflow_schema())
+
+
+@pytest.mark.parametrize("path", [p for p in WORKFLOWS if p.suffix == ".flow"],
+                         ids=lambda p: p.name)
+def test_every_flow_example_converted_to_yaml_validates_against_the_json_schema(
+        path: Path) -> None:
+    """The .flow examples, converted with `fmt --to yaml`, validate too."""
+    import jsonschema
+    import yaml
+
+    from tether.cli.authoring import workflow_schema
+    from tether.dsl.convert import format_file
+
+    jsonschema.validate(yaml.safe_load(format_file(path, to="yaml")), workflow_schema())

@@ -91,14 +91,17 @@ def report_diagnostics(diags: list[Diagnostic], color: str) -> None:
 def compile_or_exit(
     file: str, color: str, tasks: Mapping[str, Callable[..., Any]] | None = None
 ) -> Plan:
-    """Compile ``file``; on errors print them on stderr and exit 1."""
-    from tether.compiler import compile
+    """Compile ``file``; print warnings on stderr; on errors print them and exit 1."""
+    from tether.compiler.compile import compile_with_warnings
 
     try:
-        return compile(file, tasks=tasks)
+        plan, warnings = compile_with_warnings(file, tasks=tasks)
     except WorkflowError as exc:
         report_diagnostics(exc.diagnostics, color)
         raise click.exceptions.Exit(1) from exc
+    if warnings:
+        report_diagnostics(warnings, color)
+    return plan
 
 
 def read_plan(file: str) -> Plan:
@@ -275,19 +278,35 @@ def _check_fmt_options(file: str, to: str | None, output: str | None, write: boo
 @click.option("--write", "-w", is_flag=True, help="Rewrite FILE in place.")
 @click.option("--check", "check_only", is_flag=True,
               help="Exit 1 if FILE is not formatted; change nothing.")
+@click.option("--drop-comments", is_flag=True,
+              help="Let --write rewrite a file whose comments would be lost.")
 @color_option
 def fmt(file: str, to: str | None, output: str | None, write: bool, check_only: bool,
-        color: str) -> None:
-    """Format a workflow file, or convert it between YAML and .flow."""
+        drop_comments: bool, color: str) -> None:
+    """Format a workflow file, or convert it between YAML and .flow.
+
+    Comments are not preserved: --write refuses a file that has some unless
+    --drop-comments is given; other modes say how many were dropped.
+    """
     _check_fmt_options(file, to, output, write, check_only)
-    from tether.dsl.convert import format_file
+    from tether.dsl.convert import count_comments, format_file
+    from tether.dsl.loader import syntax_of
 
     try:
         text = format_file(file, to=cast("Target | None", to))
     except WorkflowError as exc:
         report_diagnostics(exc.diagnostics, color)
         raise click.exceptions.Exit(1) from exc
-    unchanged = Path(file).read_bytes() == text.encode("utf-8")
+    source = Path(file).read_bytes()
+    unchanged = source == text.encode("utf-8")
+    comments = count_comments(source.decode("utf-8", "replace"), syntax_of(file) or "yaml")
+    if comments and write and not drop_comments:
+        raise TetherError(f"formatting would drop {comments} comment{'s' * (comments != 1)} "
+                          f"from {file} (comments are not preserved); pass --drop-comments "
+                          "to rewrite it anyway, or write elsewhere with -o")
+    if comments and not check_only:
+        click.echo(f"note: {comments} comment{'s' * (comments != 1)} of {file} dropped "
+                   "(comments are not preserved)", err=True)
     if check_only:
         if not unchanged:
             click.echo(f"would reformat {file}", err=True)

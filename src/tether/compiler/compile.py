@@ -80,6 +80,13 @@ def compile(
     Raises :class:`~tether.errors.WorkflowError` carrying every diagnostic when the workflow
     has errors. Warnings do not prevent compilation.
     """
+    return compile_with_warnings(source, tasks=tasks)[0]
+
+
+def compile_with_warnings(
+    source: str | os.PathLike[str] | Workflow, *, tasks: Tasks | None = None
+) -> tuple[Plan, list[Diagnostic]]:
+    """:func:`compile`, also returning the warnings found."""
     compiler = Compiler(tasks)
     with paused_gc():
         if isinstance(source, Workflow):
@@ -93,7 +100,7 @@ def compile(
             diagnostics = diagnostics + more
     if plan is None or any(d.is_error for d in diagnostics):
         raise WorkflowError(sort_diagnostics(diagnostics))
-    return plan
+    return plan, sort_diagnostics(diagnostics)
 
 
 def discover(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -67,3 +67,35 @@ def format_file(path: str | os.PathLike[str], to: Target | None = None) -> str:
     if workflow is None or any(d.is_error for d in diagnostics):
         raise WorkflowError(diagnostics)
     return write(workflow.doc, to or workflow.syntax)
+
+
+_QUOTES = {"yaml": "\"'", "flow": "\""}
+
+
+def count_comments(text: str, syntax: Syntax) -> int:
+    """How many comments ``text`` holds (which formatting would drop).
+
+    A ``#`` starts a comment at the start of a line or after whitespace, outside quotes (and,
+    in ``.flow``, outside ``{{ }}``). Approximate for exotic YAML (block scalars holding
+    ``#``): it errs on the side of finding a comment.
+    """
+    count = 0
+    for line in text.splitlines():
+        quote: str | None = None
+        depth = 0
+        previous = " "
+        for index, char in enumerate(line):
+            if quote is not None:
+                if char == quote and previous != "\\":
+                    quote = None
+            elif char in _QUOTES[syntax]:
+                quote = char
+            elif syntax == "flow" and line.startswith("{{", index):
+                depth += 1
+            elif syntax == "flow" and line.startswith("}}", index) and depth:
+                depth -= 1
+            elif char == "#" and depth == 0 and previous in " \t":
+                count += 1
+                break
+            previous = char
+    return count
