@@ -6,7 +6,6 @@ fixture); the in-memory store is the reference the SQL stores must agree with.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 import uuid
@@ -114,8 +113,7 @@ def test_a_sql_store_reopened_from_its_url_holds_exactly_what_was_written(
 def test_put_then_get_returns_every_field(store: Checkpointer) -> None:
     """A written row reads back as a Checkpoint with the same fields and its JSON decoded."""
     eid = new_run(store)
-    written = dataclasses.replace(
-        row(eid, "a", node_index=3, agent_path="workflow:p/node:s"),
+    written = row(eid, "a", node_index=3, agent_path="workflow:p/node:s")._replace(
         node_input=json.dumps({"x": "ünïcode ✓"}), iteration_counters='{"loop": 2}')
     store.put(written)
     checkpoint = store.get(eid, written.checkpoint_id)
@@ -140,7 +138,7 @@ def test_put_with_a_duplicate_checkpoint_id_raises_store_error_and_changes_nothi
     store.put(row(eid, "b"))
     before = footprint(store, eid)
     with pytest.raises(StoreError):
-        store.put(dataclasses.replace(first, node_id="evil", state='{"nodes":{}}'))
+        store.put(first._replace(node_id="evil", state='{"nodes":{}}'))
     assert footprint(store, eid) == before
 
 

@@ -234,13 +234,14 @@ class Execution:
         entry: dict[str, Any] = self.state["nodes"].setdefault(node_id, {})
         return entry
 
-    def _set(self, node_id: str, entry: dict[str, Any]) -> None:
+    def _set(self, node_id: str, entry: dict[str, Any], text: str | None = None) -> None:
+        """Replace a node's entry; ``text`` is its JSON when already known (the hot path)."""
         self.state["nodes"][node_id] = entry
-        self._mark(("nodes", node_id))
+        self._mark(("nodes", node_id), text)
 
-    def _mark(self, path: StatePath) -> None:
+    def _mark(self, path: StatePath, text: str | None = None) -> None:
         if self.session.journal is not None:
-            self.session.journal.mark((*self.prefix, *path))
+            self.session.journal.mark((*self.prefix, *path), text)
 
     def _checkpoint(self, address: str, node: PlanNode, status: str, output_json: str | None,
                     node_input: Any = None) -> None:
@@ -259,7 +260,8 @@ class Execution:
 
     def _complete(self, node: PlanNode, output: Any, text: str, node_input: Any) -> bool:
         """Record a completed node; return True if it restarted its loop."""
-        self._set(node.id, {"status": COMPLETED, "output": output})
+        self._set(node.id, {"status": COMPLETED, "output": output},
+                  '{"status":"completed","output":' + text + "}")
         restarted = False
         if node.loop is not None:
             try:

@@ -19,6 +19,13 @@ from tether.stores.base import Checkpointer
 from tether.stores.records import CheckpointRow
 
 SNAPSHOT_EVERY = 100
+_PATHS: dict[StatePath, str] = {}  # JSON of state paths, which repeat from run to run
+
+
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+    return "{}" if value == {} else dumps(value)
 
 
 class Journal:
@@ -34,12 +41,17 @@ class Journal:
         self.since_base = since_base if since_base is not None and base_id else snapshot_every
         self.last_id = last_id
         self.every = snapshot_every
-        self.dirty: dict[StatePath, None] = {}
-        self.pending: dict[StatePath, None] = {}
+        self.dirty: dict[StatePath, str | None] = {}
+        self.pending: dict[StatePath, str | None] = {}
 
-    def mark(self, path: StatePath) -> None:
-        """Record that the value at ``path`` changed."""
-        self.dirty[path] = None
+    def mark(self, path: StatePath, text: str | None = None) -> None:
+        """Record that the value at ``path`` changed; ``text`` is its JSON if known.
+
+        A known text must be the value's JSON at the time of the next write: a caller that
+        mutates the value afterwards marks the path again (without text).
+        """
+        self.dirty.pop(path, None)  # keep the order of the last change
+        self.dirty[path] = text
 
     def row(self, *, node_id: str, node_index: int, step_type: str, status: str,
             agent_path: str = "", counters: dict[str, Any] | None = None,
@@ -53,14 +65,14 @@ class Journal:
             state_json = dumps(body)
             self.base_id, self.since_base, full = checkpoint_id, 0, True
         else:
-            state_json = dumps([[list(p), get_path(self.state, p)] for p in self.dirty])
+            state_json = self._delta()
             self.since_base += 1
         self.last_id = checkpoint_id
-        self.pending = dict(self.dirty)
-        self.dirty.clear()
+        self.pending, self.dirty = self.dirty, {}
         return CheckpointRow(
             execution_id=self.execution_id,
             checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=parent_checkpoint_id,
             node_id=node_id,
             node_index=node_index,
             step_type=step_type,
@@ -68,15 +80,27 @@ class Journal:
             base_id=self.base_id,
             is_full=full,
             state=state_json,
-            created_at=time.time(),
-            parent_checkpoint_id=parent_checkpoint_id,
-            node_input=dumps(node_input) if node_input is not None else None,
+            node_input=_json(node_input),
             node_output=node_output_json,
-            iteration_counters=dumps(counters or {}),
+            iteration_counters=dumps(counters) if counters else "{}",
             interrupt_reason=reason,
             interrupt_context=context_json,
             agent_path=agent_path,
+            created_at=time.time(),
         )
+
+    def _delta(self) -> str:
+        """``[[path, value], ...]`` for the marked paths, in the order they last changed."""
+        parts = []
+        for path, text in self.dirty.items():
+            key = _PATHS.get(path)
+            if key is None:
+                key = dumps(list(path))
+                if len(_PATHS) < 100_000:
+                    _PATHS[path] = key
+            value = text if text is not None else dumps(get_path(self.state, path))
+            parts.append(f"[{key},{value}]")
+        return "[" + ",".join(parts) + "]"
 
     def undo(self) -> None:
         """Put back the changes of a row that could not be written."""

@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError
 
 from tether.errors import StoreError, StoreUnavailable
 from tether.stores.records import CheckpointRow
-from tether.stores.sql import _ROW_FIELDS, SQLCheckpointer
+from tether.stores.sql import SQLCheckpointer
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
 
@@ -84,23 +84,24 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     def put(self, row: CheckpointRow) -> None:
         """One INSERT; after a dropped connection, one retry on a fresh connection."""
-        params = tuple(getattr(row, name) for name in _ROW_FIELDS)
-        what = f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
         with self._lock:
             for attempt in (1, 2):
                 try:
-                    self._hot().execute(self._insert_sql, params, prepare=True)
+                    self._hot().execute(self._insert_sql, row, prepare=True)
                     return
                 except self._psycopg.errors.UniqueViolation as exc:
+                    what = f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
                     if attempt == 2:
                         return  # the first attempt did commit before the connection dropped
                     raise StoreError(f"{what}: {exc}") from exc
                 except self._psycopg.OperationalError as exc:
+                    what = f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
                     self._reset_hot()
                     if attempt == 2:
                         raise StoreUnavailable(f"{what}: the database is unreachable: {exc}") \
                             from exc
                 except self._psycopg.Error as exc:
+                    what = f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
                     raise StoreError(f"{what}: {exc}") from exc
 
     def _begin_write(self, connection: Connection) -> None:

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 StepTypeName = Literal[
     "node", "hitl_pause", "llm_call", "tool_call", "handoff", "fork_origin", "run_end"
@@ -57,27 +57,30 @@ def utc(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, tz=UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointRow:
-    """A checkpoint as stored. JSON fields are text; ``state`` is a snapshot or a delta."""
+class CheckpointRow(NamedTuple):
+    """A checkpoint as stored. JSON fields are text; ``state`` is a snapshot or a delta.
+
+    A named tuple whose fields are the ``checkpoints`` table's columns in order, so the hot
+    path hands it to the driver as the INSERT's parameters as it is.
+    """
 
     execution_id: str
     checkpoint_id: str
-    node_id: str
-    node_index: int
-    step_type: str
-    status: str
-    base_id: str
-    is_full: bool
-    state: str
-    created_at: float
     parent_checkpoint_id: str | None = None
+    node_id: str = ""
+    node_index: int = 0
+    step_type: str = "node"
+    status: str = "completed"
+    base_id: str = ""
+    is_full: bool = False
+    state: str = "[]"
     node_input: str | None = None
     node_output: str | None = None
     iteration_counters: str = "{}"
     interrupt_reason: str | None = None
     interrupt_context: str | None = None
     agent_path: str = ""
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True)

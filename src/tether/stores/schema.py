@@ -86,6 +86,7 @@ checkpoints = Table(
     Column("interrupt_context", Text, comment="frozen context of the pause (JSON)"),
     Column("agent_path", Text, nullable=False, comment="where in a nested run"),
     Column("created_at", Float, nullable=False, comment="when written"),
+    sqlite_with_rowid=False,  # rows clustered by (execution_id, checkpoint_id): one B-tree
 )
 
 pending_interrupts = Table(

@@ -58,6 +58,7 @@ from tether.stores.schema import (
 )
 
 _ROW_FIELDS = [c.name for c in checkpoints.columns]
+assert tuple(_ROW_FIELDS) == CheckpointRow._fields, "CheckpointRow must follow the columns"
 
 
 def _json(value: Any) -> str | None:
@@ -268,19 +269,21 @@ class SQLCheckpointer(Checkpointer):
 
     # -- checkpoints -------------------------------------------------------------------------
     def put(self, row: CheckpointRow) -> None:
-        """The hot path: one INSERT on a dedicated autocommit connection, nothing read first."""
-        params = tuple(getattr(row, name) for name in _ROW_FIELDS)
-        with self._errors(f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"), \
-                self._lock:
-            cursor = self._hot().cursor()
-            try:
-                cursor.execute(self._insert_sql, params)
-            finally:
-                cursor.close()
+        """The hot path: one INSERT on a dedicated autocommit connection, nothing read first.
+
+        The row is a named tuple in column order: it is the statement's parameters as is.
+        """
+        try:
+            with self._lock:
+                self._hot().execute(self._insert_sql, row)
+        except Exception as exc:
+            with self._errors(f"writing checkpoint {row.checkpoint_id} of run "
+                              f"{row.execution_id}"):
+                raise exc from None
 
     @staticmethod
     def _to_row(row: Any) -> CheckpointRow:
-        return CheckpointRow(**{name: getattr(row, name) for name in _ROW_FIELDS})
+        return CheckpointRow(*row)
 
     def _rows(self, execution_id: str, first: str | None = None,
               last: str | None = None) -> list[CheckpointRow]:
@@ -311,7 +314,7 @@ class SQLCheckpointer(Checkpointer):
 
     @staticmethod
     def _row_values(row: CheckpointRow) -> dict[str, Any]:
-        return {name: getattr(row, name) for name in _ROW_FIELDS}
+        return row._asdict()
 
     # -- interrupts --------------------------------------------------------------------------
     def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
