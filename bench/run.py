@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import workloads as w  # noqa: E402
+import workloads as w
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -406,3 +406,11 @@ def test_explain_unknown_code_suggests_one() -> None:
 @pytest.mark.parametrize("args", [[], ["E302", "--list"]])
 def test_explain_needs_exactly_one_of_code_or_list(args: list[str]) -> None:
     assert CliRunner().invoke(cli, ["explain", *args]).exit_code == 2
+
+
+def test_docs_describe_every_diagnostic_code() -> None:
+    """docs/diagnostics.md has a section for every registered code, with its explanation."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "diagnostics.md").read_text()
+    for code in CODES.values():
+        assert f"### {code.code} `{code.slug}`: {code.title}" in text
+        assert code.explanation in text

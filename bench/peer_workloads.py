@@ -1,0 +1,196 @@
+"""Peer workloads, run inside the peers' virtual environment by bench/peers.py.
+
+Prints one JSON object: per-node checkpoint overhead of a 200-node linear chain (W1) for
+LangGraph (SqliteSaver, PostgresSaver) and DBOS (SQLite, PostgreSQL), bytes stored by
+LangGraph with an unchanged 100 KB value in the state (W2), and LangGraph SqliteSaver's
+10-node runs per second (W4). A peer that cannot be set up is reported with the reason.
+Usage: python peer_workloads.py --repeat N [--postgres URL] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import sys
+import time
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+def median_of(function: Any, repeat: int) -> float:
+    return statistics.median(function() for _ in range(repeat))
+
+
+# -- LangGraph --------------------------------------------------------------------------------
+def langgraph_chain(n: int, checkpointer: Any = None) -> Any:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict, total=False):
+        count: int
+        blob: str
+
+    graph = StateGraph(State)
+    for i in range(n):
+        graph.add_node(f"n{i}", lambda state: {"count": state.get("count", 0) + 1})
+    graph.add_edge(START, "n0")
+    for i in range(n - 1):
+        graph.add_edge(f"n{i}", f"n{i + 1}")
+    graph.add_edge(f"n{n - 1}", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def langgraph_timing(n: int, checkpointer: Any, repeat: int, state: dict[str, Any]) -> float:
+    plain = langgraph_chain(n)
+    durable = langgraph_chain(n, checkpointer)
+    config = {"recursion_limit": n + 10}
+
+    def without() -> float:
+        start = time.perf_counter()
+        plain.invoke(dict(state), config)
+        return time.perf_counter() - start
+
+    def with_store() -> float:
+        run = {**config, "configurable": {"thread_id": uuid.uuid4().hex}}
+        start = time.perf_counter()
+        durable.invoke(dict(state), run)
+        return time.perf_counter() - start
+
+    without(), with_store()
+    pairs = [(without(), with_store()) for _ in range(repeat)]
+    base = statistics.median(p[0] for p in pairs)
+    timed = statistics.median(p[1] for p in pairs)
+    return (timed - base) / n
+
+
+def langgraph_sqlite(workdir: Path, repeat: int) -> dict[str, Any]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = workdir / "langgraph.db"
+    connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    connection.execute("PRAGMA journal_mode = WAL")
+    saver = SqliteSaver(connection)
+    saver.setup()
+    result = {"w1_overhead_per_node": langgraph_timing(200, saver, repeat, {"count": 0})}
+    before = _sqlite_bytes(connection)
+    blob = langgraph_chain(200, saver)
+    blob.invoke({"count": 0, "blob": "x" * 100_000},
+                {"recursion_limit": 210, "configurable": {"thread_id": "blob"}})
+    result["w2_bytes"] = _sqlite_bytes(connection) - before
+    small = langgraph_chain(10, saver)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < 2.0:
+        small.invoke({"count": 0}, {"configurable": {"thread_id": uuid.uuid4().hex}})
+        count += 1
+    result["w4_runs_per_second"] = count / (time.perf_counter() - start)
+    return result
+
+
+def _sqlite_bytes(connection: sqlite3.Connection) -> int:
+    total = 0
+    for (table,) in connection.execute("SELECT name FROM sqlite_master WHERE type='table'"):
+        columns = [r[1] for r in connection.execute(f"PRAGMA table_info({table})")]
+        expression = " + ".join(f"coalesce(length({c}), 0)" for c in columns)
+        total += connection.execute(f"SELECT coalesce(sum({expression}), 0) FROM {table}"
+                                    ).fetchone()[0]
+    return int(total)
+
+
+def langgraph_postgres(url: str, repeat: int) -> dict[str, Any]:
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection
+    from psycopg.rows import dict_row
+
+    with Connection.connect(url, autocommit=True, prepare_threshold=0,
+                            row_factory=dict_row) as connection:
+        saver = PostgresSaver(connection)
+        saver.setup()
+        return {"w1_overhead_per_node": langgraph_timing(200, saver, repeat, {"count": 0})}
+
+
+# -- DBOS -------------------------------------------------------------------------------------
+def dbos_timing(database_url: str, repeat: int, workdir: Path) -> dict[str, Any]:
+    os.chdir(workdir)
+    from dbos import DBOS, DBOSConfig
+
+    config: DBOSConfig = {"name": "bench", "system_database_url": database_url}
+    DBOS(config=config)
+
+    @DBOS.step()
+    def step(value: int) -> int:
+        return value + 1
+
+    def plain_step(value: int) -> int:
+        return value + 1
+
+    @DBOS.workflow()
+    def chain(n: int) -> int:
+        value = 0
+        for _ in range(n):
+            value = step(value)
+        return value
+
+    DBOS.launch()
+    try:
+        def without() -> float:
+            start = time.perf_counter()
+            value = 0
+            for _ in range(200):
+                value = plain_step(value)
+            return time.perf_counter() - start
+
+        def with_store() -> float:
+            start = time.perf_counter()
+            chain(200)
+            return time.perf_counter() - start
+
+        with_store()
+        base = median_of(without, repeat)
+        timed = median_of(with_store, repeat)
+        return {"w1_overhead_per_node": (timed - base) / 200}
+    finally:
+        DBOS.destroy()
+
+
+def guarded(name: str, function: Any, *args: Any) -> dict[str, Any]:
+    try:
+        return function(*args)
+    except Exception as exc:  # report and go on: one peer failing must not hide the others
+        traceback.print_exc(file=sys.stderr)
+        return {"skipped": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--postgres", default="")
+    parser.add_argument("--workdir", default=".")
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    results["langgraph_sqlite"] = guarded("langgraph_sqlite", langgraph_sqlite, workdir,
+                                          args.repeat)
+    if args.postgres:
+        results["langgraph_postgres"] = guarded("langgraph_postgres", langgraph_postgres,
+                                                args.postgres, args.repeat)
+    results["dbos_sqlite"] = guarded("dbos_sqlite", dbos_timing,
+                                     f"sqlite:///{workdir / 'dbos.sqlite'}", args.repeat,
+                                     workdir)
+    if args.postgres:
+        pg = args.postgres.replace("postgresql://", "postgresql+psycopg://", 1) \
+            if args.postgres.startswith("postgresql://") else args.postgres
+        results["dbos_postgres"] = guarded("dbos_postgres", dbos_timing, pg, args.repeat,
+                                           workdir)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

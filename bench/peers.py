@@ -1,0 +1,143 @@
+"""Peer comparison: the W1/W2/W4 workloads on tether, LangGraph and DBOS in one invocation.
+
+Run: make bench-peers   (or: .venv/bin/python bench/peers.py [--repeat 5])
+Creates bench/.peers-venv (once) with LangGraph 1.x, its SQLite and PostgreSQL savers and
+DBOS 3.x from the package registry, runs tether's workloads in this process and the peers'
+in that environment (bench/peer_workloads.py), and prints them side by side.
+PostgreSQL: TETHER_BENCH_POSTGRES_URL (or TETHER_TEST_POSTGRES_URL); skipped without.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import workloads as w  # noqa: E402
+
+VENV = HERE / ".peers-venv"
+PACKAGES = ["langgraph>=1.2,<2", "langgraph-checkpoint-sqlite>=3,<4",
+            "langgraph-checkpoint-postgres>=3,<4", "dbos>=3.4,<4", "psycopg[binary]>=3.2,<4"]
+
+
+def ensure_venv() -> Path:
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
+                       check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PACKAGES], check=True)
+    return python
+
+
+def peer_results(python: Path, repeat: int, postgres: str, workdir: Path) -> dict[str, Any]:
+    schema_url = ""
+    if postgres:
+        import psycopg
+
+        schema = f"peers_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(postgres, autocommit=True) as connection:
+            connection.execute(f'CREATE SCHEMA "{schema}"')
+        sep = "&" if "?" in postgres else "?"
+        schema_url = f"{postgres}{sep}options=-csearch_path%3D{schema}"
+    try:
+        output = subprocess.run(
+            [str(python), str(HERE / "peer_workloads.py"), "--repeat", str(repeat),
+             "--postgres", schema_url, "--workdir", str(workdir)],
+            check=True, capture_output=True, text=True, timeout=3600)
+    finally:
+        if postgres:
+            import psycopg
+
+            with psycopg.connect(postgres, autocommit=True) as connection:
+                connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    if output.stderr.strip():
+        print(output.stderr[-3000:], file=sys.stderr)
+    return dict(json.loads(output.stdout.strip().splitlines()[-1]))
+
+
+def tether_results(repeat: int, workdir: Path) -> dict[str, Any]:
+    from run import overhead
+
+    stores: dict[str, Any] = {"sqlite": w.sqlite_store(workdir, "normal")}
+    made = w.postgres_store()
+    schema = None
+    if made is not None:
+        stores["postgres"], schema = made
+    try:
+        w1 = overhead(w.chain(200), stores, repeat, 200)
+        w2 = overhead(w.chain(200, blob_input=True), {"sqlite": stores["sqlite"]}, repeat, 200,
+                      {"blob": "x" * 100_000})
+        return {
+            "sqlite": {"w1_overhead_per_node": w1["sqlite"]["overhead_per_node"],
+                       "w2_bytes": w.stored_bytes(stores["sqlite"],
+                                                  w2["sqlite"]["execution_id"]),
+                       "w4_runs_per_second": w.runs_per_second(w.chain(10), stores["sqlite"])},
+            **({"postgres": {"w1_overhead_per_node": w1["postgres"]["overhead_per_node"]}}
+               if "postgres" in stores else {}),
+        }
+    finally:
+        if schema is not None:
+            w.drop_schema(schema)
+
+
+def show(tether: dict[str, Any], peers: dict[str, Any]) -> None:
+    def line(label: str, data: dict[str, Any], key: str, fmt: str) -> str:
+        if "skipped" in data:
+            return f"    {label:28} skipped: {data['skipped']}"
+        value = data.get(key)
+        return f"    {label:28} " + ("n/a" if value is None else fmt.format(value))
+
+    rows = [("tether SQLite", tether.get("sqlite", {})),
+            ("tether PostgreSQL", tether.get("postgres", {"skipped": "no server"})),
+            ("LangGraph SqliteSaver", peers.get("langgraph_sqlite", {})),
+            ("LangGraph PostgresSaver", peers.get("langgraph_postgres", {"skipped": "no server"})),
+            ("DBOS SQLite", peers.get("dbos_sqlite", {})),
+            ("DBOS PostgreSQL", peers.get("dbos_postgres", {"skipped": "no server"}))]
+    print("\nW1  per-node checkpoint overhead, 200-node chain (median)")
+    for label, data in rows:
+        print(line(label, data, "w1_overhead_per_node", "{:,.1f} µs").replace(
+            "µs", "µs") if "skipped" in data else
+            f"    {label:28} {data.get('w1_overhead_per_node', 0) * 1e6:,.1f} µs")
+    print("\nW2  bytes stored for one 200-node run with an unchanged 100 KB value")
+    for label, data in rows:
+        if "w2_bytes" in data:
+            print(f"    {label:28} {data['w2_bytes'] / 1e6:,.3f} MB")
+    print("\nW4  10-node runs per second, one process, SQLite")
+    ours = tether.get("sqlite", {}).get("w4_runs_per_second")
+    theirs = peers.get("langgraph_sqlite", {}).get("w4_runs_per_second")
+    for label, data in rows:
+        if "w4_runs_per_second" in data:
+            print(f"    {label:28} {data['w4_runs_per_second']:,.0f} runs/s")
+    if ours and theirs:
+        ratio = ours / theirs
+        print(f"    tether / LangGraph SqliteSaver = {ratio:.1f}x (target >= 5x: "
+              f"{'met' if ratio >= 5 else 'MISSED'})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    python = ensure_venv()
+    with tempfile.TemporaryDirectory() as directory:
+        workdir = Path(directory)
+        ours = tether_results(args.repeat, workdir)
+        theirs = peer_results(python, args.repeat, w.PG_URL, workdir / "peers")
+    show(ours, theirs)
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "peers.json").write_text(
+        json.dumps({"tether": ours, "peers": theirs}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
