@@ -86,6 +86,8 @@ def test_refund_rejected_by_the_manager_refunds_nothing(ledger: Path) -> None:
     runner = tether.Runner(EXAMPLES / "refund/refund.yaml", store, _tasks())
     paused = runner.run({"amount": 500, "account": "ACC-42"})
     done = runner.resume(paused.execution_id, {"approved": False, "note": "no"})
+    assert done.status == "completed", done.error
+    assert done.output == {"refund_id": None, "approved_by_manager": True}
     assert done.state["nodes"]["refund"]["status"] == "skipped"
     assert not ledger.exists()
 

@@ -173,13 +173,15 @@ class SQLCheckpointer(Checkpointer):
 
     # -- runs --------------------------------------------------------------------------------
     def create_run(self, run: RunRecord, plan_json: str) -> None:
+        """The run row is inserted with ``ON CONFLICT DO NOTHING``: of processes starting one
+        execution id at once, one inserts it and the others find it taken (PostgreSQL makes
+        them wait for the first to commit), so they get ExecutionExists, not a driver error."""
         with self._write(f"creating run {run.execution_id}") as connection:
-            exists = connection.execute(select(runs.c.execution_id).where(
-                runs.c.execution_id == run.execution_id)).first()
-            if exists is not None:
-                raise ExecutionExists(run.execution_id)
             self._store_plan(connection, run.plan_fingerprint, plan_json)
-            connection.execute(insert(runs).values(self._run_values(run)))
+            created = connection.execute(self._insert_or_ignore(runs).values(
+                self._run_values(run)).returning(runs.c.execution_id)).first()
+            if created is None:
+                raise ExecutionExists(run.execution_id)
 
     def _store_plan(self, connection: Connection, fingerprint: str, plan_json: str) -> None:
         """Store a plan once per fingerprint. Processes starting runs of one plan at once all
@@ -395,15 +397,15 @@ class SQLCheckpointer(Checkpointer):
         return str(value) if value is not None else None
 
     def put_idempotent(self, execution_id: str, key: str, value_json: str) -> str:
+        """Insert unless present (``ON CONFLICT DO NOTHING``), then read what is stored: the
+        first writer wins even when two processes cache the same key at once."""
         with self._write("writing the idempotency cache") as connection:
+            connection.execute(self._insert_or_ignore(idempotency_cache).values(
+                execution_id=execution_id, key=key, value=value_json, created_at=time.time()))
             current = connection.execute(select(idempotency_cache.c.value).where(and_(
                 idempotency_cache.c.execution_id == execution_id,
                 idempotency_cache.c.key == key))).scalar()
-            if current is not None:
-                return str(current)
-            connection.execute(insert(idempotency_cache).values(
-                execution_id=execution_id, key=key, value=value_json, created_at=time.time()))
-            return value_json
+            return str(current) if current is not None else value_json
 
     # -- ending and pruning ------------------------------------------------------------------
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
