@@ -18,10 +18,13 @@ Ownership of a running run is a lease in the store: a resumer that finds a live 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copy
 import os
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -95,11 +98,59 @@ def load_plan(source: PlanSource) -> Plan:
     return compile_workflow(path)
 
 
+_PLANS: dict[str, Plan] = {}  # plans by fingerprint: a fingerprint names one plan for good
+_LOOPS = threading.local()
+SYNC_TASK_THREADS = 32
+
+
+def _remember_plan(plan: Plan) -> None:
+    if len(_PLANS) >= 256:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[plan.fingerprint] = plan
+
+
+def _event_loop_runner() -> asyncio.Runner:
+    """This thread's event loop, kept between calls of the sync API (a new loop per call
+    would also start a new thread pool for sync tasks every time)."""
+    runner: asyncio.Runner | None = getattr(_LOOPS, "runner", None)
+    if runner is None:
+        runner = asyncio.Runner()
+        _new_executor(runner.get_loop())
+        _LOOPS.runner = runner
+        if threading.current_thread() is threading.main_thread():
+            atexit.register(runner.close)
+    return runner
+
+
+def _new_executor(loop: asyncio.AbstractEventLoop) -> None:
+    loop.set_default_executor(
+        ThreadPoolExecutor(SYNC_TASK_THREADS, thread_name_prefix="tether-task"))
+
+
+def _abandon(loop: asyncio.AbstractEventLoop) -> None:
+    """After a call ended by an exception: cancel what is left of it, and wait for the sync
+    task bodies still running in threads, so nothing of that call runs on afterwards."""
+    tasks = asyncio.all_tasks(loop)
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+    executor = getattr(loop, "_default_executor", None)
+    if isinstance(executor, ThreadPoolExecutor):
+        executor.shutdown(wait=True)
+        _new_executor(loop)
+
+
 def _sync(coroutine: Coroutine[Any, Any, RunResult]) -> RunResult:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        runner = _event_loop_runner()
+        try:
+            return runner.run(coroutine)
+        except BaseException:
+            _abandon(runner.get_loop())
+            raise
     coroutine.close()
     raise TetherError("the sync API cannot be called from a running event loop; "
                       "await arun/aresume/afork instead")
@@ -141,13 +192,14 @@ class Runner:
                  snapshot_every: int = SNAPSHOT_EVERY,
                  on_event: Callable[[Event], None] | None = None) -> None:
         self.plan = load_plan(plan_or_path) if plan_or_path is not None else None
+        if self.plan is not None:
+            _remember_plan(self.plan)
         self.checkpointer = checkpointer
         self.tasks = resolve_tasks(tasks)
         self.max_concurrency = max(1, max_concurrency)
         self.lease_seconds = lease_seconds
         self.snapshot_every = snapshot_every
         self.on_event = on_event
-        self._plans: dict[str, Plan] = {}
 
     # -- sync twins --------------------------------------------------------------------------
     def run(self, inputs: Mapping[str, Any] | None = None,
@@ -207,12 +259,11 @@ class Runner:
         """
         store = self._store()
         run = self._run(store, execution_id)
-        last = store.get_last(execution_id)
-        if last is not None and last.is_run_end and last.status == "completed":
+        last, checkpoint = store.resume_point(execution_id, run.inputs)
+        if last is not None and last.node_id == RUN_END and last.status == "completed":
             raise AlreadyResumed(execution_id)
         chosen = self._plan_for(run, plan)
         self._check_tasks(chosen)
-        checkpoint = store.latest_resumable(execution_id)
         state = self._state_of(run, checkpoint)
         if chosen.fingerprint != run.plan_fingerprint:
             check_compatible(execution_id, self._stored_plan(run), chosen, state)
@@ -246,8 +297,7 @@ class Runner:
             return
         if held_by_other(fresh, owner, time.time()):
             raise AlreadyResumed(execution_id, f"it is being executed by {fresh.owner}")
-        last = store.get_last(execution_id)
-        if last is not None and last.is_run_end and last.status == "completed":
+        if store.finished(execution_id):
             raise AlreadyResumed(execution_id)
         where = f"node '{checkpoint.node_id}'" if checkpoint else "its start"
         raise ResumeError(execution_id, f"it is not waiting for input (it stopped after "
@@ -322,8 +372,7 @@ class Runner:
             fresh = store.get_run(run.execution_id)
             holder = fresh.owner if fresh is not None else run.owner
             raise AlreadyResumed(run.execution_id, f"it is being executed by {holder}")
-        last = store.get_last(run.execution_id)
-        if last is not None and last.is_run_end and last.status == "completed":
+        if store.finished(run.execution_id):
             store.release(run.execution_id, owner)
             raise AlreadyResumed(run.execution_id)
 
@@ -471,14 +520,17 @@ class Runner:
         return run
 
     def _stored_plan(self, run: RunRecord) -> Plan:
+        """The plan a run was started with (parsed once per process and fingerprint)."""
         fingerprint = run.plan_fingerprint
-        if fingerprint not in self._plans:
+        plan = _PLANS.get(fingerprint)
+        if plan is None:
             text = self._store().get_plan(fingerprint)
             if text is None:
                 raise TetherError(f"run {run.execution_id}: its plan {fingerprint[:12]} is "
                                   "missing from the store")
-            self._plans[fingerprint] = Plan.from_json(text)
-        return self._plans[fingerprint]
+            plan = Plan.from_json(text)
+            _remember_plan(plan)
+        return plan
 
     def _plan_for(self, run: RunRecord, explicit: PlanSource | None) -> Plan:
         stored = self._stored_plan(run)

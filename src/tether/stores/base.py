@@ -22,7 +22,10 @@ from tether.stores.records import (
     PruneResult,
     RunRecord,
     fold,
+    fold_last,
 )
+
+_UNKNOWN: Any = object()
 
 
 class Checkpointer(abc.ABC):
@@ -166,11 +169,32 @@ class Checkpointer(abc.ABC):
         run = self.get_run(execution_id)
         return run.inputs if run is not None else None
 
-    def _folded(self, row: CheckpointRow | None) -> Checkpoint | None:
+    def _folded(self, row: CheckpointRow | None, inputs: Any = _UNKNOWN) -> Checkpoint | None:
         if row is None:
             return None
         chain = self._rows(row.execution_id, row.base_id, row.checkpoint_id)
-        return fold(chain, self._inputs(row.execution_id))[-1]
+        if inputs is _UNKNOWN:
+            inputs = self._inputs(row.execution_id)
+        return fold_last(chain, inputs)
+
+    def resume_point(self, execution_id: str, inputs: Any = _UNKNOWN,
+                     ) -> tuple[CheckpointRow | None, Checkpoint | None]:
+        """The newest row of a run and the checkpoint resume re-enters at, read with as few
+        queries as possible: (None, None) for a run without checkpoints, (row, None) for a
+        finished run, whose newest row is its completed run_end."""
+        last = self._last_row(execution_id, skip_run_end=False)
+        if last is None:
+            return None, None
+        if last.node_id == RUN_END:
+            if last.status == "completed":
+                return last, None
+            return last, self._folded(self._last_row(execution_id, skip_run_end=True), inputs)
+        return last, self._folded(last, inputs)
+
+    def finished(self, execution_id: str) -> bool:
+        """Whether the run's newest row is a completed run_end marker."""
+        last = self._last_row(execution_id, skip_run_end=False)
+        return last is not None and last.node_id == RUN_END and last.status == "completed"
 
     def get(self, execution_id: str, checkpoint_id: str) -> Checkpoint | None:
         """One checkpoint with its full state snapshot."""

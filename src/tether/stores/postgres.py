@@ -14,13 +14,14 @@ import contextlib
 import threading
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Insert, Table, create_engine
+from sqlalchemy import Connection, Engine, Insert, Table, create_engine, insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from tether.errors import StoreError, StoreUnavailable
 from tether.stores.records import CheckpointRow
+from tether.stores.schema import checkpoints
 from tether.stores.sql import SQLCheckpointer
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
@@ -84,25 +85,32 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     def put(self, row: CheckpointRow) -> None:
         """One INSERT; after a dropped connection, one retry on a fresh connection."""
+        statement = self._sql.get("put", lambda: insert(checkpoints))
+        params = statement.params(row._asdict())
         with self._lock:
             for attempt in (1, 2):
                 try:
-                    self._hot().execute(self._insert_sql, row, prepare=True)
+                    self._hot().execute(statement.sql, params, prepare=True)
                     return
                 except self._psycopg.errors.UniqueViolation as exc:
-                    what = f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
                     if attempt == 2:
                         return  # the first attempt did commit before the connection dropped
-                    raise StoreError(f"{what}: {exc}") from exc
+                    raise StoreError(f"{self._what(row)}: {exc}") from exc
                 except self._psycopg.OperationalError as exc:
-                    what = f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
                     self._reset_hot()
                     if attempt == 2:
-                        raise StoreUnavailable(f"{what}: the database is unreachable: {exc}") \
-                            from exc
+                        raise StoreUnavailable(
+                            f"{self._what(row)}: the database is unreachable: {exc}") from exc
                 except self._psycopg.Error as exc:
-                    what = f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
-                    raise StoreError(f"{what}: {exc}") from exc
+                    raise StoreError(f"{self._what(row)}: {exc}") from exc
+
+    @staticmethod
+    def _what(row: CheckpointRow) -> str:
+        return f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
+
+    def _transaction(self, connection: Any) -> contextlib.AbstractContextManager[Any]:
+        """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception)."""
+        return connection.transaction()  # type: ignore[no-any-return]
 
     def _begin_write(self, connection: Connection) -> None:
         """PostgreSQL begins a transaction with the first statement."""

@@ -158,6 +158,14 @@ def to_checkpoint(row: CheckpointRow, state: dict[str, Any], inputs: Any) -> Che
     )
 
 
+def fold_last(rows: list[CheckpointRow], inputs: Any) -> Checkpoint:
+    """The checkpoint of the last row of a chain (starting at a full row), folded once."""
+    state: dict[str, Any] = {}
+    for row in rows:
+        state = apply_row(state, row)
+    return to_checkpoint(rows[-1], state, inputs)
+
+
 def fold(rows: list[CheckpointRow], inputs: Any) -> list[Checkpoint]:
     """Fold a chain of rows (starting at a full row) into checkpoints with full snapshots."""
     state: dict[str, Any] = {}

@@ -1,9 +1,12 @@
-"""The SQL checkpointer: one implementation over SQLAlchemy Core for SQLite and PostgreSQL.
+"""The SQL checkpointer: one implementation for SQLite and PostgreSQL.
 
-Dialect differences live in subclasses (``sqlite.py``, ``postgres.py``) as a few hooks: how
-the engine and the hot-path connection are made, how a write transaction begins, how the
-schema set-up is serialised across processes, and which driver errors mean "duplicate" or
-"connection lost". Everything else, including the atomic claim, is written once here.
+The schema and the statements are SQLAlchemy Core (``schema.py``); each statement is compiled
+once per dialect and executed on the driver's connection (``statements.py``), one connection
+per store, serialised by a lock. Dialect differences live in subclasses (``sqlite.py``,
+``postgres.py``) as a few hooks: the connection, how a write transaction starts and ends,
+the insert that ignores a taken key, the serialisation of schema set-up across processes,
+and which driver errors mean "duplicate" or "connection lost". Everything else, the atomic
+claim included, is written once here.
 
 Foreign exceptions are mapped at one boundary (:meth:`SQLCheckpointer._errors`): every public
 method runs inside it, so callers only ever see :class:`~tether.errors.StoreError` and its
@@ -17,7 +20,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from sqlalchemy import (
@@ -26,6 +29,7 @@ from sqlalchemy import (
     Insert,
     Table,
     and_,
+    bindparam,
     case,
     delete,
     insert,
@@ -34,6 +38,8 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.elements import BindParameter
 
 from tether.errors import ExecutionExists, SchemaVersionError, StoreError, StoreUnavailable
 from tether.stores.base import Checkpointer
@@ -56,9 +62,13 @@ from tether.stores.schema import (
     runs,
     schema_version,
 )
+from tether.stores.statements import Statements
 
 _ROW_FIELDS = [c.name for c in checkpoints.columns]
 assert tuple(_ROW_FIELDS) == CheckpointRow._fields, "CheckpointRow must follow the columns"
+_RUN_FIELDS = [c.name for c in runs.columns]
+_PENDING_FIELDS = [c.name for c in pending_interrupts.columns]
+_EID: BindParameter[str] = bindparam("eid")
 
 
 def _json(value: Any) -> str | None:
@@ -73,22 +83,24 @@ def _parse(text: str | None) -> Any:
 class SQLCheckpointer(Checkpointer):
     """Checkpointer over a SQL database; see the dialect subclasses."""
 
-    paramstyle = "?"
-
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._lock = threading.RLock()
-        self._insert_sql = self._insert_statement()
+        self._sql = Statements(engine.dialect)
         self.setup()
 
     # -- dialect hooks -----------------------------------------------------------------------
     @abc.abstractmethod
     def _hot(self) -> Any:
-        """The DBAPI connection (autocommit) used for single-statement writes on the hot path."""
+        """The driver connection (autocommit) every operation of this store uses."""
+
+    @abc.abstractmethod
+    def _transaction(self, connection: Any) -> contextlib.AbstractContextManager[None]:
+        """A write transaction on the driver connection (SQLite: BEGIN IMMEDIATE)."""
 
     @abc.abstractmethod
     def _begin_write(self, connection: Connection) -> None:
-        """Start a write transaction on ``connection`` (SQLite: BEGIN IMMEDIATE)."""
+        """Start a write transaction on a SQLAlchemy connection (schema set-up, prune)."""
 
     @abc.abstractmethod
     def _lock_schema(self, connection: Connection) -> None:
@@ -107,13 +119,9 @@ class SQLCheckpointer(Checkpointer):
         """An INSERT into ``table`` that does nothing if the primary key is taken."""
 
     def _reset_hot(self) -> None:
-        """Forget a broken hot-path connection."""
+        """Forget a broken connection (the next operation opens a new one)."""
 
     # -- plumbing ----------------------------------------------------------------------------
-    def _insert_statement(self) -> str:
-        marks = ", ".join(self.paramstyle for _ in _ROW_FIELDS)
-        return f"INSERT INTO {checkpoints.name} ({', '.join(_ROW_FIELDS)}) VALUES ({marks})"
-
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
         try:
@@ -139,20 +147,36 @@ class SQLCheckpointer(Checkpointer):
             raise
 
     @contextlib.contextmanager
-    def _write(self, what: str) -> Iterator[Connection]:
+    def _cursor(self, what: str, *, write: bool = False) -> Iterator[Any]:
+        """A driver cursor; with ``write``, inside one transaction (committed on success)."""
+        with self._errors(what), self._lock:
+            connection = self._hot()
+            cursor = connection.cursor()
+            try:
+                if write:
+                    with self._transaction(connection):
+                        yield cursor
+                else:
+                    yield cursor
+            finally:
+                cursor.close()
+
+    def _execute(self, cursor: Any, name: str, build: Callable[[], ClauseElement], /,
+                 **values: Any) -> Any:
+        statement = self._sql.get(name, build)
+        cursor.execute(statement.sql, statement.params(values))
+        return cursor
+
+    @contextlib.contextmanager
+    def _engine_write(self, what: str) -> Iterator[Connection]:
         with self._errors(what), self._lock, self.engine.connect() as connection, \
                 connection.begin():
             self._begin_write(connection)
             yield connection
 
-    @contextlib.contextmanager
-    def _read(self, what: str) -> Iterator[Connection]:
-        with self._errors(what), self._lock, self.engine.connect() as connection:
-            yield connection
-
     def setup(self) -> None:
         """Create or migrate the schema; safe when many processes call it at once."""
-        with self._write("schema set-up") as connection:
+        with self._engine_write("schema set-up") as connection:
             self._lock_schema(connection)
             schema_version.create(connection, checkfirst=True)
             found = connection.execute(select(schema_version.c.version)).scalar()
@@ -173,23 +197,20 @@ class SQLCheckpointer(Checkpointer):
 
     # -- runs --------------------------------------------------------------------------------
     def create_run(self, run: RunRecord, plan_json: str) -> None:
-        """The run row is inserted with ``ON CONFLICT DO NOTHING``: of processes starting one
-        execution id at once, one inserts it and the others find it taken (PostgreSQL makes
-        them wait for the first to commit), so they get ExecutionExists, not a driver error."""
-        with self._write(f"creating run {run.execution_id}") as connection:
-            self._store_plan(connection, run.plan_fingerprint, plan_json)
-            created = connection.execute(self._insert_or_ignore(runs).values(
-                self._run_values(run)).returning(runs.c.execution_id)).first()
-            if created is None:
+        """Insert the plan and the run with ``ON CONFLICT DO NOTHING``: of processes starting
+        one plan or one execution id at once, none fails with a driver error; the ones that
+        find the execution id taken get ExecutionExists (PostgreSQL makes them wait for the
+        first to commit)."""
+        with self._cursor(f"creating run {run.execution_id}", write=True) as cursor:
+            self._store_plan(cursor, run.plan_fingerprint, plan_json)
+            self._execute(cursor, "create_run", lambda: self._insert_or_ignore(runs).returning(
+                runs.c.execution_id), **self._run_values(run))
+            if cursor.fetchone() is None:
                 raise ExecutionExists(run.execution_id)
 
-    def _store_plan(self, connection: Connection, fingerprint: str, plan_json: str) -> None:
-        """Store a plan once per fingerprint. Processes starting runs of one plan at once all
-        insert it; a read-then-insert would let two of them pass the read on PostgreSQL (read
-        committed) and fail the second with a duplicate key, so the insert ignores a row that
-        is already there (``ON CONFLICT DO NOTHING``: the dialect hook)."""
-        connection.execute(self._insert_or_ignore(plans).values(
-            fingerprint=fingerprint, plan=plan_json, created_at=time.time()))
+    def _store_plan(self, cursor: Any, fingerprint: str, plan_json: str) -> None:
+        self._execute(cursor, "store_plan", lambda: self._insert_or_ignore(plans),
+                      fingerprint=fingerprint, plan=plan_json, created_at=time.time())
 
     @staticmethod
     def _run_values(run: RunRecord) -> dict[str, Any]:
@@ -206,161 +227,196 @@ class SQLCheckpointer(Checkpointer):
 
     @staticmethod
     def _to_run(row: Any) -> RunRecord:
+        values = dict(zip(_RUN_FIELDS, row, strict=True))
         return RunRecord(
-            execution_id=row.execution_id, workflow=row.workflow,
-            plan_fingerprint=row.plan_fingerprint, status=row.status,
-            inputs=_parse(row.inputs), created_at=utc(row.created_at),
-            updated_at=utc(row.updated_at), parent_execution_id=row.parent_execution_id,
-            parent_checkpoint_id=row.parent_checkpoint_id, error=_parse(row.error),
-            owner=row.owner, lease_until=row.lease_until, decision=_parse(row.decision),
+            execution_id=values["execution_id"], workflow=values["workflow"],
+            plan_fingerprint=values["plan_fingerprint"], status=values["status"],
+            inputs=_parse(values["inputs"]), created_at=utc(values["created_at"]),
+            updated_at=utc(values["updated_at"]),
+            parent_execution_id=values["parent_execution_id"],
+            parent_checkpoint_id=values["parent_checkpoint_id"],
+            error=_parse(values["error"]), owner=values["owner"],
+            lease_until=values["lease_until"], decision=_parse(values["decision"]),
         )
 
     def get_run(self, execution_id: str) -> RunRecord | None:
-        with self._read(f"reading run {execution_id}") as connection:
-            row = connection.execute(select(runs).where(
-                runs.c.execution_id == execution_id)).first()
+        with self._cursor(f"reading run {execution_id}") as cursor:
+            row = self._execute(cursor, "get_run", lambda: select(*runs.columns).where(
+                runs.c.execution_id == _EID), eid=execution_id).fetchone()
         return self._to_run(row) if row is not None else None
 
     def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
-        query = select(runs).order_by(runs.c.created_at.desc(), runs.c.execution_id.desc())
-        if status is not None:
-            query = query.where(runs.c.status == status)
-        with self._read("listing runs") as connection:
-            rows = connection.execute(query.limit(limit)).all()
+        order = (runs.c.created_at.desc(), runs.c.execution_id.desc())
+        with self._cursor("listing runs") as cursor:
+            if status is None:
+                self._execute(cursor, "list_runs", lambda: select(*runs.columns).order_by(
+                    *order).limit(bindparam("n")), n=limit)
+            else:
+                self._execute(cursor, "list_runs_status", lambda: select(*runs.columns).where(
+                    runs.c.status == bindparam("status")).order_by(*order).limit(
+                    bindparam("n")), status=status, n=limit)
+            rows = cursor.fetchall()
         return [self._to_run(row) for row in rows]
 
     def get_plan(self, fingerprint: str) -> str | None:
-        with self._read("reading a plan") as connection:
-            value = connection.execute(select(plans.c.plan).where(
-                plans.c.fingerprint == fingerprint)).scalar()
-        return str(value) if value is not None else None
+        with self._cursor("reading a plan") as cursor:
+            row = self._execute(cursor, "get_plan", lambda: select(plans.c.plan).where(
+                plans.c.fingerprint == bindparam("fp")), fp=fingerprint).fetchone()
+        return str(row[0]) if row is not None else None
 
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str) -> None:
-        with self._write(f"changing the plan of run {execution_id}") as connection:
-            self._store_plan(connection, fingerprint, plan_json)
-            connection.execute(update(runs).where(runs.c.execution_id == execution_id).values(
-                plan_fingerprint=fingerprint, updated_at=time.time()))
+        with self._cursor(f"changing the plan of run {execution_id}", write=True) as cursor:
+            self._store_plan(cursor, fingerprint, plan_json)
+            self._execute(cursor, "set_run_plan", lambda: update(runs).where(
+                runs.c.execution_id == _EID).values(plan_fingerprint=bindparam("fp"),
+                                                     updated_at=bindparam("now")),
+                eid=execution_id, fp=fingerprint, now=time.time())
 
     # -- leases ------------------------------------------------------------------------------
     def acquire(self, execution_id: str, owner: str, until: float, now: float,
                 steal_from: str | None = None) -> bool:
-        """One ``UPDATE ... WHERE <lease is free>``: a compare-and-set the database serialises."""
-        free = [runs.c.owner.is_(None), runs.c.owner == owner, runs.c.lease_until < now]
-        if steal_from is not None:
-            free.append(runs.c.owner == steal_from)
-        completed = runs.c.status == RunStatus.COMPLETED.value
-        status = case((completed, runs.c.status), else_=RunStatus.RUNNING.value)
-        with self._write(f"taking run {execution_id}") as connection:
-            result = connection.execute(update(runs).where(
-                and_(runs.c.execution_id == execution_id, or_(*free))).values(
-                owner=owner, lease_until=until, status=status, updated_at=time.time()))
-            return bool(result.rowcount == 1)
+        """One ``UPDATE ... WHERE <lease is free>``: a compare-and-set the database serialises.
+        A completed run keeps its status."""
+        def build() -> ClauseElement:
+            free = or_(runs.c.owner.is_(None), runs.c.owner == bindparam("owner"),
+                       runs.c.lease_until < bindparam("now"),
+                       runs.c.owner == bindparam("steal"))
+            completed = runs.c.status == RunStatus.COMPLETED.value
+            return update(runs).where(and_(runs.c.execution_id == _EID, free)).values(
+                owner=bindparam("owner"), lease_until=bindparam("until"),
+                status=case((completed, runs.c.status), else_=RunStatus.RUNNING.value),
+                updated_at=bindparam("now"))
+
+        with self._cursor(f"taking run {execution_id}", write=True) as cursor:
+            self._execute(cursor, "acquire", build, eid=execution_id, owner=owner,
+                          until=until, now=now, steal=steal_from)
+            return bool(cursor.rowcount == 1)
 
     def renew(self, execution_id: str, owner: str, until: float) -> bool:
-        with self._write(f"renewing the lease of run {execution_id}") as connection:
-            result = connection.execute(update(runs).where(and_(
-                runs.c.execution_id == execution_id, runs.c.owner == owner)).values(
-                lease_until=until))
-            return bool(result.rowcount == 1)
+        with self._cursor(f"renewing the lease of run {execution_id}", write=True) as cursor:
+            self._execute(cursor, "renew", lambda: update(runs).where(and_(
+                runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
+                lease_until=bindparam("until")), eid=execution_id, holder=owner, until=until)
+            return bool(cursor.rowcount == 1)
 
     def release(self, execution_id: str, owner: str) -> None:
-        with self._write(f"releasing run {execution_id}") as connection:
-            connection.execute(update(runs).where(and_(
-                runs.c.execution_id == execution_id, runs.c.owner == owner)).values(
-                owner=None, lease_until=None))
+        with self._cursor(f"releasing run {execution_id}", write=True) as cursor:
+            self._release(cursor, execution_id, owner)
+
+    def _release(self, cursor: Any, execution_id: str, owner: str | None) -> None:
+        self._execute(cursor, "release", lambda: update(runs).where(and_(
+            runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
+            owner=None, lease_until=None), eid=execution_id, holder=owner)
 
     # -- checkpoints -------------------------------------------------------------------------
     def put(self, row: CheckpointRow) -> None:
-        """The hot path: one INSERT on a dedicated autocommit connection, nothing read first.
-
-        The row is a named tuple in column order: it is the statement's parameters as is.
-        """
+        """The hot path: one INSERT in autocommit, nothing read first. The row is a named
+        tuple in column order: it is the statement's parameters as it is."""
+        statement = self._sql.get("put", lambda: insert(checkpoints))
         try:
             with self._lock:
-                self._hot().execute(self._insert_sql, row)
+                self._hot().execute(statement.sql, statement.params(row._asdict())
+                                    if statement.names is None else row)
         except Exception as exc:
             with self._errors(f"writing checkpoint {row.checkpoint_id} of run "
                               f"{row.execution_id}"):
                 raise exc from None
 
-    @staticmethod
-    def _to_row(row: Any) -> CheckpointRow:
-        return CheckpointRow(*row)
+    def _insert_row(self, cursor: Any, row: CheckpointRow) -> None:
+        statement = self._sql.get("put", lambda: insert(checkpoints))
+        cursor.execute(statement.sql, statement.params(row._asdict())
+                       if statement.names is None else row)
 
     def _rows(self, execution_id: str, first: str | None = None,
               last: str | None = None) -> list[CheckpointRow]:
-        query = select(checkpoints).where(checkpoints.c.execution_id == execution_id)
-        if first is not None:
-            query = query.where(checkpoints.c.checkpoint_id >= first)
-        if last is not None:
-            query = query.where(checkpoints.c.checkpoint_id <= last)
-        with self._read(f"reading checkpoints of run {execution_id}") as connection:
-            rows = connection.execute(query.order_by(checkpoints.c.checkpoint_id)).all()
-        return [self._to_row(row) for row in rows]
+        def build() -> ClauseElement:
+            low = or_(bindparam("first", type_=checkpoints.c.checkpoint_id.type).is_(None),
+                      checkpoints.c.checkpoint_id >= bindparam("first"))
+            high = or_(bindparam("last", type_=checkpoints.c.checkpoint_id.type).is_(None),
+                       checkpoints.c.checkpoint_id <= bindparam("last"))
+            return select(*checkpoints.columns).where(and_(
+                checkpoints.c.execution_id == _EID, low, high)).order_by(
+                checkpoints.c.checkpoint_id)
+
+        with self._cursor(f"reading checkpoints of run {execution_id}") as cursor:
+            rows = self._execute(cursor, "rows", build, eid=execution_id, first=first,
+                                 last=last).fetchall()
+        return [CheckpointRow(*row) for row in rows]
 
     def _row(self, execution_id: str, checkpoint_id: str) -> CheckpointRow | None:
-        with self._read(f"reading checkpoint {checkpoint_id}") as connection:
-            row = connection.execute(select(checkpoints).where(and_(
-                checkpoints.c.execution_id == execution_id,
-                checkpoints.c.checkpoint_id == checkpoint_id))).first()
-        return self._to_row(row) if row is not None else None
+        with self._cursor(f"reading checkpoint {checkpoint_id}") as cursor:
+            row = self._execute(cursor, "row", lambda: select(*checkpoints.columns).where(and_(
+                checkpoints.c.execution_id == _EID,
+                checkpoints.c.checkpoint_id == bindparam("cid"))),
+                eid=execution_id, cid=checkpoint_id).fetchone()
+        return CheckpointRow(*row) if row is not None else None
 
     def _last_row(self, execution_id: str, *, skip_run_end: bool) -> CheckpointRow | None:
-        query = select(checkpoints).where(checkpoints.c.execution_id == execution_id)
-        if skip_run_end:
-            query = query.where(checkpoints.c.node_id != RUN_END)
-        query = query.order_by(checkpoints.c.checkpoint_id.desc()).limit(1)
-        with self._read(f"reading the last checkpoint of run {execution_id}") as connection:
-            row = connection.execute(query).first()
-        return self._to_row(row) if row is not None else None
+        def build() -> ClauseElement:
+            query = select(*checkpoints.columns).where(checkpoints.c.execution_id == _EID)
+            if skip_run_end:
+                query = query.where(checkpoints.c.node_id != RUN_END)
+            return query.order_by(checkpoints.c.checkpoint_id.desc()).limit(1)
 
-    @staticmethod
-    def _row_values(row: CheckpointRow) -> dict[str, Any]:
-        return row._asdict()
+        key = "last_row_skip" if skip_run_end else "last_row"
+        with self._cursor(f"reading the last checkpoint of run {execution_id}") as cursor:
+            row = self._execute(cursor, key, build, eid=execution_id).fetchone()
+        return CheckpointRow(*row) if row is not None else None
 
     # -- interrupts --------------------------------------------------------------------------
     def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
                          owner: str | None) -> None:
-        with self._write(f"pausing run {row.execution_id}") as connection:
-            exists = connection.execute(select(pending_interrupts.c.execution_id).where(
-                pending_interrupts.c.execution_id == row.execution_id)).first()
+        with self._cursor(f"pausing run {row.execution_id}", write=True) as cursor:
+            exists = self._execute(cursor, "pending_exists", lambda: select(
+                pending_interrupts.c.execution_id).where(
+                pending_interrupts.c.execution_id == _EID), eid=row.execution_id).fetchone()
             if exists is not None:
                 raise StoreError(f"run {row.execution_id} already has a pending interrupt")
-            connection.execute(insert(checkpoints).values(self._row_values(row)))
-            connection.execute(insert(pending_interrupts).values(
-                execution_id=pending.execution_id, checkpoint_id=pending.checkpoint_id,
-                node_id=pending.node_id, agent_path=pending.agent_path, reason=pending.reason,
-                context=_json(pending.context) or "null",
-                created_at=pending.created_at.timestamp()))
-            self._set_status(connection, row.execution_id, RunStatus.PAUSED.value, owner)
+            self._insert_row(cursor, row)
+            self._execute(cursor, "record_pending", lambda: insert(pending_interrupts),
+                          execution_id=pending.execution_id,
+                          checkpoint_id=pending.checkpoint_id, node_id=pending.node_id,
+                          agent_path=pending.agent_path, reason=pending.reason,
+                          context=_json(pending.context) or "null",
+                          created_at=pending.created_at.timestamp())
+            self._set_status(cursor, row.execution_id, RunStatus.PAUSED.value, owner, None)
 
-    def _set_status(self, connection: Connection, execution_id: str, status: str,
-                    owner: str | None, **extra: Any) -> None:
-        values = {"status": status, "updated_at": time.time(), **extra}
-        connection.execute(update(runs).where(runs.c.execution_id == execution_id)
-                           .values(values))
-        connection.execute(update(runs).where(and_(
-            runs.c.execution_id == execution_id, runs.c.owner == owner)).values(
-            owner=None, lease_until=None))
+    def _set_status(self, cursor: Any, execution_id: str, status: str, owner: str | None,
+                    error: str | None) -> None:
+        """Set the final (or paused) status and error, and release ``owner``'s lease."""
+        def build() -> ClauseElement:
+            mine = runs.c.owner == bindparam("holder")
+            return update(runs).where(runs.c.execution_id == _EID).values(
+                status=bindparam("status"), updated_at=bindparam("now"),
+                error=bindparam("error"),
+                owner=case((mine, None), else_=runs.c.owner),
+                lease_until=case((mine, None), else_=runs.c.lease_until))
+
+        self._execute(cursor, "set_status", build, eid=execution_id, status=status,
+                      now=time.time(), error=error, holder=owner)
 
     @staticmethod
     def _to_pending(row: Any) -> PendingInterrupt:
+        values = dict(zip(_PENDING_FIELDS, row, strict=True))
         return PendingInterrupt(
-            execution_id=row.execution_id, checkpoint_id=row.checkpoint_id,
-            node_id=row.node_id, agent_path=row.agent_path, reason=row.reason,
-            context=_parse(row.context), created_at=utc(row.created_at))
+            execution_id=values["execution_id"], checkpoint_id=values["checkpoint_id"],
+            node_id=values["node_id"], agent_path=values["agent_path"],
+            reason=values["reason"], context=_parse(values["context"]),
+            created_at=utc(values["created_at"]))
 
     def get_pending(self, execution_id: str) -> PendingInterrupt | None:
-        with self._read(f"reading the pending interrupt of run {execution_id}") as connection:
-            row = connection.execute(select(pending_interrupts).where(
-                pending_interrupts.c.execution_id == execution_id)).first()
+        with self._cursor(f"reading the pending interrupt of run {execution_id}") as cursor:
+            row = self._execute(cursor, "get_pending", lambda: select(
+                *pending_interrupts.columns).where(pending_interrupts.c.execution_id == _EID),
+                eid=execution_id).fetchone()
         return self._to_pending(row) if row is not None else None
 
     def list_pending(self) -> list[PendingInterrupt]:
-        query = select(pending_interrupts).order_by(pending_interrupts.c.created_at,
-                                                    pending_interrupts.c.execution_id)
-        with self._read("listing pending interrupts") as connection:
-            rows = connection.execute(query).all()
+        with self._cursor("listing pending interrupts") as cursor:
+            rows = self._execute(cursor, "list_pending", lambda: select(
+                *pending_interrupts.columns).order_by(pending_interrupts.c.created_at,
+                                                      pending_interrupts.c.execution_id)
+            ).fetchall()
         return [self._to_pending(row) for row in rows]
 
     def delete_pending_interrupt_atomic(
@@ -370,55 +426,64 @@ class SQLCheckpointer(Checkpointer):
         """The claim: ``DELETE ... RETURNING`` in a write transaction (SQLite: BEGIN IMMEDIATE,
         which takes the database's write lock, so it is atomic across processes; PostgreSQL:
         the row lock of the DELETE). The losers' DELETE returns nothing."""
-        with self._write(f"claiming the interrupt of run {execution_id}") as connection:
-            row = connection.execute(delete(pending_interrupts).where(
-                pending_interrupts.c.execution_id == execution_id).returning(
-                *pending_interrupts.columns)).first()
+        with self._cursor(f"claiming the interrupt of run {execution_id}", write=True) \
+                as cursor:
+            row = self._execute(cursor, "claim", lambda: delete(pending_interrupts).where(
+                pending_interrupts.c.execution_id == _EID).returning(
+                *pending_interrupts.columns), eid=execution_id).fetchone()
             if row is None:
                 return None
             if owner is not None:
-                connection.execute(update(runs).where(runs.c.execution_id == execution_id)
-                                   .values(owner=owner, lease_until=until,
-                                           status=RunStatus.RUNNING.value,
-                                           decision=_json(decision), updated_at=time.time()))
+                self._execute(cursor, "claimed", lambda: update(runs).where(
+                    runs.c.execution_id == _EID).values(
+                    owner=bindparam("owner"), lease_until=bindparam("until"),
+                    status=RunStatus.RUNNING.value, decision=bindparam("decision"),
+                    updated_at=bindparam("now")), eid=execution_id, owner=owner, until=until,
+                    decision=_json(decision), now=time.time())
             return self._to_pending(row)
 
     def set_decision(self, execution_id: str, decision: Any) -> None:
-        with self._write(f"storing the decision of run {execution_id}") as connection:
-            connection.execute(update(runs).where(runs.c.execution_id == execution_id)
-                               .values(decision=_json(decision)))
+        with self._cursor(f"storing the decision of run {execution_id}", write=True) as cursor:
+            self._execute(cursor, "set_decision", lambda: update(runs).where(
+                runs.c.execution_id == _EID).values(decision=bindparam("decision")),
+                eid=execution_id, decision=_json(decision))
 
     # -- idempotency -------------------------------------------------------------------------
     def get_idempotent(self, execution_id: str, key: str) -> str | None:
-        with self._read("reading the idempotency cache") as connection:
-            value = connection.execute(select(idempotency_cache.c.value).where(and_(
-                idempotency_cache.c.execution_id == execution_id,
-                idempotency_cache.c.key == key))).scalar()
-        return str(value) if value is not None else None
+        with self._cursor("reading the idempotency cache") as cursor:
+            return self._cached(cursor, execution_id, key)
+
+    def _cached(self, cursor: Any, execution_id: str, key: str) -> str | None:
+        row = self._execute(cursor, "get_idempotent", lambda: select(
+            idempotency_cache.c.value).where(and_(
+                idempotency_cache.c.execution_id == _EID,
+                idempotency_cache.c.key == bindparam("key"))),
+            eid=execution_id, key=key).fetchone()
+        return str(row[0]) if row is not None else None
 
     def put_idempotent(self, execution_id: str, key: str, value_json: str) -> str:
         """Insert unless present (``ON CONFLICT DO NOTHING``), then read what is stored: the
         first writer wins even when two processes cache the same key at once."""
-        with self._write("writing the idempotency cache") as connection:
-            connection.execute(self._insert_or_ignore(idempotency_cache).values(
-                execution_id=execution_id, key=key, value=value_json, created_at=time.time()))
-            current = connection.execute(select(idempotency_cache.c.value).where(and_(
-                idempotency_cache.c.execution_id == execution_id,
-                idempotency_cache.c.key == key))).scalar()
-            return str(current) if current is not None else value_json
+        with self._cursor("writing the idempotency cache", write=True) as cursor:
+            self._execute(cursor, "put_idempotent",
+                          lambda: self._insert_or_ignore(idempotency_cache),
+                          execution_id=execution_id, key=key, value=value_json,
+                          created_at=time.time())
+            current = self._cached(cursor, execution_id, key)
+            return current if current is not None else value_json
 
     # -- ending and pruning ------------------------------------------------------------------
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
                    owner: str | None) -> None:
-        with self._write(f"ending run {row.execution_id}") as connection:
-            connection.execute(insert(checkpoints).values(self._row_values(row)))
-            self._set_status(connection, row.execution_id, status, owner, error=_json(error))
+        with self._cursor(f"ending run {row.execution_id}", write=True) as cursor:
+            self._insert_row(cursor, row)
+            self._set_status(cursor, row.execution_id, status, owner, _json(error))
 
     def prune(self, older_than: float, *, include_failed: bool = False) -> PruneResult:
         """Delete finished runs in one write transaction (paused/running runs never match)."""
         statuses = [RunStatus.COMPLETED.value] + ([RunStatus.FAILED.value] if include_failed
                                                   else [])
-        with self._write("pruning") as connection:
+        with self._engine_write("pruning") as connection:
             doomed = [r[0] for r in connection.execute(
                 select(runs.c.execution_id).where(and_(
                     runs.c.status.in_(statuses), runs.c.updated_at < older_than,

@@ -13,9 +13,11 @@ makes writers wait for the lock instead of failing with "database is locked".
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,6 +78,19 @@ class SQLiteCheckpointer(SQLCheckpointer):
 
     def _begin_write(self, connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    @contextlib.contextmanager
+    def _transaction(self, connection: Any) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` takes SQLite's write lock before the first read, so a
+        read-then-write transaction never deadlocks and other processes wait (busy_timeout)."""
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
 
     def _insert_or_ignore(self, table: Table) -> Insert:
         return sqlite_insert(table).on_conflict_do_nothing()
