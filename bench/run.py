@@ -169,9 +169,10 @@ def report(results: dict[str, Any]) -> None:
               f"{us(floor)}; ratio {ratio:.2f}x{goal}")
     scale = r1k["sqlite_normal"]["overhead_per_node"] * 2000 / (
         r1["sqlite_normal"]["overhead_per_node"] * 200)
-    print(f"    2,000 nodes: {us(r1k['sqlite_normal']['overhead_per_node'])} per node; total "
-          f"overhead 2,000/200 = {scale:.1f}x (target <= 11x: "
-          f"{'met' if scale <= 11 else 'MISSED'})")
+    total = r1k["sqlite_normal"]["per_node"] * 2000 / (r1["sqlite_normal"]["per_node"] * 200)
+    print(f"    2,000 nodes: {us(r1k['sqlite_normal']['overhead_per_node'])} per node; "
+          f"2,000/200: checkpointed run {total:.1f}x, checkpoint overhead {scale:.1f}x "
+          f"(target <= 11x: {'met' if max(scale, total) <= 11 else 'MISSED'})")
     r2 = results["W2"]
     print("\nW2  200-node chain with an unchanged 100 KB value")
     for variant in ("input", "output"):
@@ -214,7 +215,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as directory:
             tmp = Path(directory)
             results["W1"] = w1(tmp, args.repeat, 200, pg)
-            results["W1_2000"] = w1(tmp, max(3, args.repeat // 2), 2000, None)
+            results["W1_2000"] = w1(tmp, args.repeat, 2000, None)
             results["W2"] = w2(tmp, args.repeat, pg)
             results["W3"] = w3(tmp, args.repeat)
             results["W4"] = w4(tmp, pg, schema)

@@ -1,10 +1,15 @@
-"""The journal turns state changes into checkpoint rows: deltas, with a full snapshot every K.
+"""The journal turns state changes into checkpoint rows: deltas, with full snapshots.
 
 The runtime marks the state paths it changes; a write serialises just those paths (the delta
-since the previous row) unless K rows have passed since the last full snapshot, or the caller
-asks for a full one (interrupts, fork origins). The hot path is one ``json.dumps`` of the delta
-and one ``INSERT``: no read, no snapshot copy. Inputs never change during a run: they are
-stored once, on the run row, and left out of the snapshots.
+since the previous row). A row is a full snapshot instead when the caller asks for one
+(interrupts, fork origins, the first row after a resume), when the deltas written since the
+last snapshot add up to more bytes than that snapshot had (at least ``MIN_SNAPSHOT_GAP``), or
+after ``snapshot_every`` rows. The byte rule keeps the total stored linear in the run's length
+(snapshots grow geometrically apart) and reading any checkpoint cheap (the deltas to fold
+weigh no more than a snapshot); an unchanged large value is not copied again and again. The
+hot path is one ``json.dumps`` of the delta and one ``INSERT``: no read, no snapshot copy.
+Inputs never change during a run: they are stored once, on the run row, and left out of the
+snapshots.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from tether.runtime.values import dumps
 from tether.stores.base import Checkpointer
 from tether.stores.records import CheckpointRow
 
-SNAPSHOT_EVERY = 100
+SNAPSHOT_EVERY = 1000
+MIN_SNAPSHOT_GAP = 4096  # bytes of deltas before a snapshot is worth writing again
 _PATHS: dict[StatePath, str] = {}  # JSON of state paths, which repeat from run to run
 
 
@@ -43,6 +49,8 @@ class Journal:
         self.every = snapshot_every
         self.dirty: dict[StatePath, str | None] = {}
         self.pending: dict[StatePath, str | None] = {}
+        self.delta_bytes = 0  # written as deltas since the last snapshot
+        self.snapshot_bytes = 0  # the size of the last snapshot
 
     def mark(self, path: StatePath, text: str | None = None) -> None:
         """Record that the value at ``path`` changed; ``text`` is its JSON if known.
@@ -60,13 +68,16 @@ class Journal:
             parent_checkpoint_id: str | None = None) -> CheckpointRow:
         """The next checkpoint row (not yet written); consumes the marked changes."""
         checkpoint_id = new_checkpoint_id(self.last_id)
-        if full or self.since_base >= self.every or self.base_id is None:
+        due = self.delta_bytes > max(self.snapshot_bytes, MIN_SNAPSHOT_GAP)
+        if full or due or self.since_base >= self.every or self.base_id is None:
             body = {k: v for k, v in self.state.items() if k != "inputs"}
             state_json = dumps(body)
             self.base_id, self.since_base, full = checkpoint_id, 0, True
+            self.snapshot_bytes, self.delta_bytes = len(state_json), 0
         else:
             state_json = self._delta()
             self.since_base += 1
+            self.delta_bytes += len(state_json)
         self.last_id = checkpoint_id
         self.pending, self.dirty = self.dirty, {}
         return CheckpointRow(
