@@ -15,7 +15,8 @@ def open_checkpointer(url: str | None = None) -> Checkpointer:
 
     ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (with
     ``?durability=full`` for fsync on every commit), ``postgresql://...`` /
-    ``postgresql+psycopg://...`` (with ``?schema=name`` to use a schema), ``memory://``.
+    ``postgresql+psycopg://...`` (with ``?schema=name`` to use a schema and
+    ``?retry_seconds=N`` for how long to wait out an unreachable server), ``memory://``.
     """
     url = url or DEFAULT_URL
     scheme, _, rest = url.partition("://")
@@ -40,8 +41,9 @@ def open_checkpointer(url: str | None = None) -> Checkpointer:
         from tether.stores.postgres import PostgresCheckpointer
 
         schema = options.pop("schema", None)
+        retry = float(options.pop("retry_seconds", 15.0))
         remaining = "&".join(f"{k}={v}" for k, v in options.items())
         dsn = f"{scheme}://{base}" + (f"?{remaining}" if remaining else "")
-        return PostgresCheckpointer(dsn, schema=schema)
+        return PostgresCheckpointer(dsn, schema=schema, retry_seconds=retry)
     raise TetherError(f"unknown store URL {url!r}: use sqlite:///path, postgresql://..., "
                       "or memory://")

@@ -3,9 +3,10 @@
 The claim of a pending interrupt is a single ``DELETE ... RETURNING`` (the row lock decides
 the one winner); leases are compare-and-set ``UPDATE``s; schema set-up takes a transaction-level
 advisory lock so any number of processes may call it at once. Checkpoint writes go through a
-dedicated autocommit connection: one round trip per checkpoint. A write lost to a dropped
-connection is retried once on a fresh connection; since checkpoint ids are unique, a retry that
-finds its own row already there counts as done, so no checkpoint is written twice or half.
+dedicated autocommit connection: one round trip per checkpoint. While the server is
+unreachable (a restart, a dropped connection), operations are retried on a fresh connection for
+up to ``retry_seconds`` (see ``retry.py``); a checkpoint write whose first attempt did commit is
+recognised by its unique id, so no checkpoint is written twice or half.
 """
 
 from __future__ import annotations
@@ -14,14 +15,12 @@ import contextlib
 import threading
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Insert, Table, create_engine, insert
+from sqlalchemy import Connection, Engine, Insert, Table, create_engine
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from tether.errors import StoreError, StoreUnavailable
-from tether.stores.records import CheckpointRow
-from tether.stores.schema import checkpoints
+from tether.errors import StoreError
 from tether.stores.sql import SQLCheckpointer
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
@@ -41,7 +40,8 @@ class PostgresCheckpointer(SQLCheckpointer):
     paramstyle = "%s"
 
     def __init__(self, dsn_or_engine: str | Engine, *, schema: str | None = None,
-                 pool_size: int = 5, max_overflow: int = 10, connect_timeout: int = 10) -> None:
+                 pool_size: int = 5, max_overflow: int = 10, connect_timeout: int = 10,
+                 retry_seconds: float = 15.0) -> None:
         try:
             import psycopg
         except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -49,6 +49,7 @@ class PostgresCheckpointer(SQLCheckpointer):
                 from exc
         self._psycopg = psycopg
         self.schema = schema
+        self.retry_seconds = retry_seconds
         if isinstance(dsn_or_engine, str):
             engine = create_engine(
                 normalise_url(dsn_or_engine), pool_size=pool_size, max_overflow=max_overflow,
@@ -83,30 +84,8 @@ class PostgresCheckpointer(SQLCheckpointer):
             with contextlib.suppress(Exception):  # already broken; nothing more to release
                 connection.close()
 
-    def put(self, row: CheckpointRow) -> None:
-        """One INSERT; after a dropped connection, one retry on a fresh connection."""
-        statement = self._sql.get("put", lambda: insert(checkpoints))
-        params = statement.params(row._asdict())
-        with self._lock:
-            for attempt in (1, 2):
-                try:
-                    self._hot().execute(statement.sql, params, prepare=True)
-                    return
-                except self._psycopg.errors.UniqueViolation as exc:
-                    if attempt == 2:
-                        return  # the first attempt did commit before the connection dropped
-                    raise StoreError(f"{self._what(row)}: {exc}") from exc
-                except self._psycopg.OperationalError as exc:
-                    self._reset_hot()
-                    if attempt == 2:
-                        raise StoreUnavailable(
-                            f"{self._what(row)}: the database is unreachable: {exc}") from exc
-                except self._psycopg.Error as exc:
-                    raise StoreError(f"{self._what(row)}: {exc}") from exc
-
-    @staticmethod
-    def _what(row: CheckpointRow) -> str:
-        return f"writing checkpoint {row.checkpoint_id} of run {row.execution_id}"
+    def _put(self, connection: Any, sql: str, params: Any) -> None:
+        connection.execute(sql, params, prepare=True)
 
     def _transaction(self, connection: Any) -> contextlib.AbstractContextManager[Any]:
         """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception)."""

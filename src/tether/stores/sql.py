@@ -52,6 +52,7 @@ from tether.stores.records import (
     RunStatus,
     utc,
 )
+from tether.stores.retry import transient
 from tether.stores.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -80,8 +81,26 @@ def _parse(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def _row_written(store: SQLCheckpointer, row: CheckpointRow, *_: Any) -> bool:
+    """Whether a write whose connection dropped did commit: its checkpoint row exists."""
+    return store._row(row.execution_id, row.checkpoint_id) is not None
+
+
+def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
+    """Whether a run insert whose connection dropped did commit (by this owner)."""
+    found = store.get_run(run.execution_id)
+    return found is not None and (found.owner, found.plan_fingerprint, found.created_at) == (
+        run.owner, run.plan_fingerprint, run.created_at)
+
+
 class SQLCheckpointer(Checkpointer):
-    """Checkpointer over a SQL database; see the dialect subclasses."""
+    """Checkpointer over a SQL database; see the dialect subclasses.
+
+    ``retry_seconds``: how long an operation waits for an unreachable database to come back
+    (see :mod:`tether.stores.retry`).
+    """
+
+    retry_seconds = 15.0
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -196,6 +215,7 @@ class SQLCheckpointer(Checkpointer):
             self.engine.dispose()
 
     # -- runs --------------------------------------------------------------------------------
+    @transient(done=_run_created)
     def create_run(self, run: RunRecord, plan_json: str) -> None:
         """Insert the plan and the run with ``ON CONFLICT DO NOTHING``: of processes starting
         one plan or one execution id at once, none fails with a driver error; the ones that
@@ -239,12 +259,14 @@ class SQLCheckpointer(Checkpointer):
             lease_until=values["lease_until"], decision=_parse(values["decision"]),
         )
 
+    @transient()
     def get_run(self, execution_id: str) -> RunRecord | None:
         with self._cursor(f"reading run {execution_id}") as cursor:
             row = self._execute(cursor, "get_run", lambda: select(*runs.columns).where(
                 runs.c.execution_id == _EID), eid=execution_id).fetchone()
         return self._to_run(row) if row is not None else None
 
+    @transient()
     def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
         order = (runs.c.created_at.desc(), runs.c.execution_id.desc())
         with self._cursor("listing runs") as cursor:
@@ -258,12 +280,14 @@ class SQLCheckpointer(Checkpointer):
             rows = cursor.fetchall()
         return [self._to_run(row) for row in rows]
 
+    @transient()
     def get_plan(self, fingerprint: str) -> str | None:
         with self._cursor("reading a plan") as cursor:
             row = self._execute(cursor, "get_plan", lambda: select(plans.c.plan).where(
                 plans.c.fingerprint == bindparam("fp")), fp=fingerprint).fetchone()
         return str(row[0]) if row is not None else None
 
+    @transient()
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str) -> None:
         with self._cursor(f"changing the plan of run {execution_id}", write=True) as cursor:
             self._store_plan(cursor, fingerprint, plan_json)
@@ -273,6 +297,7 @@ class SQLCheckpointer(Checkpointer):
                 eid=execution_id, fp=fingerprint, now=time.time())
 
     # -- leases ------------------------------------------------------------------------------
+    @transient()
     def acquire(self, execution_id: str, owner: str, until: float, now: float,
                 steal_from: str | None = None) -> bool:
         """One ``UPDATE ... WHERE <lease is free>``: a compare-and-set the database serialises.
@@ -292,6 +317,7 @@ class SQLCheckpointer(Checkpointer):
                           until=until, now=now, steal=steal_from)
             return bool(cursor.rowcount == 1)
 
+    @transient()
     def renew(self, execution_id: str, owner: str, until: float) -> bool:
         with self._cursor(f"renewing the lease of run {execution_id}", write=True) as cursor:
             self._execute(cursor, "renew", lambda: update(runs).where(and_(
@@ -299,6 +325,7 @@ class SQLCheckpointer(Checkpointer):
                 lease_until=bindparam("until")), eid=execution_id, holder=owner, until=until)
             return bool(cursor.rowcount == 1)
 
+    @transient()
     def release(self, execution_id: str, owner: str) -> None:
         with self._cursor(f"releasing run {execution_id}", write=True) as cursor:
             self._release(cursor, execution_id, owner)
@@ -309,24 +336,30 @@ class SQLCheckpointer(Checkpointer):
             owner=None, lease_until=None), eid=execution_id, holder=owner)
 
     # -- checkpoints -------------------------------------------------------------------------
+    @transient(done=_row_written)
     def put(self, row: CheckpointRow) -> None:
         """The hot path: one INSERT in autocommit, nothing read first. The row is a named
         tuple in column order: it is the statement's parameters as it is."""
         statement = self._sql.get("put", lambda: insert(checkpoints))
+        params = row if statement.names is not None else statement.params(row._asdict())
         try:
             with self._lock:
-                self._hot().execute(statement.sql, statement.params(row._asdict())
-                                    if statement.names is None else row)
+                self._put(self._hot(), statement.sql, params)
         except Exception as exc:
             with self._errors(f"writing checkpoint {row.checkpoint_id} of run "
                               f"{row.execution_id}"):
                 raise exc from None
+
+    def _put(self, connection: Any, sql: str, params: Any) -> None:
+        """Execute the checkpoint INSERT (PostgreSQL: as a prepared statement)."""
+        connection.execute(sql, params)
 
     def _insert_row(self, cursor: Any, row: CheckpointRow) -> None:
         statement = self._sql.get("put", lambda: insert(checkpoints))
         cursor.execute(statement.sql, statement.params(row._asdict())
                        if statement.names is None else row)
 
+    @transient()
     def _rows(self, execution_id: str, first: str | None = None,
               last: str | None = None) -> list[CheckpointRow]:
         def build() -> ClauseElement:
@@ -343,6 +376,7 @@ class SQLCheckpointer(Checkpointer):
                                  last=last).fetchall()
         return [CheckpointRow(*row) for row in rows]
 
+    @transient()
     def _row(self, execution_id: str, checkpoint_id: str) -> CheckpointRow | None:
         with self._cursor(f"reading checkpoint {checkpoint_id}") as cursor:
             row = self._execute(cursor, "row", lambda: select(*checkpoints.columns).where(and_(
@@ -351,6 +385,7 @@ class SQLCheckpointer(Checkpointer):
                 eid=execution_id, cid=checkpoint_id).fetchone()
         return CheckpointRow(*row) if row is not None else None
 
+    @transient()
     def _last_row(self, execution_id: str, *, skip_run_end: bool) -> CheckpointRow | None:
         def build() -> ClauseElement:
             query = select(*checkpoints.columns).where(checkpoints.c.execution_id == _EID)
@@ -364,6 +399,7 @@ class SQLCheckpointer(Checkpointer):
         return CheckpointRow(*row) if row is not None else None
 
     # -- interrupts --------------------------------------------------------------------------
+    @transient(done=_row_written)
     def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
                          owner: str | None) -> None:
         with self._cursor(f"pausing run {row.execution_id}", write=True) as cursor:
@@ -404,6 +440,7 @@ class SQLCheckpointer(Checkpointer):
             reason=values["reason"], context=_parse(values["context"]),
             created_at=utc(values["created_at"]))
 
+    @transient()
     def get_pending(self, execution_id: str) -> PendingInterrupt | None:
         with self._cursor(f"reading the pending interrupt of run {execution_id}") as cursor:
             row = self._execute(cursor, "get_pending", lambda: select(
@@ -411,6 +448,7 @@ class SQLCheckpointer(Checkpointer):
                 eid=execution_id).fetchone()
         return self._to_pending(row) if row is not None else None
 
+    @transient()
     def list_pending(self) -> list[PendingInterrupt]:
         with self._cursor("listing pending interrupts") as cursor:
             rows = self._execute(cursor, "list_pending", lambda: select(
@@ -442,6 +480,7 @@ class SQLCheckpointer(Checkpointer):
                     decision=_json(decision), now=time.time())
             return self._to_pending(row)
 
+    @transient()
     def set_decision(self, execution_id: str, decision: Any) -> None:
         with self._cursor(f"storing the decision of run {execution_id}", write=True) as cursor:
             self._execute(cursor, "set_decision", lambda: update(runs).where(
@@ -449,6 +488,7 @@ class SQLCheckpointer(Checkpointer):
                 eid=execution_id, decision=_json(decision))
 
     # -- idempotency -------------------------------------------------------------------------
+    @transient()
     def get_idempotent(self, execution_id: str, key: str) -> str | None:
         with self._cursor("reading the idempotency cache") as cursor:
             return self._cached(cursor, execution_id, key)
@@ -461,6 +501,7 @@ class SQLCheckpointer(Checkpointer):
             eid=execution_id, key=key).fetchone()
         return str(row[0]) if row is not None else None
 
+    @transient()
     def put_idempotent(self, execution_id: str, key: str, value_json: str) -> str:
         """Insert unless present (``ON CONFLICT DO NOTHING``), then read what is stored: the
         first writer wins even when two processes cache the same key at once."""
@@ -473,6 +514,7 @@ class SQLCheckpointer(Checkpointer):
             return current if current is not None else value_json
 
     # -- ending and pruning ------------------------------------------------------------------
+    @transient(done=_row_written)
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
                    owner: str | None) -> None:
         with self._cursor(f"ending run {row.execution_id}", write=True) as cursor:
