@@ -1,9 +1,9 @@
 """Graph checks: unknown needs, cycles, order, loops and their bodies, upstream relations.
 
 networkx is used here and nowhere at run time: the plan stores the results as plain tuples.
-"Upstream" queries use bitsets (Python ints) of ancestors computed once in topological order,
-so checking that every template reads only upstream nodes stays linear in practice even for
-10,000-node workflows.
+"Upstream" queries walk the dependencies backwards from the reader, never below the target's
+position in topological order, so the common case (reading a node that is needed directly or
+a few steps back) costs a few steps and checking stays linear in the workflow's size.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class Graph:
     acyclic: bool = True
     order: list[str] = field(default_factory=list)
     index: dict[str, int] = field(default_factory=dict)
-    ancestors: dict[str, int] = field(default_factory=dict)
+    deps: dict[str, list[str]] = field(default_factory=dict)
     bodies: dict[str, list[str]] = field(default_factory=dict)
     enclosing: dict[str, list[str]] = field(default_factory=dict)
     waits_for: dict[str, list[str]] = field(default_factory=dict)
@@ -35,8 +35,26 @@ class Graph:
 
     def is_upstream(self, node: str, of: str) -> bool:
         """Whether ``node`` is a (transitive) dependency of ``of``."""
-        bit = self.index.get(node)
-        return bit is not None and bool(self.ancestors.get(of, 0) >> bit & 1)
+        return node in self.within(of, node, self.deps, backwards=True)
+
+    def within(self, start: str, stop: str, edges: dict[str, list[str]], *,
+               backwards: bool) -> set[str]:
+        """Nodes reachable from ``start`` along ``edges`` without passing ``stop``'s position
+        in topological order (backwards: not below it; forwards: not above it)."""
+        index = self.index
+        bound = index.get(stop)
+        if bound is None or start not in index:
+            return set()
+        seen = {start}
+        stack = [start]
+        while stack:
+            for nxt in edges.get(stack.pop(), ()):
+                position = index[nxt]
+                if nxt not in seen and (position >= bound if backwards else position <= bound):
+                    seen.add(nxt)
+                    stack.append(nxt)
+        seen.discard(start)
+        return seen
 
     def share_loop(self, a: str, b: str) -> bool:
         """Whether ``a`` and ``b`` are in the body of one loop."""
@@ -63,22 +81,12 @@ def analyse_graph(ctx: Context) -> Graph:
             digraph.remove_edges_from([(n, node_id) for n in members])
     position = {node_id: i for i, node_id in enumerate(graph.declared)}
     graph.order = list(nx.lexicographical_topological_sort(digraph, key=position.__getitem__))
-    _index_ancestors(graph, graph.needs)
-    _resolve_loops(ctx, graph)
-    _order_for_run(graph, position)
-    _index_ancestors(graph, graph.waits_for)
-    return graph
-
-
-def _index_ancestors(graph: Graph, deps: dict[str, list[str]]) -> None:
-    """Index ``graph.order`` and compute every node's ancestors as a bitset over that index."""
     graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
-    graph.ancestors = {}
-    for node_id in graph.order:
-        bits = 0
-        for dep in deps[node_id]:
-            bits |= graph.ancestors[dep] | (1 << graph.index[dep])
-        graph.ancestors[node_id] = bits
+    graph.deps = graph.needs
+    _resolve_loops(ctx, graph)
+    _order_for_run(graph, digraph, position)
+    graph.deps = graph.waits_for
+    return graph
 
 
 def _checked_needs(ctx: Context, node_id: str, node: NodeSpec, known: set[str]) -> list[str]:
@@ -134,10 +142,10 @@ def _one_cycle(subgraph: nx.DiGraph[str], start: str) -> list[str]:
 
 
 def _resolve_loops(ctx: Context, graph: Graph) -> None:
-    descendants: dict[str, int] = {node_id: 0 for node_id in graph.order}
-    for node_id in reversed(graph.order):
+    dependents: dict[str, list[str]] = {node_id: [] for node_id in graph.order}
+    for node_id in graph.order:
         for need in graph.needs[node_id]:
-            descendants[need] |= descendants[node_id] | (1 << graph.index[node_id])
+            dependents[need].append(node_id)
     for closer, node in ctx.workflow.nodes.items():
         if node.loop is None:
             continue
@@ -155,24 +163,15 @@ def _resolve_loops(ctx: Context, graph: Graph) -> None:
                        help=f"a loop runs again from `to`, so `{closer}` must (transitively) "
                        f"need `{target}`")
             continue
-        bits = (descendants[target] & graph.ancestors[closer]) | (1 << graph.index[target])
-        bits |= 1 << graph.index[closer]
-        graph.bodies[closer] = [graph.order[i] for i in _set_bits(bits)]
+        between = graph.within(closer, target, graph.needs, backwards=True) & graph.within(
+            target, closer, dependents, backwards=False)
+        body = between | {target, closer}
+        graph.bodies[closer] = sorted(body, key=graph.index.__getitem__)
     _check_nesting(ctx, graph)
     by_size = sorted(graph.bodies, key=lambda c: len(graph.bodies[c]))
     for closer in by_size:  # innermost loops first
         for member in graph.bodies[closer]:
             graph.enclosing.setdefault(member, []).append(closer)
-
-
-def _set_bits(bits: int) -> list[int]:
-    """The positions of the bits set in ``bits``, lowest first."""
-    positions = []
-    while bits:
-        lowest = bits & -bits
-        positions.append(lowest.bit_length() - 1)
-        bits ^= lowest
-    return positions
 
 
 def _check_nesting(ctx: Context, graph: Graph) -> None:
@@ -197,7 +196,7 @@ def _check_nesting(ctx: Context, graph: Graph) -> None:
         graph.bodies[closer] = [n for n in graph.bodies[closer] if n in graph.index]
 
 
-def _order_for_run(graph: Graph, position: dict[str, int]) -> None:
+def _order_for_run(graph: Graph, digraph: nx.DiGraph[str], position: dict[str, int]) -> None:
     """Add loop exits to the dependencies, then compute the run order and generations.
 
     A node outside a loop that needs a node inside it must wait for the loop to finish, not
@@ -211,16 +210,16 @@ def _order_for_run(graph: Graph, position: dict[str, int]) -> None:
                 if closer not in own and closer != node_id and closer not in waits:
                     waits.append(closer)
         graph.waits_for[node_id] = waits
-    digraph: nx.DiGraph[str] = nx.DiGraph()
-    digraph.add_nodes_from(graph.order)
-    for node_id, waits in graph.waits_for.items():
-        digraph.add_edges_from((w, node_id) for w in waits)
+    for node_id, waits in graph.waits_for.items():  # the needs edges are there already
+        digraph.add_edges_from((w, node_id) for w in waits if w not in graph.needs[node_id])
     graph.order = list(nx.lexicographical_topological_sort(digraph, key=position.__getitem__))
     graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
-    graph.generations = [
-        sorted(generation, key=graph.index.__getitem__)
-        for generation in nx.topological_generations(digraph)
-    ]
+    level: dict[str, int] = {}
+    for node_id in graph.order:  # a node's generation: one more than its latest dependency's
+        level[node_id] = max((level[w] + 1 for w in graph.waits_for[node_id]), default=0)
+    graph.generations = [[] for _ in range(max(level.values(), default=-1) + 1)]
+    for node_id in graph.order:
+        graph.generations[level[node_id]].append(node_id)
     for node_id in graph.order:
         graph.waits_for[node_id].sort(key=graph.index.__getitem__)
         graph.needs[node_id].sort(key=graph.index.__getitem__)

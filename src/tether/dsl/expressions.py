@@ -296,7 +296,33 @@ class _Quick:
             raise ValueError(text)
 
 
+_OPERAND = r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\d+(?:\.\d+)?)"
+_OPERATOR = r"(?:\*\*|//|==|!=|<=|>=|[-+*/%<>])"
+_FLAT = re.compile(rf"\s*{_OPERAND}(?:\s*{_OPERATOR}\s*{_OPERAND})*\s*")
+_CHAIN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _flat_analysis(source: str) -> Analysis | None:
+    """The commonest expressions, ``nodes.a.output.value + 1``, without the recogniser."""
+    if _FLAT.fullmatch(source) is None:
+        return None
+    references = []
+    unsafe: list[str] = []
+    for chain in _CHAIN.findall(source):
+        root, *attrs = chain.split(".")
+        if root in _KEYWORDS:
+            return None
+        if root[0].isdigit():
+            continue
+        unsafe.extend(a for a in attrs if a.startswith("_"))
+        references.append(Reference(root, tuple(attrs), 1))
+    return Analysis("expression", references=tuple(references), unsafe=tuple(unsafe))
+
+
 def _quick_analysis(source: str) -> Analysis | None:
+    flat = _flat_analysis(source)
+    if flat is not None:
+        return flat
     try:
         quick = _Quick(source)
         quick.expression()
