@@ -553,7 +553,9 @@ class Runner:
         missing = sorted(_task_names(plan) - set(self.tasks))
         if missing:
             raise TaskError("the plan calls tasks that are not registered: "
-                            + ", ".join(missing), task=missing[0])
+                            + ", ".join(missing) + " (import the modules that define them: "
+                            "--tasks MODULE or [tool.tether] tasks in pyproject.toml on the "
+                            "command line, tasks= for a Runner)", task=missing[0])
 
 
 MAX_ID = 200  # the execution id columns of the stores (schema.py) hold at most this
