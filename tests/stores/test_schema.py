@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
+from tests.conftest import store_url
 
 import tether
 from tether.errors import SchemaVersionError
 from tether.stores.open import open_checkpointer
 from tether.stores.schema import SCHEMA_VERSION, schema_version
-
-from tests.conftest import store_url
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
