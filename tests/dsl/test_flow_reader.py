@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tether.diagnostics import Diagnostic, Span
 from tether.dsl.document import dump_document
-from tether.dsl.flow_reader import MAX_SYNTAX_ERRORS, _word, parser, read_flow
+from tether.dsl.flow_reader import read_flow
+from tether.dsl.flow_syntax import MAX_SYNTAX_ERRORS, _word, parser
 from tether.dsl.source import RawDocument
 from tether.dsl.validate import validate
 from tether.dsl.yaml_reader import read_yaml

@@ -1,10 +1,8 @@
 """The ``.flow`` front end: text -> the same plain data + source map the YAML front end gives.
 
-A statement starts at column 1; an indented line, or any line inside an open bracket,
-continues it. :func:`_split` cuts the text into statements in one linear scan (noting
-unclosed strings, templates and brackets, and nesting too deep to parse); each statement is
-then parsed on its own by one shared Lark LALR parser, so a broken statement does not hide
-the errors of the others.
+The text is cut into statements and each is parsed on its own (``flow_syntax.py``: the
+grammar, the splitter and the syntax errors), so a broken statement does not hide the errors
+of the others.
 
 The parse trees become exactly the data a YAML file of the same meaning gives (``needs``,
 ``with``, ``approval: {reason, context, form}``, ...), with the span of every key and value
@@ -15,186 +13,43 @@ alike. Lark's exceptions are mapped to E102 diagnostics here and go no further.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import json
 import math
-import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from importlib import resources
-from typing import Any, NamedTuple
+from typing import Any
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark import Token, Tree
+from lark.exceptions import UnexpectedInput
 
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.document import FORMAT_VERSION
+from tether.dsl.flow_syntax import (
+    _APPROVAL_ONLY,
+    _CONSTANTS,
+    _KEYS,
+    _NODES,
+    _NOT_FOR_APPROVAL,
+    _PARTS,
+    _SETTINGS,
+    _TOO_DEEP,
+    _WORDS,
+    CLAUSES,
+    MAX_SYNTAX_ERRORS,
+    STATEMENTS,
+    _Chunk,
+    _shown,
+    _split,
+    _split_keyword,
+    _syntax_error,
+    parser,
+)
 from tether.dsl.source import MAX_DEPTH, Path, RawDocument, SourceMap, position
 from tether.dsl.validate import did_you_mean
 
 Node = Tree[Token] | Token
 
-CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
-           "idempotent", "loop", "reason", "context", "form")
-STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "task", "approval",
-              "output")
-_APPROVAL_ONLY = ("reason", "context", "form")
-_NOT_FOR_APPROVAL = ("with", "retry", "timeout", "idempotent", "for_each", "concurrency")
-_KEYS = {"after": "needs", "args": "with", "with_null": "with"}
-_WORDS = {"args": "(", "with_null": "with"}
-_NODES = {"task_stmt": "task", "workflow_stmt": "workflow", "approval_stmt": "approval"}
-_SETTINGS: dict[str, tuple[Path, str, str, str]] = {
-    "tether_stmt": (("tether",), "tether", "duplicate `tether`", "`tether` is first given"),
-    "header": (("name",), "workflow", "duplicate `workflow` header",
-               "the workflow is first named"),
-    "description_stmt": (("description",), "description", "duplicate `description`",
-                         "the description is first given"),
-}
-_PARTS = {"loop_to": ("to", "to"), "loop_while": ("while", "while"),
-          "loop_max": ("max_iterations", "max"), "on_exhausted": ("on_exhausted", "on_exhausted"),
-          "backoff": ("backoff", "backoff")}
-_CONSTANTS: dict[str, Any] = {"TRUE": True, "FALSE": False, "NULL": None}
-
-_TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
-                   "STRING": "a string", "TEMPLATE": "a template", "NUMBER": "a number",
-                   "DURATION": "a duration", "$END": "end of line"}
-_VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
-_STARTS = re.compile(r"(?:tether|workflow|description|inputs?|task|approval|output)\b(?![ \t]*:)")
-MAX_SYNTAX_ERRORS = 100
-_TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
-_BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
-
-
-@functools.cache
-def parser() -> Lark:
-    """The Lark parser of one statement, built once per process."""
-    grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="contextual", start="statement",
-                propagate_positions=True, maybe_placeholders=False)
-
-
-@functools.cache
-def _scanner() -> re.Pattern[str]:
-    """The statement splitter's tokens; strings and templates use the grammar's own patterns."""
-    lark = parser()
-    string = lark.get_terminal("STRING").pattern.to_regexp()
-    template = lark.get_terminal("TEMPLATE").pattern.to_regexp()
-    return re.compile(
-        rf"(?P<inert>(?:[^\"{{}}\[\]()#\n]+|{template}|{string})+)|(?P<comment>#[^\n]*)"
-        r"|(?P<open>[\[({])|(?P<close>[\])}])|(?P<newline>\n)|(?P<quote>\")"
-    )
-
-
-class _Problem(NamedTuple):
-    offset: int
-    span: Span
-    code: str
-    message: str
-    help: str | None = None
-
-
-@dataclass
-class _Chunk:
-    """One statement's text: ``text[start:end]``, starting at column 1 of ``line``."""
-
-    start: int
-    line: int
-    end: int = 0
-    indented: bool = False
-    problems: list[_Problem] = field(default_factory=list)
-    unclosed: _Problem | None = None
-
-
-def _starts_statement(text: str, pos: int, current: _Chunk | None, depth: int) -> bool:
-    char = text[pos]
-    if char in " \t\r\f#\n":
-        return current is None and _BLANK.match(text, pos) is None
-    if current is None or depth == 0:
-        return True
-    # An unclosed bracket would swallow the rest of the file; a statement keyword at column 1
-    # is the likelier truth.
-    return _STARTS.match(text, pos) is not None
-
-
-def _split(text: str, file: str) -> Iterator[_Chunk]:
-    """Cut ``text`` into statements, noting unclosed strings, templates and brackets.
-
-    One pass over the text; a generator, so reading can stop early (too many errors) without
-    scanning ahead. Long because it is one state machine: the line, the brackets, the chunk.
-    """
-    scan = _scanner().match
-    current: _Chunk | None = None
-    outer: _Problem | None = None  # the outermost open bracket
-    depth, line, line_start, pos, at_line_start = 0, 1, 0, 0, True
-    while pos < len(text):
-        if at_line_start and _starts_statement(text, pos, current, depth):
-            if current is not None:
-                current.end, current.unclosed = pos, outer if depth else None
-                yield current
-            current = _Chunk(pos, line, indented=text[pos] in " \t\r\f")
-            depth = 0
-        at_line_start = False
-        match = scan(text, pos)
-        assert match is not None  # the alternatives cover every character
-        kind, start, pos = match.lastgroup, match.start(), match.end()
-        if kind == "newline":
-            line, line_start, at_line_start = line + 1, pos, True
-        elif kind == "close":
-            depth = max(depth - 1, 0)
-        elif kind == "open" and not text.startswith("{{", start):
-            depth += 1
-            col = start - line_start + 1
-            if depth == 1:
-                outer = _Problem(start, _point(file, line, col), "E102",
-                                 f"`{match.group()}` is never closed",
-                                 "close it, or indent the lines that continue the statement")
-            elif depth == MAX_DEPTH + 1 and current is not None:
-                current.problems.append(_Problem(start, _point(file, line, col), "E103",
-                                                 _TOO_DEEP, "flatten the document"))
-        elif kind in ("open", "quote") and current is not None:
-            message = ("this `{{` has no matching `}}` on the same line" if kind == "open"
-                       else 'this string has no closing `"` on the same line')
-            where = _point(file, line, start - line_start + 1)
-            current.problems.append(_Problem(start, where, "E102", message))
-            newline = text.find("\n", pos)
-            pos = len(text) if newline < 0 else newline
-    if current is not None:
-        current.end, current.unclosed = len(text), outer if depth else None
-        yield current
-
-
-def _point(file: str, line: int, col: int) -> Span:
-    return Span(file, line, col, line, col)
-
-
 class _Failed(Exception):
     """A statement that cannot be read further (the diagnostic is already recorded)."""
-
-
-def _word(name: str) -> str:
-    if name in _TERMINAL_WORDS:
-        return _TERMINAL_WORDS[name]
-    pattern = parser().get_terminal(name).pattern
-    return f"`{pattern.value}`" if pattern.type == "str" else "a token"
-
-
-def _expected(names: set[str]) -> str:
-    words: list[str] = []
-    if names >= _VALUE_START:
-        names, words = names - _VALUE_START, ["a value"]
-    clauses = {name for name in names if name.lower() in CLAUSES}
-    if len(clauses) > 3:
-        names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW"}
-        words.append("a clause (" + ", ".join(c for c in CLAUSES if c.upper() in clauses) + ")")
-    words += sorted(_word(name) for name in names - {"$END"})
-    words += ["end of line"] if "$END" in names else []
-    return words[0] if len(words) == 1 else "one of: " + ", ".join(words)
-
-
-def _shown(value: str) -> str:
-    value = value.replace("\n", " ")
-    return value if len(value) <= 30 else value[:27] + "..."
 
 
 class _Reader:
@@ -485,84 +340,6 @@ class _Reader:
         return form
 
 
-def _syntax_error(reader: _Reader, chunk: _Chunk, exc: UnexpectedInput) -> None:
-    """Report a Lark error as E102, or the scanner's better explanation of it."""
-    interactive = getattr(exc, "interactive_parser", None)
-    accepts_of: Callable[[], set[str]] | None = getattr(interactive, "accepts", None)
-    accepts = accepts_of() if accepts_of else set(getattr(exc, "expected", ()) or ())
-    if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
-        token = exc.token  # Lark gives it the position of the last token: point just after
-        line, col, end, offset = token.end_line, token.end_column, token.end_column, token.end_pos
-        found = "end of line"
-    elif isinstance(exc, UnexpectedToken):  # tokens never span lines
-        token = exc.token
-        line, col, end, offset = token.line, token.column, token.end_column - 1, token.start_pos
-        found = f"`{_shown(str(token))}`"
-    else:
-        assert isinstance(exc, UnexpectedCharacters)
-        line, col, end, offset = exc.line, exc.column, exc.column, exc.pos_in_stream
-        found = f"`{exc.char}`"
-    offset = (offset or 0) + chunk.start
-    problem = next((p for p in chunk.problems if p.offset <= offset), None)
-    if problem is None and found == "end of line":
-        problem = chunk.unclosed
-    if problem is not None:
-        reader.error(problem.code, problem.message, problem.span, help=problem.help)
-        return
-    line = (line or 1) + chunk.line - 1
-    word_start, word = _word_around(reader.text, offset)
-    inside = offset < len(reader.text) and (reader.text[offset].isalnum()
-                                            or reader.text[offset] == "_")
-    typo = _typo_before(reader.text[chunk.start:offset])
-    if typo is not None and not (inside and word_start < offset):
-        word_start, word, inside = chunk.start + typo[0], typo[1], True
-        line, col = position(reader.text, word_start)
-        offset = word_start + 1
-        col += 1
-    if inside and word_start < offset:  # the lexer split a misspelt keyword (retrys: retry s)
-        col = (col or 1) - (offset - word_start)
-        span = Span(reader.file, line, col, line, col + len(word) - 1)
-        help = did_you_mean(word, CLAUSES) or did_you_mean(word, STATEMENTS)
-        reader.error("E102", f"unknown word `{word}`", span, help=help)
-        return
-    span = Span(reader.file, line, col or 1, line, end or 1)
-    reader.error("E102", f"unexpected {found}; expected {_expected(accepts)}", span,
-                 help=_syntax_help(found, accepts, first=(line, col) == (chunk.line, 1)))
-
-
-def _typo_before(text: str) -> tuple[int, str] | None:
-    """A keyword with one or two extra letters (``afterr``) before a syntax error, if any:
-    the lexer read it as the keyword and a name, and the error shows up later."""
-    for match in _KEYWORD_PREFIX.finditer(text):
-        if len(match.group(2)) <= 2 and not _in_literal(text, match.start()):
-            return match.start(), match.group(0)
-    return None
-
-
-def _word_around(text: str, offset: int) -> tuple[int, str]:
-    """The identifier-like word of ``text`` that contains ``offset``, and where it starts."""
-    start = offset
-    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
-        start -= 1
-    end = offset
-    while end < len(text) and (text[end].isalnum() or text[end] == "_"):
-        end += 1
-    return start, text[start:end]
-
-
-def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
-    word = found.strip("`")
-    if first and word in CLAUSES:
-        return "indent the line to continue the statement above it"
-    if not re.fullmatch(r"[A-Za-z_]\w*", word):
-        return None
-    keywords = [w.strip("`") for w in map(_word, accepts) if re.fullmatch(r"`\w+`", w)]
-    close = did_you_mean(word, keywords)
-    if close is None and accepts >= _VALUE_START:
-        return f'quote a string (`"{word}"`) or write a template (`{{{{ {word} }}}}`)'
-    return close
-
-
 def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
     if chunk.indented:
         line = reader.text[chunk.start:chunk.end]
@@ -590,33 +367,6 @@ def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
         reader.error("E102", f"unknown word `{word}`", span, help=help)
         return None
     return tree
-
-
-_KEYWORD_PREFIX = re.compile(
-    r"(?<![\w.])(after|approval|backoff|concurrency|context|description|false|for_each|form"
-    r"|idempotent|input|inputs|loop|max|null|on_exhausted|output|reason|retry|task|tether"
-    r"|timeout|to|trigger|true|when|while|with|workflow)(\w+)"
-)
-
-
-def _split_keyword(text: str, tree: Tree[Token]) -> tuple[int, str] | None:
-    """A word the contextual lexer split into a keyword and a name (``afterr`` -> after r).
-
-    Keywords are literal terminals, which need no word boundary: where the parser accepts
-    only keywords, ``afterr a`` lexes as ``after`` then the id ``r``. Such a split shows as a
-    token of the tree that starts right where a keyword inside one word ends.
-    """
-    starts = {token.start_pos for token in tree.scan_values(lambda v: isinstance(v, Token))}
-    for match in _KEYWORD_PREFIX.finditer(text):
-        if match.start(2) in starts and not _in_literal(text, match.start()):
-            return match.start(), match.group(0)
-    return None
-
-
-def _in_literal(text: str, offset: int) -> bool:
-    """Whether ``offset`` is inside a quoted string or a template (a rough, safe test)."""
-    before = text[:offset]
-    return before.count('"') % 2 == 1 or before.count("{{") > before.count("}}")
 
 
 def _check_order(reader: _Reader, parsed: list[tuple[_Chunk, Tree[Token] | None]]) -> None:

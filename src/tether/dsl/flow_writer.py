@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from tether.dsl.document import FORMAT_VERSION, WorkflowDoc, dump_document
-from tether.dsl.flow_reader import parser
+from tether.dsl.flow_syntax import parser
 
 INDENT = "    "
 WIDTH = 100
