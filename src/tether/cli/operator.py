@@ -181,6 +181,14 @@ def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any
     return node.approval.form if node.approval is not None else None
 
 
+def wide_console() -> Any:
+    """A rich console; when output is not a terminal, wide enough not to wrap table rows."""
+    from rich.console import Console
+
+    console = Console(soft_wrap=True)
+    return console if console.is_terminal else Console(soft_wrap=True, width=200)
+
+
 def when(moment: datetime) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
@@ -281,7 +289,6 @@ def runs(status: str | None, limit: int, db: str, as_json: bool) -> None:
             "parent_execution_id": r.parent_execution_id, "error": r.error,
         } for r in records], indent=2, ensure_ascii=False))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("execution id", "workflow", "status", "started", "updated", "forked from",
@@ -289,7 +296,7 @@ def runs(status: str | None, limit: int, db: str, as_json: bool) -> None:
     for r in records:
         table.add_row(r.execution_id, r.workflow, r.status, when(r.created_at),
                       when(r.updated_at), r.parent_execution_id or "")
-    Console(soft_wrap=True).print(table if records else "no runs")
+    wide_console().print(table if records else "no runs")
 
 
 @click.command()
@@ -320,10 +327,9 @@ def show(execution_id: str, db: str, as_json: bool) -> None:
                 "parent_checkpoint_id": c.parent_checkpoint_id,
             } for c in rows]}, indent=2, ensure_ascii=False))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(soft_wrap=True)
+    console = wide_console()
     console.print(f"run {record.execution_id}  workflow {record.workflow}  "
                   f"status [bold]{record.status}[/bold]  plan {record.plan_fingerprint[:12]}",
                   highlight=False)
@@ -331,8 +337,10 @@ def show(execution_id: str, db: str, as_json: bool) -> None:
     if record.parent_execution_id:
         console.print(f"forked from {record.parent_execution_id} at "
                       f"{record.parent_checkpoint_id}", highlight=False)
-    table = Table("time", "checkpoint", "node", "step", "status", "where", "output",
-                  box=None, pad_edge=False)
+    table = Table(box=None, pad_edge=False)
+    for title in ("time", "checkpoint", "node", "step", "status", "where"):
+        table.add_column(title, no_wrap=True)
+    table.add_column("output", no_wrap=True, overflow="ellipsis", max_width=48)
     start = rows[0].created_at if rows else record.created_at
     for c in rows:
         offset = (c.created_at - start).total_seconds() * 1000
