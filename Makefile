@@ -21,7 +21,7 @@ typecheck: $(BIN)/tether
 	$(BIN)/mypy
 
 unit: $(BIN)/tether
-	$(BIN)/pytest
+	$(BIN)/python -m pytest
 
 test: lint typecheck unit
 

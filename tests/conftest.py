@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -76,3 +76,15 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpoint
 def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A store URL several processes can share: SQLite file, then a PostgreSQL schema."""
     return store_url(request.param, tmp_path, request)
+
+
+@pytest.fixture
+def url_of(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """A function giving a store URL for a backend name (see :func:`store_url`)."""
+    return lambda backend: store_url(backend, tmp_path, request)
+
+
+@pytest.fixture
+def pg_url() -> str:
+    """The PostgreSQL server's URL (skips, or fails in CI, without one)."""
+    return postgres_url()

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import postgres_url
 
 NODES = 10
 CHILD = textwrap.dedent("""
@@ -47,9 +46,8 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def cluster() -> tuple[str, str]:
+def cluster(url: str) -> tuple[str, str]:
     """The local cluster behind the test URL, or skip."""
-    url = postgres_url()
     if shutil.which("pg_ctlcluster") is None or shutil.which("pg_lsclusters") is None:
         pytest.skip("pg_ctlcluster is not available: cannot restart the server")
     if os.geteuid() != 0:
@@ -124,8 +122,8 @@ def test_a_short_restart_is_ridden_out_and_every_node_runs_once(
         tmp_path: Path, pg_schema: tuple[str, str]) -> None:
     """Restart the server mid-run: the run completes by itself, each body ran exactly once,
     and the checkpoints are exactly one per node plus one run_end."""
-    version, name = cluster()
     url, schema = pg_schema
+    version, name = cluster(url)
     store_url = f"{url}?schema={schema}&retry_seconds=60"
     effects = tmp_path / "effects"
     workflow = write_workflow(tmp_path / "w.yaml")
@@ -147,8 +145,8 @@ def test_an_outage_longer_than_the_retry_window_fails_cleanly_and_resume_complet
     """Stop the server mid-run for longer than the retry window: the run fails with
     StoreUnavailable (no traceback); after the restart a new process resumes it to completion;
     nothing committed before the outage is lost and no committed node runs again."""
-    version, name = cluster()
     url, schema = pg_schema
+    version, name = cluster(url)
     store_url = f"{url}?schema={schema}&retry_seconds=1"
     effects = tmp_path / "effects"
     workflow = write_workflow(tmp_path / "w.yaml")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import select, update
-from tests.conftest import store_url
 
 import tether
 from tether.errors import SchemaVersionError
@@ -15,21 +14,21 @@ from tether.stores.schema import SCHEMA_VERSION, schema_version
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_setup_records_the_schema_version(backend: str, tmp_path: Path,
-                                          request: pytest.FixtureRequest) -> None:
+def test_setup_records_the_schema_version(backend: str,
+                                          url_of: Callable[[str], str]) -> None:
     """After set-up the schema_version table holds the version this tether knows."""
-    store = open_checkpointer(store_url(backend, tmp_path, request))
+    store = open_checkpointer(url_of(backend))
     with store.engine.connect() as connection:  # type: ignore[attr-defined]
         assert connection.execute(select(schema_version.c.version)).scalar() == SCHEMA_VERSION
     store.close()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_a_database_with_a_newer_schema_is_refused(backend: str, tmp_path: Path,
-                                                   request: pytest.FixtureRequest) -> None:
+def test_a_database_with_a_newer_schema_is_refused(backend: str,
+                                                   url_of: Callable[[str], str]) -> None:
     """Opening a database migrated by a newer tether raises SchemaVersionError naming both
     versions, and leaves the database as it was."""
-    url = store_url(backend, tmp_path, request)
+    url = url_of(backend)
     store = open_checkpointer(url)
     with store.engine.begin() as connection:  # type: ignore[attr-defined]
         connection.execute(update(schema_version).values(version=SCHEMA_VERSION + 1))
