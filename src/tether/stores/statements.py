@@ -9,12 +9,15 @@ driver's cursor with the parameters in the order the compiled statement wants th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
+
+_NAMED = re.compile(r"%\(([^)]+)\)s")
 
 
 class Statement:
@@ -28,6 +31,9 @@ class Statement:
         self.sql = str(compiled)
         self.names: tuple[str, ...] | None = (
             tuple(compiled.positiontup or ()) if compiled.positional else None)
+        if self.names is None and _NAMED.search(self.sql):  # pyformat: make it positional,
+            self.names = tuple(_NAMED.findall(self.sql))   # so rows go in as tuples
+            self.sql = _NAMED.sub("%s", self.sql)
         # literals written into the statement (LIMIT 1, status = 'running') become binds too
         self.defaults = {name: bind.effective_value for name, bind in compiled.binds.items()
                          if not bind.required}
