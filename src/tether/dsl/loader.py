@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tether.diagnostics import Diagnostic, Span, make
 from tether.dsl.ast import Syntax, Workflow
-from tether.dsl.source import RawDocument, SourceMap, position
+from tether.dsl.source import RawDocument, position
 from tether.dsl.validate import validate
 from tether.errors import WorkflowError
 
@@ -105,6 +105,3 @@ def load(path: str | os.PathLike[str]) -> Workflow:
         raise WorkflowError(diagnostics)
     return workflow
 
-
-def empty_source(file: str) -> SourceMap:
-    return SourceMap(file=file)

@@ -87,7 +87,6 @@ class UnitScope:
 
 RUN: ContextVar[RunContext | None] = ContextVar("tether_run", default=None)
 UNIT: ContextVar[UnitScope | None] = ContextVar("tether_unit", default=None)
-AGENT_PATH: ContextVar[str] = ContextVar("tether_agent_path", default="")
 
 
 def interrupt(reason: str, context: Any = None) -> Resume:
@@ -110,7 +109,7 @@ def interrupt(reason: str, context: Any = None) -> Resume:
         reason,
         frozen,
         node_id=node_id,
-        agent_path=scope.agent_path if scope else AGENT_PATH.get(),
+        agent_path=scope.agent_path if scope else "",
     )
 
 

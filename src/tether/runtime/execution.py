@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from tether.compiler.plan import Plan, PlanNode
-from tether.errors import InterruptSignal, NotJSONError, StoreError
+from tether.errors import InterruptSignal, NotJSONError
 from tether.runtime.context import UNIT, RunContext, UnitScope, interrupt
-from tether.runtime.invoke import NodeFailure, call_task, check_values, error_info
+from tether.runtime.invoke import NodeFailure, call_task, check_values
 from tether.runtime.journal import Journal
 from tether.runtime.render import RenderError, namespace, render, truthy
 from tether.runtime.state import (
@@ -518,12 +518,4 @@ def _wrap_child_error(node: PlanNode, error: dict[str, Any]) -> dict[str, Any]:
             "message": f"sub-workflow failed{where}: {error.get('message', '')}"}
 
 
-__all__ = [
-    "Event",
-    "Execution",
-    "RunFailure",
-    "Session",
-    "Stopped",
-    "StoreError",
-    "error_info",
-]
+__all__ = ["Event", "Execution", "RunFailure", "Session", "Stopped"]
