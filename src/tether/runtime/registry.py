@@ -26,8 +26,22 @@ class TaskRegistry(Mapping[str, Callable[..., Any]]):
 
     def __init__(self, tasks: Mapping[str, Callable[..., Any]] | None = None) -> None:
         self._tasks: dict[str, Callable[..., Any]] = {}
+        self._aliases: dict[str, Callable[..., Any]] = {}
+        self._ambiguous: set[str] = set()
         for name, fn in (tasks or {}).items():
             self.register(name, fn)
+
+    def alias(self, name: str, fn: Callable[..., Any]) -> None:
+        """Also answer to ``name`` (a task's bare function name), unless two different
+        functions claim it: then neither gets it, and the full names must be used."""
+        if name in self._tasks or name in self._ambiguous:
+            return
+        current = self._aliases.get(name)
+        if current is not None and not _same_definition(current, fn):
+            del self._aliases[name]
+            self._ambiguous.add(name)
+            return
+        self._aliases[name] = fn
 
     def register(self, name: str, fn: Callable[..., Any]) -> None:
         """Register ``fn`` as ``name``; the same definition may be registered again."""
@@ -42,13 +56,17 @@ class TaskRegistry(Mapping[str, Callable[..., Any]]):
         self._tasks[name] = fn
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
-        return self._tasks[name]
+        found = self._tasks.get(name)
+        if found is None:
+            return self._aliases[name]
+        return found
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._tasks)
+        yield from self._tasks
+        yield from (name for name in self._aliases if name not in self._tasks)
 
     def __len__(self) -> int:
-        return len(self._tasks)
+        return len(self._tasks) + sum(1 for name in self._aliases if name not in self._tasks)
 
 
 def _definition(fn: Callable[..., Any]) -> tuple[str, int, str]:
@@ -76,6 +94,13 @@ def default_name(fn: Callable[..., Any]) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
+def _register_default(fn: Callable[..., Any]) -> None:
+    """``@task`` without a name: ``module.qualname``, and the bare function name as an alias
+    (so ``task: lookup`` finds ``def lookup``) while no other task claims it."""
+    REGISTRY.register(default_name(fn), fn)
+    REGISTRY.alias(fn.__qualname__, fn)
+
+
 @overload
 def task(name_or_fn: F, /) -> F: ...
 @overload
@@ -88,12 +113,15 @@ def task(name_or_fn: Any = None, /, *, name: str | None = None) -> Any:
     The function is returned unchanged, so it stays callable (and testable) as plain Python.
     """
     if callable(name_or_fn):
-        REGISTRY.register(default_name(name_or_fn), name_or_fn)
+        _register_default(name_or_fn)
         return name_or_fn
     chosen = name_or_fn if name_or_fn is not None else name
 
     def decorate(fn: F) -> F:
-        REGISTRY.register(chosen or default_name(fn), fn)
+        if chosen:
+            REGISTRY.register(chosen, fn)
+        else:
+            _register_default(fn)
         return fn
 
     return decorate
