@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         ExecutionExists,
         InputError,
         InterruptSignal,
+        LeaseLost,
         NotJSONError,
         PlanError,
         PlanMismatch,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         StoreError,
         StoreUnavailable,
         TaskError,
+        TemplateLimit,
         TetherError,
         WorkflowError,
     )
@@ -47,9 +49,9 @@ if TYPE_CHECKING:
 
 _ERRORS = (
     "AlreadyResumed", "ChainResumeError", "CheckpointNotFound", "ExecutionExists", "InputError",
-    "InterruptSignal", "NotJSONError", "PlanError", "PlanMismatch", "ResumeError",
+    "InterruptSignal", "LeaseLost", "NotJSONError", "PlanError", "PlanMismatch", "ResumeError",
     "ResumeValueError", "RunNotFound", "SchemaVersionError", "StoreError", "StoreUnavailable",
-    "TaskError", "TetherError", "WorkflowError",
+    "TaskError", "TemplateLimit", "TetherError", "WorkflowError",
 )
 
 _WHERE: dict[str, str] = {
@@ -85,6 +87,7 @@ __all__ = [
     "InMemoryCheckpointer",
     "InputError",
     "InterruptSignal",
+    "LeaseLost",
     "NotJSONError",
     "Plan",
     "PlanError",
@@ -101,6 +104,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "TaskError",
+    "TemplateLimit",
     "TetherError",
     "Workflow",
     "WorkflowError",

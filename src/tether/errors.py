@@ -15,6 +15,8 @@
     ├── ResumeError            (alias ChainResumeError) a run cannot be resumed this way
     │   └── ResumeValueError   the resume values do not match the approval's form
     ├── AlreadyResumed         the run finished, or another resumer holds it
+    ├── LeaseLost              this attempt no longer owns the run (another took it over)
+    ├── TemplateLimit          a template exceeded its time or size budget
     └── StoreError             the checkpoint store failed
         ├── SchemaVersionError the database schema is newer than this tether
         └── StoreUnavailable   the store could not be reached (after retrying where safe)
@@ -35,7 +37,21 @@ if TYPE_CHECKING:
 
 
 class TetherError(Exception):
-    """Base class of every error tether raises."""
+    """Base class of every error tether raises.
+
+    Errors cross process boundaries (workers, subprocess tests), so every one pickles: the
+    structured fields and the message travel as they are, whatever the constructor takes.
+    """
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (type(self), str(self), dict(self.__dict__)))
+
+
+def _rebuild(cls: type[TetherError], message: str, fields: dict[str, Any]) -> TetherError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(fields)
+    return error
 
 
 class WorkflowError(TetherError):
@@ -158,6 +174,41 @@ class AlreadyResumed(TetherError):
         self.execution_id = execution_id
         self.reason = reason
         super().__init__(f"run {execution_id} cannot be resumed: {reason}")
+
+
+class LeaseLost(TetherError):
+    """This attempt lost its lease on the run: another owner took it over (or the lease could
+    not be renewed in time). The attempt stopped and wrote nothing more."""
+
+    def __init__(self, execution_id: str, reason: str = "another owner took the run over") \
+            -> None:
+        self.execution_id = execution_id
+        self.reason = reason
+        super().__init__(f"run {execution_id}: lost its lease ({reason}); this attempt stopped "
+                         "and wrote nothing more")
+
+
+class TemplateLimit(TetherError):
+    """A template went over its budget of time or output size while being rendered.
+
+    ``limit`` says which budget (``"time"`` or ``"size"``) and ``detail`` by how much;
+    ``node_id`` and ``field`` (``with.amount``) say where, when known.
+    """
+
+    def __init__(self, limit: str, detail: str, *, node_id: str | None = None,
+                 field: str | None = None) -> None:
+        self.limit = limit
+        self.detail = detail
+        self.node_id = node_id
+        self.field = field
+        where = "".join([f" of node '{node_id}'" if node_id else "",
+                         f" in `{field}`" if field else ""])
+        super().__init__(f"template{where} exceeded its {limit} budget: {detail}")
+
+    def at(self, node_id: str | None, field: str | None) -> TemplateLimit:
+        """The same limit, placed at a node and field."""
+        return TemplateLimit(self.limit, self.detail, node_id=node_id or self.node_id,
+                             field=field or self.field)
 
 
 class StoreError(TetherError):
