@@ -44,8 +44,8 @@ def test_errors_form_one_tree_and_control_flow_is_not_an_error() -> None:
     errors = [getattr(tether, n) for n in tether.__all__
               if isinstance(getattr(tether, n), type) and n.endswith(("Error", "Mismatch",
                                                                       "Found", "Exists",
-                                                                      "Resumed", "Unavailable", "Lost",
-                                                                      "Limit"))]
+                                                                      "Resumed", "Unavailable",
+                                                                      "Lost", "Limit"))]
     assert all(issubclass(e, tether.TetherError) for e in errors)
     assert tether.ChainResumeError is tether.ResumeError
     assert not issubclass(tether.InterruptSignal, Exception)
