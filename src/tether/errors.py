@@ -33,6 +33,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from tether.diagnostics import Diagnostic
 
 
@@ -125,11 +127,15 @@ class RunNotFound(TetherError):
 class CheckpointNotFound(TetherError):
     """No checkpoint with this id exists in the run."""
 
-    def __init__(self, execution_id: str, checkpoint_id: str | None) -> None:
+    def __init__(self, execution_id: str, checkpoint_id: str | None,
+                 reason: str | None = None) -> None:
         self.execution_id = execution_id
         self.checkpoint_id = checkpoint_id
         what = f"checkpoint '{checkpoint_id}'" if checkpoint_id else "a checkpoint"
-        super().__init__(f"run {execution_id} has no {what}")
+        if reason is not None:
+            super().__init__(f"run {execution_id}: {what} {reason}")
+        else:
+            super().__init__(f"run {execution_id} has no {what}")
 
 
 class ExecutionExists(TetherError):
@@ -168,11 +174,18 @@ class ResumeValueError(ResumeError):
 
 
 class AlreadyResumed(TetherError):
-    """The run finished already, or another resumer claimed it first."""
+    """The run finished already, or another resumer claimed it first.
 
-    def __init__(self, execution_id: str, reason: str = "it has already finished") -> None:
+    When another resumer answered the same pause first, ``answered_by`` (who, if known) and
+    ``answered_at`` (when) say so.
+    """
+
+    def __init__(self, execution_id: str, reason: str = "it has already finished", *,
+                 answered_by: str | None = None, answered_at: datetime | None = None) -> None:
         self.execution_id = execution_id
         self.reason = reason
+        self.answered_by = answered_by
+        self.answered_at = answered_at
         super().__init__(f"run {execution_id} cannot be resumed: {reason}")
 
 

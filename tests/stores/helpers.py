@@ -91,10 +91,12 @@ def pending_for(interrupted: CheckpointRow, reason: str = "approve",
 
 def pause(store: Checkpointer, execution_id: str, node_id: str = "review",
           owner: str | None = None) -> CheckpointRow:
-    """Record an interrupt for ``execution_id``; return its interrupted row."""
+    """Record an interrupt for ``execution_id`` and pause the run (releasing ``owner``'s
+    lease); return the interrupted row."""
     interrupted = row(execution_id, node_id, status="interrupted", step_type="hitl_pause",
                       reason="approve", context={"amount": 5})
     store.record_interrupt(interrupted, pending_for(interrupted), owner)
+    store.pause_run(execution_id, owner, [interrupted.checkpoint_id])
     return interrupted
 
 
@@ -129,12 +131,12 @@ class Footprint:
     """Everything a store holds about one run, for before/after comparisons."""
 
     rows: tuple[CheckpointRow, ...]
-    pending: PendingInterrupt | None
+    pending: tuple[PendingInterrupt, ...]
     run: RunRecord | None
 
 
 def footprint(store: Checkpointer, execution_id: str) -> Footprint:
-    return Footprint(tuple(store.rows(execution_id)), store.get_pending(execution_id),
+    return Footprint(tuple(store.rows(execution_id)), tuple(store.list_pending(execution_id)),
                      store.get_run(execution_id))
 
 
@@ -144,7 +146,7 @@ def orphans(store: Checkpointer) -> dict[str, set[str]]:
         known = set(store._runs)
         found = {
             "checkpoints": {e for e, rows in store._chains.items() if rows},
-            "pending": set(store._pending),
+            "pending": {e for e, waiting in store._pending.items() if waiting},
             "idempotency": {e for e, _ in store._cache},
         }
         return {name: ids - known for name, ids in found.items()}
@@ -169,9 +171,10 @@ def run_ends(store: Checkpointer, execution_id: str) -> list[CheckpointRow]:
 
 
 # -- running workflows --------------------------------------------------------------------------
-class Crash(BaseException):
-    """Raised by a task to simulate the process dying there: nothing catches it, nothing is
-    recorded, the run is left exactly as a killed process would leave it (in-process)."""
+class Crash(KeyboardInterrupt):
+    """Raised by a task to stop the attempt there, as the operator's Ctrl-C would: nothing is
+    recorded for the unit and the lease is released, so the run is left as a killed process
+    leaves it once its lease is gone (in-process; real kills are in test_crash.py)."""
 
 
 class Calls:

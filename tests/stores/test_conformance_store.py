@@ -42,8 +42,7 @@ def test_create_run_round_trips_every_field(store: Checkpointer) -> None:
     assert (run.execution_id, run.workflow, run.plan_fingerprint, run.status) == (
         eid, "refund", "f" * 64, "running")
     assert run.inputs == {"amount": 5, "name": "Zoë"}
-    assert (run.owner, run.lease_until, run.error, run.decision) == ("host:1:2", 123.5, None,
-                                                                     None)
+    assert (run.owner, run.lease_until, run.error, run.attempt) == ("host:1:2", 123.5, None, 1)
     assert store.get_plan("f" * 64) == PLAN_JSON
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers import (
@@ -20,17 +22,20 @@ from helpers import (
     run_end,
 )
 
-from tether.errors import StoreError
+from tether.errors import LeaseLost, StoreError
 from tether.stores.base import Checkpointer
 
-# -- record_interrupt -------------------------------------------------------------------------
+# -- record_interrupt and pause_run ------------------------------------------------------------
 
 
-def test_record_interrupt_writes_the_row_and_the_pending_row_and_pauses_the_run(
+def test_record_interrupt_writes_the_row_and_the_pending_row_and_keeps_the_owner(
         store: Checkpointer) -> None:
-    """One call: interrupted checkpoint + pending row, run paused, the caller's lease released."""
+    """One call: interrupted checkpoint + pending row; the run stays with its owner (other
+    branches may go on) until pause_run."""
     eid = new_run(store, owner="me", lease_until=time.time() + 60)
-    interrupted = pause(store, eid, owner="me")
+    interrupted = row(eid, "review", status="interrupted", step_type="hitl_pause",
+                      reason="approve", context={"amount": 5})
+    store.record_interrupt(interrupted, pending_for(interrupted), "me")
     assert list(store.rows(eid)) == [interrupted]
     pending = store.get_pending(eid)
     assert pending is not None
@@ -38,32 +43,63 @@ def test_record_interrupt_writes_the_row_and_the_pending_row_and_pauses_the_run(
         interrupted.checkpoint_id, "review", "approve", {"amount": 5})
     assert pending.as_dict() == {"reason": "approve", "context": {"amount": 5},
                                  "node_id": "review", "agent_path": ""}
+    assert dict(pending) == pending.as_dict() and pending["reason"] == "approve"
+    run = store.get_run(eid)
+    assert run is not None and (run.status, run.owner) == ("running", "me")
+
+
+def test_pause_run_pauses_and_releases_only_its_owners_lease(store: Checkpointer) -> None:
+    """pause_run marks the run paused and releases the caller's lease, never another's."""
+    eid = new_run(store, owner="me", lease_until=time.time() + 60)
+    interrupted = pause(store, eid, owner="me")
     run = store.get_run(eid)
     assert run is not None and (run.status, run.owner, run.lease_until) == ("paused", None, None)
-
-
-def test_record_interrupt_leaves_another_owners_lease_alone(store: Checkpointer) -> None:
-    """Pausing releases only the lease of the owner named in the call."""
     until = time.time() + 60
-    eid = new_run(store, owner="other", lease_until=until)
-    pause(store, eid, owner="me")
-    run = store.get_run(eid)
+    other = new_run(store, owner="other", lease_until=until)
+    pause(store, other)
+    run = store.get_run(other)
     assert run is not None and (run.status, run.owner, run.lease_until) == ("paused", "other",
                                                                             until)
+    assert store.get_pending(eid) is not None
+    assert store.get_pending(eid).checkpoint_id == interrupted.checkpoint_id  # type: ignore
 
 
-def test_a_second_interrupt_for_a_paused_run_is_rejected_and_writes_nothing(
+def test_pause_run_returns_answers_claimed_meanwhile_and_changes_nothing(
         store: Checkpointer) -> None:
-    """At most one pending interrupt per run; the refused call leaves no row and no change."""
+    """An answer claimed between the owner's last look and its pause is handed back: the run
+    is not paused, the owner keeps it."""
+    eid = new_run(store, owner="me", lease_until=time.time() + 60)
+    interrupted = row(eid, "review", status="interrupted", step_type="hitl_pause")
+    store.record_interrupt(interrupted, pending_for(interrupted), "me")
+    pending = store.get_pending(eid)
+    assert pending is not None
+    claim = store.claim(pending, {"approved": True}, owner="web", until=time.time() + 60,
+                        now=time.time(), resolver="ada")
+    assert claim is not None and not claim.owned  # "me" holds the run
+    [answered] = store.pause_run(eid, "me", [interrupted.checkpoint_id])
+    assert (answered.checkpoint_id, answered.value, answered.resolver) == (
+        interrupted.checkpoint_id, {"approved": True}, "ada")
+    run = store.get_run(eid)
+    assert run is not None and (run.status, run.owner) == ("running", "me")
+
+
+def test_several_units_of_one_run_may_wait_at_once_but_each_only_once(
+        store: Checkpointer) -> None:
+    """Pending rows are per unit: two units wait side by side; a second pause of the same unit
+    (same agent_path and node) is refused and writes nothing."""
     eid = new_run(store)
     store.put(row(eid, "a"))
-    pause(store, eid, "first")
+    first = pause(store, eid, "first")
+    second = pause(store, eid, "second")
+    assert [p.node_id for p in store.list_pending(eid)] == ["first", "second"]
+    assert [p.checkpoint_id for p in store.list_pending(eid)] == [first.checkpoint_id,
+                                                                  second.checkpoint_id]
     before = footprint(store, eid)
-    second = row(eid, "second", status="interrupted", step_type="hitl_pause", reason="again")
+    again = row(eid, "first", status="interrupted", step_type="hitl_pause", reason="again")
     with pytest.raises(StoreError):
-        store.record_interrupt(second, pending_for(second, "again"), None)
+        store.record_interrupt(again, pending_for(again, "again"), None)
     assert footprint(store, eid) == before
-    assert store.get(eid, second.checkpoint_id) is None
+    assert store.get(eid, again.checkpoint_id) is None
 
 
 def test_the_frozen_context_cannot_be_changed_through_the_objects_passed_or_returned(
@@ -117,55 +153,78 @@ def test_the_claim_returns_the_pending_row_once_then_none(store: Checkpointer) -
     assert list(store.rows(eid)) == [interrupted]
 
 
-def test_a_claim_with_an_owner_stores_the_decision_and_takes_the_run(
-        store: Checkpointer) -> None:
-    """With owner, the claim also records the decision, the lease and status running."""
+def test_a_claim_records_the_decision_and_takes_a_free_run(store: Checkpointer) -> None:
+    """The claim stores the answer (with who answered, and why) bound to the interrupted
+    checkpoint, and takes the lease of a run nobody holds; one attempt more is counted."""
     eid = new_run(store)
-    pause(store, eid)
-    decision = {"checkpoint_id": "c", "value": {"approved": True}}
-    claimed = store.delete_pending_interrupt_atomic(eid, owner="me", until=1e12,
-                                                    decision=decision)
-    assert claimed is not None
+    interrupted = pause(store, eid)
+    pending = store.get_pending(eid)
+    assert pending is not None
+    claim = store.claim(pending, {"approved": True}, owner="me", until=1e12, now=100.0,
+                        resolver="ada", comment="looks fine")
+    assert claim is not None and claim.owned and claim.pending == pending
     run = store.get_run(eid)
     assert run is not None
-    assert (run.status, run.owner, run.lease_until, run.decision) == ("running", "me", 1e12,
-                                                                      decision)
-    store.set_decision(eid, {"checkpoint_id": "c", "value": {"approved": False}})
+    assert (run.status, run.owner, run.lease_until, run.attempt) == ("running", "me", 1e12, 2)
+    [decision] = store.decisions(eid)
+    assert (decision.checkpoint_id, decision.node_id, decision.value, decision.resolver,
+            decision.comment) == (interrupted.checkpoint_id, "review", {"approved": True},
+                                  "ada", "looks fine")
+    store.replace_decision(replace(decision, value={"approved": False}), "me")
+    assert [d.value for d in store.decisions(eid)] == [{"approved": False}]
+
+
+def test_a_claim_on_a_run_another_attempt_holds_records_the_answer_only(
+        store: Checkpointer) -> None:
+    """A live holder keeps the run: the claim records the answer and does not take it."""
+    eid = new_run(store, owner="other", lease_until=1e12)
+    pause(store, eid, owner="other")
+    store.acquire(eid, "other", until=1e12, now=100.0)
+    pending = store.get_pending(eid)
+    assert pending is not None
+    claim = store.claim(pending, {"ok": 1}, owner="me", until=1e12, now=100.0)
+    assert claim is not None and not claim.owned
     run = store.get_run(eid)
-    assert run is not None and run.decision == {"checkpoint_id": "c",
-                                                "value": {"approved": False}}
+    assert run is not None and run.owner == "other"
+    assert [d.value for d in store.decisions(eid)] == [{"ok": 1}]
 
 
 def test_a_failed_claim_changes_nothing(store: Checkpointer) -> None:
-    """Claiming a run that has no pending row neither takes it nor stores a decision."""
-    eid = new_run(store, status="completed")
-    before = footprint(store, eid)
-    assert store.delete_pending_interrupt_atomic(eid, owner="me", until=1e12,
-                                                 decision={"value": 1}) is None
-    assert footprint(store, eid) == before
+    """Claiming a pending row that is gone neither takes the run nor stores a decision."""
+    eid = new_run(store)
+    pause(store, eid)
+    pending = store.get_pending(eid)
+    assert pending is not None
+    assert store.claim(pending, {"v": 1}) is not None
+    before = (footprint(store, eid), store.decisions(eid))
+    assert store.claim(pending, {"v": 2}, owner="me", until=1e12, now=100.0) is None
+    assert (footprint(store, eid), store.decisions(eid)) == before
 
 
 def test_exactly_one_of_many_concurrent_claimers_gets_the_row(store: Checkpointer) -> None:
-    """Threads racing to claim one pending interrupt: one winner, every other gets None."""
+    """Threads racing to claim one pending interrupt: one winner, every other gets None; the
+    winner's answer is the one recorded and the winner holds the run."""
     eid = new_run(store)
     pause(store, eid)
+    pending = store.get_pending(eid)
+    assert pending is not None
     gate = threading.Barrier(12)
 
     def claim(index: int) -> bool:
         gate.wait()
-        return store.delete_pending_interrupt_atomic(
-            eid, owner=f"worker-{index}", until=1e12, decision={"value": index}) is not None
+        return store.claim(pending, {"value": index}, owner=f"worker-{index}", until=1e12,
+                           now=100.0) is not None
 
     with ThreadPoolExecutor(12) as pool:
         wins = list(pool.map(claim, range(12)))
     assert wins.count(True) == 1
     run = store.get_run(eid)
     winner = wins.index(True)
-    assert run is not None and (run.owner, run.decision) == (f"worker-{winner}",
-                                                             {"value": winner})
+    assert run is not None and run.owner == f"worker-{winner}"
+    assert [d.value for d in store.decisions(eid)] == [{"value": winner}]
 
 
-def test_list_pending_is_oldest_first_and_shows_only_paused_runs(store: Checkpointer) -> None:
+def test_list_pending_is_oldest_first_and_shows_only_waiting_units(store: Checkpointer) -> None:
     """list_pending returns every pending interrupt, oldest first; claimed ones disappear."""
     first, second, third = new_run(store), new_run(store), new_run(store)
     for eid in (first, second, third):
@@ -174,6 +233,48 @@ def test_list_pending_is_oldest_first_and_shows_only_paused_runs(store: Checkpoi
     assert [p.execution_id for p in store.list_pending()] == [first, second, third]
     store.delete_pending_interrupt_atomic(second)
     assert [p.execution_id for p in store.list_pending()] == [first, third]
+    assert [p.execution_id for p in store.list_pending(third)] == [third]
+
+
+# -- fencing ----------------------------------------------------------------------------------
+
+
+def test_every_write_of_an_owner_that_lost_the_run_is_refused_and_writes_nothing(
+        store: Checkpointer) -> None:
+    """After another attempt took the run, each write fenced on the old token raises
+    LeaseLost and changes nothing: checkpoint, interrupt, pause, idempotency entry, plan
+    switch, decision, run end."""
+    eid = new_run(store, owner="old", lease_until=50.0)
+    store.put(row(eid, "a"), "old")
+    assert store.acquire(eid, "new", until=1e12, now=100.0)
+    before = footprint(store, eid)
+    interrupted = row(eid, "review", status="interrupted", step_type="hitl_pause")
+    writes = [
+        lambda: store.put(row(eid, "b"), "old"),
+        lambda: store.record_interrupt(interrupted, pending_for(interrupted), "old"),
+        lambda: store.pause_run(eid, "old", []),
+        lambda: store.put_idempotent(eid, "k", "1", owner="old"),
+        lambda: store.set_run_plan(eid, "e" * 64, "{}", "old"),
+        lambda: store.finish_run(run_end(eid), "completed", None, "old"),
+    ]
+    for write in writes:
+        with pytest.raises(LeaseLost) as lost:
+            write()
+        assert lost.value.execution_id == eid
+    assert footprint(store, eid) == before
+    assert store.get_idempotent(eid, "k") is None
+    assert not store.renew(eid, "old", 1e12)
+    store.put(row(eid, "b"), "new")  # the holder writes
+
+
+def test_a_fenced_write_on_a_run_nobody_holds_is_refused(store: Checkpointer) -> None:
+    """Released (Ctrl-C) or expired-and-taken: an owner token that is not on the run row never
+    writes, even while the row has no owner at all."""
+    eid = new_run(store, owner="me", lease_until=1e12)
+    store.release(eid, "me")
+    with pytest.raises(LeaseLost):
+        store.put(row(eid, "a"), "me")
+    assert list(store.rows(eid)) == []
 
 
 # -- idempotency ------------------------------------------------------------------------------
@@ -248,7 +349,7 @@ def test_expired_own_and_dead_leases_can_be_taken(store: Checkpointer) -> None:
     assert not store.acquire(eid, "third", until=500.0, now=100.0)
     assert store.acquire(eid, "third", until=500.0, now=100.0, steal_from="me")  # dead owner
     run = store.get_run(eid)
-    assert run is not None and (run.owner, run.lease_until) == ("third", 500.0)
+    assert run is not None and (run.owner, run.lease_until, run.attempt) == ("third", 500.0, 3)
 
 
 def test_renew_and_release_only_work_for_the_holder(store: Checkpointer) -> None:
@@ -323,6 +424,24 @@ def test_list_runs_breaks_creation_time_ties_by_execution_id(store: Checkpointer
 # -- prune ------------------------------------------------------------------------------------
 
 
+def _soon(seconds: float = 1.0) -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+def test_prune_takes_a_duration_and_refuses_a_number_or_a_moment(store: Checkpointer) -> None:
+    """prune(older_than) is a timedelta: a Unix time or a datetime is a TypeError naming the
+    fix (it once deleted a run that had finished a second earlier), and nothing is deleted."""
+    eid = _finished(store)
+    for wrong in (time.time() + 1, 7, datetime.now(UTC)):
+        with pytest.raises(TypeError, match="timedelta"):
+            store.prune(wrong)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="timezone-aware"):
+        store.prune_before(datetime.now())
+    assert store.prune(timedelta(days=7)).runs == 0
+    assert store.get_run(eid) is not None
+    assert store.prune(timedelta(0)).execution_ids == (eid,)
+
+
 def _finished(store: Checkpointer, status: str = "completed", fingerprint: str = "f" * 64,
               rows: int = 3) -> str:
     eid = new_run(store, fingerprint=fingerprint)
@@ -337,7 +456,7 @@ def test_prune_deletes_finished_runs_older_than_the_cutoff_with_all_their_rows(
         store: Checkpointer) -> None:
     """A completed run before the cutoff goes entirely: run, checkpoints, cached results."""
     eid = _finished(store)
-    result = store.prune(time.time() + 1)
+    result = store.prune_before(_soon())
     assert (result.runs, result.checkpoints, result.idempotency_rows) == (1, 4, 1)
     assert result.execution_ids == (eid,)
     assert store.get_run(eid) is None
@@ -348,11 +467,12 @@ def test_prune_deletes_finished_runs_older_than_the_cutoff_with_all_their_rows(
 
 def test_prune_keeps_runs_that_finished_after_the_cutoff(store: Checkpointer) -> None:
     """Only runs whose last change is older than the cutoff are pruned."""
-    cutoff = time.time()
+    cutoff = datetime.now(UTC)
     time.sleep(0.01)
     eid = _finished(store)
     before = footprint(store, eid)
-    assert store.prune(cutoff).runs == 0
+    assert store.prune_before(cutoff).runs == 0
+    assert store.prune(timedelta(days=7)).runs == 0
     assert footprint(store, eid) == before
 
 
@@ -367,7 +487,7 @@ def test_prune_never_touches_paused_or_running_runs(store: Checkpointer) -> None
     store.put_idempotent(running, "k", "2")
     before = [footprint(store, paused), footprint(store, running)]
     time.sleep(0.01)
-    assert store.prune(time.time() + 3600, include_failed=True).runs == 0
+    assert store.prune_before(_soon(3600), include_failed=True).runs == 0
     assert [footprint(store, paused), footprint(store, running)] == before
     assert (store.get_idempotent(paused, "k"), store.get_idempotent(running, "k")) == ("1", "2")
     assert store.get_plan("f" * 64) is not None
@@ -377,9 +497,9 @@ def test_prune_removes_failed_runs_only_when_asked(store: Checkpointer) -> None:
     """A failed run may still be resumed: it is pruned only with include_failed."""
     eid = _finished(store, "failed")
     before = footprint(store, eid)
-    assert store.prune(time.time() + 1).runs == 0
+    assert store.prune_before(_soon()).runs == 0
     assert footprint(store, eid) == before
-    assert store.prune(time.time() + 1, include_failed=True).execution_ids == (eid,)
+    assert store.prune_before(_soon(), include_failed=True).execution_ids == (eid,)
     assert store.get_run(eid) is None and store.list(eid) == []
 
 
@@ -389,10 +509,11 @@ def test_a_pruned_run_that_once_paused_leaves_nothing_that_looks_paused(
     eid = new_run(store)
     store.put(row(eid, "a"))
     pause(store, eid)
-    assert store.delete_pending_interrupt_atomic(eid, owner="me", until=1e12) is not None
+    assert store.delete_pending_interrupt_atomic(eid) is not None
+    store.acquire(eid, "me", until=1e12, now=100.0)
     store.put(row(eid, "review"))
     store.finish_run(run_end(eid), "completed", None, "me")
-    store.prune(time.time() + 1)
+    store.prune_before(_soon())
     assert store.get_run(eid) is None
     assert store.latest_resumable(eid) is None and store.rows(eid) == []
     assert store.get_pending(eid) is None
@@ -406,7 +527,7 @@ def test_prune_leaves_no_orphans_among_many_runs(store: Checkpointer) -> None:
     paused = new_run(store)
     pause(store, paused)
     store.put_idempotent(paused, "k", "1")
-    result = store.prune(time.time() + 1)
+    result = store.prune_before(_soon())
     assert set(result.execution_ids) == set(finished[:3])
     assert orphans(store) == {"checkpoints": set(), "pending": set(), "idempotency": set()}
     remaining = {r.execution_id for r in store.list_runs()}
@@ -421,6 +542,6 @@ def test_prune_removes_plans_no_remaining_run_uses(store: Checkpointer) -> None:
     _finished(store, fingerprint="b" * 64)
     kept = new_run(store, fingerprint="b" * 64)
     pause(store, kept)
-    store.prune(time.time() + 1)
+    store.prune_before(_soon())
     assert store.get_plan("a" * 64) is None
     assert store.get_plan("b" * 64) is not None

@@ -126,36 +126,42 @@ def report(result: RunResult, as_json: bool, store: Checkpointer | None = None) 
     if as_json:
         click.echo(json.dumps({
             "status": result.status, "execution_id": result.execution_id,
-            "output": result.output, "pending_interrupt": result.pending_interrupt,
-            "error": result.error}, indent=2, ensure_ascii=False))
+            "output": result.output,
+            "pending_interrupt": first.as_dict() if (first := result.pending_interrupt)
+            else None,
+            "pending": [p.as_dict() for p in result.pending],
+            "error": result.error.to_json() if result.error else None,
+            "message": result.message}, indent=2, ensure_ascii=False))
     elif result.status == "completed":
         click.echo(f"completed run {result.execution_id}")
         click.echo(json.dumps(result.output, indent=2, ensure_ascii=False))
     elif result.status == "paused":
         _report_paused(result, store)
+    elif result.status == "running":
+        click.echo(result.message or f"run {result.execution_id} continues elsewhere")
     else:
-        error = result.error or {}
-        where = f" at node '{error['node_id']}'" if error.get("node_id") else ""
-        click.echo(f"failed run {result.execution_id}{where}: {error.get('type', 'Error')}: "
-                   f"{error.get('message', '')}")
+        error = result.error
+        where = f" at node '{error.node_id}'" if error and error.node_id else ""
+        kind, message = (error.type, error.message) if error else ("Error", "")
+        click.echo(f"failed run {result.execution_id}{where}: {kind}: {message}")
         click.echo(f"fix the cause, then: tether resume {result.execution_id}", err=True)
-    code = {"completed": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
+    code = {"completed": 0, "running": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
     raise click.exceptions.Exit(code)
 
 
 def _report_paused(result: RunResult, store: Checkpointer | None) -> None:
-    interrupt = result.pending_interrupt or {}
-    where = interrupt.get("agent_path") or ""
-    node = f"{where}/{interrupt.get('node_id')}" if where else interrupt.get("node_id")
-    click.echo(f"paused run {result.execution_id} at node '{node}' "
-               f"({interrupt.get('reason')})")
-    click.echo("context: " + json.dumps(interrupt.get("context"), ensure_ascii=False))
-    example = json.dumps({"approved": True})
-    form = _form_of(store, result.execution_id, interrupt) if store else None
-    if form:
-        example = json.dumps({f.name: _example(f.type) for f in form if f.required}
-                             or {f.name: _example(f.type) for f in form})
-    click.echo(f"resume with: tether resume {result.execution_id} --value '{example}'")
+    for interrupt in result.pending:
+        node = interrupt.address
+        click.echo(f"paused run {result.execution_id} at node '{node}' ({interrupt.reason})")
+        click.echo("context: " + json.dumps(interrupt.context, ensure_ascii=False))
+        example = json.dumps({"approved": True})
+        form = _form_of(store, result.execution_id, interrupt) if store else None
+        if form:
+            example = json.dumps({f.name: _example(f.type) for f in form if f.required}
+                                 or {f.name: _example(f.type) for f in form})
+        which = f" --node {node}" if len(result.pending) > 1 else ""
+        click.echo(f"resume with: tether resume {result.execution_id}{which} "
+                   f"--value '{example}'")
 
 
 def _example(type_name: str) -> Any:
@@ -228,13 +234,15 @@ def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
 @click.command()
 @click.argument("execution_id")
 @click.option("--value", metavar="JSON", help='The answer, a JSON object: \'{"approved": true}\'.')
+@click.option("--node", metavar="NODE", help="The pending interrupt to answer, when several are "
+              "pending (its node id, or agent_path/node_id).")
 @click.option("--plan", "plan_source", type=click.Path(exists=True, dir_okay=False),
               help="Switch the run to this (compatible) workflow or plan.")
 @tasks_option
 @db_option
 @json_option
 @quiet_option
-def resume(execution_id: str, value: str | None, plan_source: str | None,
+def resume(execution_id: str, value: str | None, node: str | None, plan_source: str | None,
            tasks: tuple[str, ...], db: str, as_json: bool, quiet: bool) -> None:
     """Resume a paused run with --value, or continue a failed or crashed run."""
     from tether.runtime.context import Resume
@@ -247,7 +255,7 @@ def resume(execution_id: str, value: str | None, plan_source: str | None,
         answer = Resume(**parsed)
     store = open_store(db)
     runner = make_runner(None, store, tasks, quiet)
-    report(runner.resume(execution_id, answer, plan=plan_source), as_json, store)
+    report(runner.resume(execution_id, answer, node=node, plan=plan_source), as_json, store)
 
 
 @click.command()
@@ -384,7 +392,7 @@ def prune(older_than: str, include_failed: bool, db: str, as_json: bool) -> None
     """Delete old finished runs; paused and running runs are never touched."""
     age = parse_duration(older_than)
     cutoff = time.time() - age.total_seconds()
-    result = open_store(db).prune(cutoff, include_failed=include_failed)
+    result = open_store(db).prune(age, include_failed=include_failed)
     if as_json:
         click.echo(json.dumps({"runs": result.runs, "checkpoints": result.checkpoints,
                                "idempotency_rows": result.idempotency_rows,

@@ -67,10 +67,12 @@ class Resume(Mapping[str, Any]):
 
 @dataclass
 class RunContext:
-    """The run a piece of code executes in."""
+    """The run a piece of code executes in, and the attempt executing it (``owner``: the
+    token every write, idempotency entries included, is fenced on)."""
 
     execution_id: str
     store: Checkpointer | None
+    owner: str | None = None
     memo: dict[str, str] = field(default_factory=dict)  # idempotency cache without a store
     lock: threading.Lock = field(default_factory=threading.Lock)
 

@@ -87,7 +87,7 @@ def _remember(run: RunContext, key: str, text: str) -> str:
     if run.store is None:
         with run.lock:
             return run.memo.setdefault(key, text)
-    return run.store.put_idempotent(run.execution_id, key, text)
+    return run.store.put_idempotent(run.execution_id, key, text, owner=run.owner)
 
 
 def _key_of(fn: Callable[..., Any], key: KeyFunction | None, args: tuple[Any, ...],

@@ -1,12 +1,24 @@
-"""Calling tasks (sync in worker threads, async awaited) with retries, backoff and timeouts;
-validating run inputs and approval answers."""
+"""Calling task functions: retries, backoff, timeouts, and every way a task can end.
+
+A sync task runs in a worker thread when other units run beside it or it has a timeout, and
+inline (in the event loop's thread, no thread hop) when it is the only unit that can run; an
+async task is awaited. Whatever a task raises is recorded as the node's failure, named by its
+type: ``Exception`` subclasses, and also ``SystemExit``, ``GeneratorExit``, other
+``BaseException`` subclasses and a ``CancelledError`` the task raised itself. Only three
+things pass through: the suspend signal of ``interrupt()``, ``KeyboardInterrupt`` (the
+operator's Ctrl-C, which stops the attempt), and a cancellation of the run's own tasks (the
+attempt lost its lease).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import functools
 import inspect
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from tether.compiler.plan import PlanInput, PlanNode
@@ -14,26 +26,16 @@ from tether.dsl.validate import article, json_type_name, matches_type
 from tether.errors import InterruptSignal, NotJSONError
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
+from tether.runtime.state import NodeError
 from tether.runtime.values import to_json
 
 
 class NodeFailure(Exception):
     """A unit failed for good (retries exhausted, or a failure retrying cannot fix)."""
 
-    def __init__(self, error: dict[str, Any]) -> None:
+    def __init__(self, error: NodeError) -> None:
         self.error = error
-        super().__init__(error["message"])
-
-
-def error_info(exc: BaseException, node_id: str | None) -> dict[str, Any]:
-    """The JSON description of an error: type, message, node id."""
-    if isinstance(exc, NodeFailure):
-        return dict(exc.error)
-    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
-        return {"type": "TimeoutError", "message": str(exc) or "the task timed out",
-                "node_id": node_id}
-    return {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__,
-            "node_id": node_id}
+        super().__init__(error.message)
 
 
 def check_values(specs: tuple[PlanInput, ...], given: dict[str, Any] | None,
@@ -61,12 +63,50 @@ def check_values(specs: tuple[PlanInput, ...], given: dict[str, Any] | None,
     return result, problems
 
 
+def is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine (async functions and async ``__call__``)."""
+    target = inspect.unwrap(fn)
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(target, "__call__", None))  # noqa: B004 - callable objects with async __call__
+
+
+def _cancelled_by_us() -> bool:
+    """Whether the current task is being cancelled by the runtime (not by the task's code)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+TASK_THREADS = ThreadPoolExecutor(256, thread_name_prefix="tether-task")
+"""The threads sync task bodies run in (shared by every run of the process; threads are
+started on demand and kept warm)."""
+
+
+class Bodies:
+    """The sync task bodies of one attempt that run in threads, so that an attempt stopped by
+    Ctrl-C can let them finish (and record their idempotent results) before it lets the run
+    go. Python cannot stop a thread."""
+
+    def __init__(self) -> None:
+        self.running: set[Future[Any]] = set()
+
+    async def call(self, fn: Callable[[], Any]) -> Any:
+        future = TASK_THREADS.submit(contextvars.copy_context().run, fn)
+        self.running.add(future)
+        future.add_done_callback(self.running.discard)
+        return await asyncio.wrap_future(future)
+
+    def wait(self) -> None:
+        """Block until every body still running has returned."""
+        concurrent.futures.wait(list(self.running))
+
+
 async def call_task(fn: Callable[..., Any], node: PlanNode, args: dict[str, Any],
-                    scope: UnitScope, semaphore: asyncio.Semaphore,
-                    execution_id: str) -> tuple[Any, str]:
+                    scope: UnitScope, semaphore: asyncio.Semaphore | None,
+                    bodies: Bodies) -> tuple[Any, str]:
     """Run a task unit to its JSON result, retrying per the node's policy.
 
-    ``interrupt()`` signals pass through at once; results that are not JSON fail the unit
+    ``semaphore`` bounds concurrent bodies; None means the call is inline (the only unit
+    running). Suspensions pass through at once; results that are not JSON fail the unit
     without retrying (the same call would return the same value).
     """
     attempts = node.retry.max_attempts if node.retry else 1
@@ -75,30 +115,41 @@ async def call_task(fn: Callable[..., Any], node: PlanNode, args: dict[str, Any]
         scope.asked = 0
         token = UNIT.set(scope)
         try:
-            async with semaphore:
-                result = await _attempt(fn, node, args, execution_id)
+            if semaphore is None:
+                result = await _attempt(fn, node, args, bodies, inline=True)
+            else:
+                async with semaphore:
+                    result = await _attempt(fn, node, args, bodies, inline=False)
             return to_json(result, f"the output of node '{node.id}'", node_id=node.id)
-        except (InterruptSignal, NotJSONError, NodeFailure):
+        except (InterruptSignal, NotJSONError, NodeFailure, KeyboardInterrupt):
             raise
-        except Exception as exc:  # a task failure: retry if the policy allows
+        except asyncio.CancelledError as exc:
+            if _cancelled_by_us():
+                raise
+            last = exc  # the task's own CancelledError: a failure like any other
+        except BaseException as exc:
             last = exc
         finally:
             UNIT.reset(token)
         if attempt < attempts and node.retry is not None:
             await asyncio.sleep(node.retry.backoff * 2 ** (attempt - 1))
     assert last is not None
-    error = error_info(last, node.id)
-    if attempts > 1:
-        error["attempts"] = attempts
-    raise NodeFailure(error) from last
+    error = NodeError.of(last, node.id, attempts=attempts if attempts > 1 else None)
+    raise NodeFailure(error) from None
 
 
 async def _attempt(fn: Callable[..., Any], node: PlanNode, args: dict[str, Any],
-                   execution_id: str) -> Any:
+                   bodies: Bodies, *, inline: bool) -> Any:
     call = functools.partial(fn, **args)
     if node.idempotent:
         call = functools.partial(cached_call, fn, args)
-    coroutine = call() if _is_async(fn) else asyncio.to_thread(call)
+    if is_async(fn):
+        coroutine = call()
+    elif inline and node.timeout is None:
+        result = call()
+        return await result if inspect.isawaitable(result) else result
+    else:
+        coroutine = bodies.call(call)
     if node.timeout is None:
         result = await coroutine
     else:
@@ -109,9 +160,3 @@ async def _attempt(fn: Callable[..., Any], node: PlanNode, args: dict[str, Any],
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    target = inspect.unwrap(fn)
-    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
-        getattr(target, "__call__", None))  # noqa: B004 - callable objects with async __call__

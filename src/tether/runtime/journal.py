@@ -15,13 +15,16 @@ snapshots.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tether.paths import StatePath, get_path
 from tether.runtime.ids import new_checkpoint_id
-from tether.runtime.state import StatePath, get_path
 from tether.runtime.values import dumps
 from tether.stores.base import Checkpointer
 from tether.stores.records import CheckpointRow
+
+if TYPE_CHECKING:
+    from tether.runtime.attempt import Attempt
 
 SNAPSHOT_EVERY = 1000
 MIN_SNAPSHOT_GAP = 4096  # bytes of deltas before a snapshot is worth writing again
@@ -35,12 +38,20 @@ def _json(value: Any) -> str | None:
 
 
 class Journal:
-    """Checkpoint writer of one execution (shared by its sub-runs)."""
+    """Checkpoint writer of one execution (shared by its sub-runs).
+
+    With an ``attempt``, every write first checks that the attempt still holds the run and is
+    fenced on its owner token (a lost lease raises :class:`~tether.errors.LeaseLost` and
+    writes nothing).
+    """
 
     def __init__(self, store: Checkpointer, execution_id: str, state: dict[str, Any], *,
                  base_id: str | None = None, since_base: int | None = None,
-                 last_id: str | None = None, snapshot_every: int = SNAPSHOT_EVERY) -> None:
+                 last_id: str | None = None, snapshot_every: int = SNAPSHOT_EVERY,
+                 attempt: Attempt | None = None) -> None:
         self.store = store
+        self.attempt = attempt
+        self.owner = attempt.owner if attempt is not None else None
         self.execution_id = execution_id
         self.state = state
         self.base_id = base_id
@@ -61,13 +72,23 @@ class Journal:
         self.dirty.pop(path, None)  # keep the order of the last change
         self.dirty[path] = text
 
+    def next_id(self) -> str:
+        """A checkpoint id for the next row (pass it to :meth:`row`)."""
+        return new_checkpoint_id(self.last_id)
+
+    def check(self) -> None:
+        """Raise LeaseLost if this journal's attempt no longer holds the run."""
+        if self.attempt is not None:
+            self.attempt.check()
+
     def row(self, *, node_id: str, node_index: int, step_type: str, status: str,
             agent_path: str = "", counters: dict[str, Any] | None = None,
             node_input: Any = None, node_output_json: str | None = None,
             full: bool = False, reason: str | None = None, context_json: str | None = None,
-            parent_checkpoint_id: str | None = None) -> CheckpointRow:
+            parent_checkpoint_id: str | None = None,
+            checkpoint_id: str | None = None) -> CheckpointRow:
         """The next checkpoint row (not yet written); consumes the marked changes."""
-        checkpoint_id = new_checkpoint_id(self.last_id)
+        checkpoint_id = checkpoint_id or new_checkpoint_id(self.last_id)
         due = self.delta_bytes > max(self.snapshot_bytes, MIN_SNAPSHOT_GAP)
         if full or due or self.since_base >= self.every or self.base_id is None:
             body = {k: v for k, v in self.state.items() if k != "inputs"}
@@ -119,10 +140,11 @@ class Journal:
         self.since_base = self.every  # the next row is a full snapshot again
 
     def put(self, **fields: Any) -> CheckpointRow:
-        """Write the next row now."""
+        """Write the next row now (fenced on the attempt's token)."""
+        self.check()
         row = self.row(**fields)
         try:
-            self.store.put(row)
+            self.store.put(row, self.owner)
         except BaseException:
             self.undo()
             raise

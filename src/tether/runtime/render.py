@@ -10,7 +10,7 @@ from jinja2.exceptions import SecurityError, TemplateError
 
 from tether.compiler.plan import Plan
 from tether.dsl.expressions import compiled, has_markup
-from tether.runtime.state import PENDING
+from tether.status import UnitStatus
 
 
 class RenderError(Exception):
@@ -64,8 +64,9 @@ class NodesView(Names):
             raise KeyError(node_id)
         entry = self._data.get(node_id)
         if entry is None:
-            return Names({"status": PENDING, "output": None})
-        return Names({"status": entry.get("status", PENDING), "output": entry.get("output")})
+            return Names({"status": UnitStatus.PENDING.value, "output": None})
+        return Names({"status": str(entry.get("status", UnitStatus.PENDING)),
+                      "output": entry.get("output")})
 
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._plan.by_id

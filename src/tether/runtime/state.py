@@ -1,54 +1,188 @@
-"""Run state: plain JSON data the runtime reads, mutates, and checkpoints.
+"""Run state: the typed owner of the JSON a run holds, reads, changes and checkpoints.
 
-::
+The stored form is plain JSON, unchanged since the first release (old databases resume)::
 
     {"inputs": {...},
-     "nodes": {"<id>": {"status": ..., "output": ..., "error": ..., "answers": [...],
-                        "items": {"<i>": <unit>}, "sub": <state of a sub-workflow run>}},
+     "nodes": {"<id>": {"status": ..., "output": ..., "error": {...}, "answers": [...],
+                        "waiting": "<checkpoint id>", "items": {"<i>": <unit>},
+                        "sub": <state of a sub-workflow run>}},
      "counters": {"<loop closing node>": <current pass, from 1>}}
 
-A node that has not started has no entry. A *unit* (a node, or one ``for_each`` element) has a
-status: ``pending``/``running``/``interrupted`` (not finished: it runs when resumed) or
-``completed``/``skipped``/``failed``/``upstream_failed`` (finished). Resume re-enters exactly
-the units that are not finished and whose dependencies are.
+:class:`RunState` and :class:`UnitState` wrap those mappings and are the only code that
+indexes into them; :class:`NodeError` is the typed error of a unit (and of a run). A node that
+has not started has no entry. A *unit* (a node, or one ``for_each`` element) is ``pending`` or
+``running`` (runs when resumed), ``interrupted`` (waits for the answer to the pause recorded at
+checkpoint ``waiting``), or finished (``completed``, ``skipped``, ``failed``,
+``upstream_failed``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tether.compiler.plan import Plan
+from tether.paths import StatePath, ensure_path, find_path
+from tether.status import FINISHED, NOT_OK, UnitStatus
 
-COMPLETED = "completed"
-SKIPPED = "skipped"
-FAILED = "failed"
-UPSTREAM_FAILED = "upstream_failed"
-PENDING = "pending"
-RUNNING = "running"
-INTERRUPTED = "interrupted"
+__all__ = ["NodeError", "RunState", "StatePath", "UnitState", "unit_path"]
 
-FINISHED = frozenset({COMPLETED, SKIPPED, FAILED, UPSTREAM_FAILED})
-NOT_OK = frozenset({FAILED, UPSTREAM_FAILED})
-
-StatePath = tuple[str, ...]
+_ERROR_KEYS = ("type", "message", "node_id")
 
 
-def new_state(inputs: dict[str, Any]) -> dict[str, Any]:
-    """The state of a run that has not started."""
-    return {"inputs": inputs, "nodes": {}, "counters": {}}
+@dataclass(frozen=True)
+class NodeError(Mapping[str, Any]):
+    """Why a unit (or a run) failed: the exception's type name, its message, the node.
+
+    Stored as ``{"type", "message", "node_id"[, "attempts"]}``; also readable as that mapping
+    (``error["message"]``), as results of earlier releases were.
+    """
+
+    type: str
+    message: str
+    node_id: str | None = None
+    attempts: int | None = None
+
+    @classmethod
+    def of(cls, exc: BaseException, node_id: str | None, *,
+           attempts: int | None = None) -> NodeError:
+        """The error describing ``exc`` raised at ``node_id``."""
+        if isinstance(exc, TimeoutError):
+            return cls("TimeoutError", str(exc) or "the task timed out", node_id, attempts)
+        if isinstance(exc, SystemExit):
+            return cls("SystemExit", f"the task called sys.exit({exc.code!r})", node_id,
+                       attempts)
+        if not isinstance(exc, Exception):
+            message = f"the task raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
+            return cls(type(exc).__name__, message, node_id, attempts)
+        message = str(exc) or type(exc).__name__
+        return cls(type(exc).__name__, message, node_id, attempts)
+
+    @classmethod
+    def from_json(cls, data: Any, node_id: str | None = None) -> NodeError:
+        """Read a stored error (tolerating the shapes old releases wrote)."""
+        if not isinstance(data, dict):
+            return cls("Error", str(data), node_id)
+        attempts = data.get("attempts")
+        return cls(str(data.get("type", "Error")), str(data.get("message", "")),
+                   data.get("node_id", node_id),
+                   attempts if isinstance(attempts, int) else None)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, "message": self.message,
+                                "node_id": self.node_id}
+        if self.attempts is not None:
+            data["attempts"] = self.attempts
+        return data
+
+    def at(self, node_id: str | None, message: str | None = None) -> NodeError:
+        """The same error, reported at another node (and optionally with another message)."""
+        return NodeError(self.type, self.message if message is None else message, node_id,
+                         self.attempts)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NodeError):
+            return self.to_json() == other.to_json()
+        if isinstance(other, Mapping):
+            return self.to_json() == dict(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.message, self.node_id, self.attempts))
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())
 
 
-def status_of(state: dict[str, Any], node_id: str) -> str:
-    entry = state["nodes"].get(node_id)
-    return str(entry.get("status", PENDING)) if entry else PENDING
+class UnitState:
+    """One unit's entry (a view over its stored mapping)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    @property
+    def status(self) -> str:
+        return str(self.data.get("status", UnitStatus.PENDING))
+
+    @status.setter
+    def status(self, value: str) -> None:
+        self.data["status"] = value
+
+    @property
+    def output(self) -> Any:
+        return self.data.get("output")
+
+    @property
+    def error(self) -> NodeError | None:
+        error = self.data.get("error")
+        return None if error is None else NodeError.from_json(error)
+
+    @property
+    def answers(self) -> list[Any]:
+        """The answers this unit's ``interrupt()`` calls receive, in order."""
+        return list(self.data.get("answers") or ())
+
+    @property
+    def waiting(self) -> str | None:
+        """The interrupted checkpoint this unit waits at, when it is interrupted."""
+        value = self.data.get("waiting")
+        return str(value) if value is not None else None
+
+    @property
+    def items(self) -> dict[str, Any]:
+        """The ``for_each`` elements' entries, by index (created when missing)."""
+        items: dict[str, Any] = self.data.setdefault("items", {})
+        return items
+
+    def fail(self, error: NodeError) -> None:
+        """Failed with ``error``; the answers stay (a resume re-uses a claimed decision)."""
+        self.data["status"] = UnitStatus.FAILED
+        self.data["error"] = error.to_json()
+        self.data.pop("waiting", None)
+
+    def suspend(self, checkpoint_id: str) -> None:
+        """Interrupted, waiting for the answer to the pause at ``checkpoint_id``."""
+        self.data["status"] = UnitStatus.INTERRUPTED
+        self.data["waiting"] = checkpoint_id
+
+    def answer(self, value: dict[str, Any]) -> None:
+        """Give the waiting unit its next answer; it runs again."""
+        self.data.setdefault("answers", []).append(value)
+        self.data["status"] = UnitStatus.PENDING
+        self.data.pop("waiting", None)
+
+    def replace_answer(self, value: dict[str, Any]) -> None:
+        """Replace the last answer (a new decision for a unit that failed after its first)."""
+        answers = self.data.setdefault("answers", [])
+        if answers:
+            answers[-1] = value
+        else:
+            answers.append(value)
 
 
-def get_path(state: dict[str, Any], path: StatePath) -> Any:
-    value: Any = state
-    for key in path:
-        value = value[key]
-    return value
+def completed_entry(output: Any) -> dict[str, Any]:
+    return {"status": UnitStatus.COMPLETED, "output": output}
+
+
+def unit_path(node_id: str, item: str | None = None) -> StatePath:
+    """The path of a node's entry, or of one of its ``for_each`` elements."""
+    return ("nodes", node_id, "items", item) if item is not None else ("nodes", node_id)
+
+
+def split_address(address: str) -> tuple[str, str | None]:
+    """``enrich/item:3`` -> ``("enrich", "3")``; ``review`` -> ``("review", None)``."""
+    node_id, _, item = address.partition("/item:")
+    return node_id, (item or None)
 
 
 def parse_agent_path(agent_path: str) -> list[tuple[str, str | None]]:
@@ -63,91 +197,168 @@ def parse_agent_path(agent_path: str) -> list[tuple[str, str | None]]:
     return steps
 
 
-def split_address(address: str) -> tuple[str, str | None]:
-    """``enrich/item:3`` -> ``("enrich", "3")``; ``review`` -> ``("review", None)``."""
-    node_id, _, item = address.partition("/item:")
-    return node_id, (item or None)
+class RunState:
+    """The state of one run, or of a sub-workflow run nested in it."""
 
+    __slots__ = ("data",)
 
-def unit_path(node_id: str, item: str | None) -> StatePath:
-    return ("nodes", node_id, "items", item) if item is not None else ("nodes", node_id)
+    def __init__(self, data: dict[str, Any]) -> None:
+        data.setdefault("nodes", {})
+        data.setdefault("counters", {})
+        self.data = data
+
+    @classmethod
+    def new(cls, inputs: dict[str, Any]) -> RunState:
+        """The state of a run that has not started."""
+        return cls({"inputs": inputs, "nodes": {}, "counters": {}})
+
+    @classmethod
+    def from_snapshot(cls, snapshot: dict[str, Any]) -> RunState:
+        """A working copy of a checkpoint's ``state_snapshot``."""
+        return cls(copy.deepcopy(snapshot))
+
+    # -- reading -------------------------------------------------------------------------------
+    @property
+    def inputs(self) -> dict[str, Any]:
+        inputs: dict[str, Any] = self.data.setdefault("inputs", {})
+        return inputs
+
+    @property
+    def nodes(self) -> dict[str, Any]:
+        nodes: dict[str, Any] = self.data["nodes"]
+        return nodes
+
+    @property
+    def counters(self) -> dict[str, Any]:
+        counters: dict[str, Any] = self.data["counters"]
+        return counters
+
+    def status(self, node_id: str) -> str:
+        entry = self.data["nodes"].get(node_id)
+        return str(entry.get("status", UnitStatus.PENDING)) if entry else UnitStatus.PENDING
+
+    def finished(self, node_id: str) -> bool:
+        return self.status(node_id) in FINISHED
+
+    def unit(self, node_id: str) -> UnitState:
+        """A node's entry (created empty when missing)."""
+        return UnitState(self.data["nodes"].setdefault(node_id, {}))
+
+    def at(self, path: StatePath) -> UnitState:
+        """The unit at ``path`` (created with its parents when missing)."""
+        return UnitState(ensure_path(self.data, path))
+
+    def find(self, path: StatePath) -> UnitState | None:
+        """The unit at ``path``, or None."""
+        found = find_path(self.data, path)
+        return UnitState(found) if isinstance(found, dict) else None
+
+    def sub(self, path: StatePath, inputs: dict[str, Any]) -> RunState:
+        """The state of the sub-run held by the unit at ``path`` (created when missing)."""
+        entry = ensure_path(self.data, path)
+        if "sub" not in entry:
+            entry["sub"] = RunState.new(inputs).data
+        return RunState(entry["sub"])
+
+    # -- changing ------------------------------------------------------------------------------
+    def set(self, node_id: str, entry: dict[str, Any]) -> None:
+        """Replace a node's entry."""
+        self.data["nodes"][node_id] = entry
+
+    def counter(self, node_id: str) -> int:
+        """The current pass of the loop ``node_id`` closes (1 on the first)."""
+        return int(self.data["counters"].get(node_id, 1))
+
+    # -- walking ---------------------------------------------------------------------------------
+    def units(self, plan: Plan, prefix: StatePath = ()) -> Iterator[tuple[Plan, StatePath,
+                                                                         UnitState]]:
+        """Every unit entry, in this state and nested sub-run states, with plan and path."""
+        for node_id, entry in self.data.get("nodes", {}).items():
+            node = plan.by_id.get(node_id)
+            if node is None or not isinstance(entry, dict):
+                continue
+            path = (*prefix, "nodes", node_id)
+            yield plan, path, UnitState(entry)
+            sub_plan = node.workflow.plan if node.workflow is not None else None
+            for key, item in (entry.get("items") or {}).items():
+                yield plan, (*path, "items", key), UnitState(item)
+                if sub_plan is not None and "sub" in item:
+                    yield from RunState(item["sub"]).units(sub_plan, (*path, "items", key,
+                                                                      "sub"))
+            if sub_plan is not None and "sub" in entry:
+                yield from RunState(entry["sub"]).units(sub_plan, (*path, "sub"))
+
+    def locate(self, plan: Plan, agent_path: str, address: str) -> tuple[Plan, StatePath]:
+        """The plan of the (sub-)run holding a unit, and the unit's path in this state.
+
+        Raises ``KeyError`` when the plan has no such node.
+        """
+        path: StatePath = ()
+        for node_id, item in parse_agent_path(agent_path):
+            node = plan.node(node_id)
+            if node.workflow is None:
+                raise KeyError(agent_path)
+            plan = node.workflow.plan
+            path = (*path, *unit_path(node_id, item), "sub")
+        node_id, item = split_address(address)
+        plan.node(node_id)
+        return plan, (*path, *unit_path(node_id, item))
+
+    def reopen(self, plan: Plan, *, forget_answers: bool) -> list[StatePath]:
+        """Make failed units runnable again (resume and fork); return the changed paths.
+
+        Failed and upstream-failed units go back to ``pending`` (finished ``for_each``
+        elements and sub-run progress are kept) and keep the answers they were given, so a
+        resume re-uses a claimed decision instead of asking again. With ``forget_answers``
+        (fork), interrupted and failed units forget their answers, so the branch asks again.
+        """
+        changed: list[StatePath] = []
+        for _, path, unit in list(self.units(plan)):
+            status = unit.status
+            if status in NOT_OK or (forget_answers and status == UnitStatus.INTERRUPTED):
+                unit.data["status"] = UnitStatus.PENDING
+                unit.data.pop("error", None)
+                unit.data.pop("waiting", None)
+                if forget_answers:
+                    unit.data.pop("answers", None)
+                changed.append(path)
+        return changed
+
+    def waiting(self, plan: Plan) -> dict[str, tuple[StatePath, UnitState]]:
+        """The units waiting for an answer, by the interrupted checkpoint each waits at."""
+        return {unit.waiting: (path, unit) for _, path, unit in self.units(plan)
+                if unit.status == UnitStatus.INTERRUPTED and unit.waiting is not None}
+
+    def wake(self, path: StatePath) -> list[StatePath]:
+        """After the unit at ``path`` was answered, every interrupted node holding it (a
+        ``for_each`` node, its element, a workflow node, up to the top) is pending again, so
+        the scheduler re-enters it. Returns the changed paths."""
+        changed = []
+        for end in range(2, len(path)):
+            prefix = path[:end]
+            if prefix[-2] not in ("nodes", "items"):
+                continue
+            entry = find_path(self.data, prefix)
+            if isinstance(entry, dict) and entry.get("status") == UnitStatus.INTERRUPTED:
+                entry["status"] = UnitStatus.PENDING
+                changed.append(prefix)
+        return changed
+
+    def first_failure(self, plan: Plan) -> NodeError | None:
+        """The error of the first failed node in plan order, if any."""
+        for node in plan.nodes:
+            entry = self.data["nodes"].get(node.id)
+            if entry and entry.get("status") == UnitStatus.FAILED:
+                return NodeError.from_json(entry.get("error"), node.id)
+        return None
+
+    def snapshot(self) -> dict[str, Any]:
+        """A deep copy of the JSON (what a RunResult carries)."""
+        return copy.deepcopy(self.data)
 
 
 def locate_unit(plan: Plan, state: dict[str, Any], agent_path: str,
                 address: str) -> tuple[Plan, StatePath]:
-    """The plan of the (sub-)run holding a unit, and the unit's absolute path in ``state``."""
-    path: StatePath = ()
-    for node_id, item in parse_agent_path(agent_path):
-        node = plan.node(node_id)
-        if node.workflow is None:
-            raise KeyError(agent_path)
-        plan = node.workflow.plan
-        path = (*path, *unit_path(node_id, item), "sub")
-    node_id, item = split_address(address)
-    plan.node(node_id)
-    return plan, (*path, *unit_path(node_id, item))
-
-
-def ensure_unit(state: dict[str, Any], path: StatePath) -> dict[str, Any]:
-    """The unit dict at ``path``, created (empty) with its parents when missing."""
-    target = state
-    for key in path:
-        nxt = target.get(key)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            target[key] = nxt
-        target = nxt
-    return target
-
-
-def _units(plan: Plan, state: dict[str, Any],
-           prefix: StatePath) -> Iterator[tuple[Plan, StatePath, dict[str, Any]]]:
-    """Every unit entry in ``state`` and nested sub-run states, with its plan and path."""
-    for node_id, entry in state.get("nodes", {}).items():
-        if node_id not in plan.by_id:
-            continue
-        node = plan.node(node_id)
-        path = (*prefix, "nodes", node_id)
-        yield plan, path, entry
-        for key, item in entry.get("items", {}).items():
-            yield plan, (*path, "items", key), item
-            if node.workflow is not None and "sub" in item:
-                yield from _units(node.workflow.plan, item["sub"], (*path, "items", key, "sub"))
-        if node.workflow is not None and "sub" in entry:
-            yield from _units(node.workflow.plan, entry["sub"], (*path, "sub"))
-
-
-def reopen(plan: Plan, state: dict[str, Any], *, forget_answers: bool) -> list[StatePath]:
-    """Make failed units runnable again (for resume and fork); return the changed paths.
-
-    Failed and upstream-failed units go back to ``pending`` (keeping finished ``for_each``
-    elements and sub-run progress). A failed unit keeps the answers it was given, so resuming
-    it re-uses a claimed decision instead of asking again. With ``forget_answers`` (fork),
-    interrupted and failed units forget their answers, so the branch asks again instead of
-    skipping an approval.
-    """
-    changed: list[StatePath] = []
-    for _, path, entry in list(_units(plan, state, ())):
-        status = entry.get("status")
-        if status in NOT_OK:
-            entry["status"] = PENDING
-            entry.pop("error", None)
-            if forget_answers:
-                entry.pop("answers", None)
-            changed.append(path)
-        elif forget_answers and status == INTERRUPTED:
-            entry["status"] = PENDING
-            entry.pop("answers", None)
-            changed.append(path)
-    return changed
-
-
-def first_failure(plan: Plan, state: dict[str, Any]) -> dict[str, Any] | None:
-    """The error of the first failed node in plan order, if any."""
-    for node in plan.nodes:
-        entry = state["nodes"].get(node.id)
-        if entry and entry.get("status") == FAILED:
-            error = entry.get("error")
-            return error if isinstance(error, dict) else {"type": "Error", "message": str(error),
-                                                          "node_id": node.id}
-    return None
+    """The plan holding the unit at ``address`` under ``agent_path``, and its path (see
+    :meth:`RunState.locate`)."""
+    return RunState(state).locate(plan, agent_path, address)

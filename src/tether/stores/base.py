@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tether.stores.records import (
     RUN_END,
     Checkpoint,
     CheckpointRow,
+    Claim,
+    Decision,
     PendingInterrupt,
     PruneResult,
     RunRecord,
@@ -26,6 +29,8 @@ from tether.stores.records import (
 )
 
 _UNKNOWN: Any = object()
+_EPOCH = datetime.fromtimestamp(0, tz=UTC)
+_MAX_AGE = timedelta(days=365 * 200)  # older than any run: prune nothing by underflow
 
 
 class Checkpointer(abc.ABC):
@@ -69,31 +74,36 @@ class Checkpointer(abc.ABC):
         """The plan JSON stored under ``fingerprint``."""
 
     @abc.abstractmethod
-    def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str) -> None:
-        """Switch a run to another (compatible) plan."""
+    def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
+                     owner: str | None = None) -> None:
+        """Switch a run to another (compatible) plan; fenced on ``owner`` when given."""
 
     # -- leases ------------------------------------------------------------------------------
     @abc.abstractmethod
     def acquire(self, execution_id: str, owner: str, until: float, now: float,
                 steal_from: str | None = None) -> bool:
-        """Take the run's lease if it is free, expired (``lease_until < now``), already ours,
-        or held by ``steal_from`` (an owner known to be dead). Compare-and-set in one statement.
-        Also marks the run ``running``."""
+        """Take the run's lease for the attempt ``owner`` if it is free, expired
+        (``lease_until < now``), already ``owner``'s, or held by ``steal_from`` (a holder known
+        to be dead). A compare-and-set in one statement; marks the run ``running`` (a completed
+        run keeps its status) and counts one more ``attempt`` when the holder changes."""
 
     @abc.abstractmethod
     def renew(self, execution_id: str, owner: str, until: float) -> bool:
-        """Extend our lease; False if we no longer hold it."""
+        """Extend ``owner``'s lease; False if another attempt holds the run now (fencing)."""
 
     @abc.abstractmethod
     def release(self, execution_id: str, owner: str) -> None:
-        """Give the lease up (if we hold it)."""
+        """Give the lease up (if ``owner`` holds it)."""
 
     # -- checkpoints -------------------------------------------------------------------------
     @abc.abstractmethod
-    def put(self, row: CheckpointRow) -> None:
+    def put(self, row: CheckpointRow, owner: str | None = None) -> None:
         """Write one checkpoint: a single INSERT and its commit, no read before it.
 
-        Raises :class:`~tether.errors.StoreError` if the checkpoint id already exists.
+        With ``owner`` (every write the runtime makes), the row is written only while the run
+        row names that owner, checked in the same statement: otherwise nothing is written and
+        :class:`~tether.errors.LeaseLost` is raised. Raises
+        :class:`~tether.errors.StoreError` if the checkpoint id already exists.
         """
 
     @abc.abstractmethod
@@ -113,34 +123,66 @@ class Checkpointer(abc.ABC):
     @abc.abstractmethod
     def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
                          owner: str | None) -> None:
-        """Atomically write the interrupted checkpoint and the pending row, mark the run
-        ``paused`` and release ``owner``'s lease. Raises
-        :class:`~tether.errors.StoreError` (writing nothing) if the run already has a pending
-        interrupt."""
+        """Atomically write a unit's interrupted checkpoint and its pending row (fenced on
+        ``owner``). The run stays with its owner: other branches may go on; :meth:`pause_run`
+        marks it paused once nothing else can proceed. Raises
+        :class:`~tether.errors.StoreError` (writing nothing) if that unit (same ``agent_path``
+        and ``node_id``) already has a pending interrupt."""
 
     @abc.abstractmethod
+    def pause_run(self, execution_id: str, owner: str | None,
+                  waiting: Sequence[str]) -> list[Decision]:
+        """Mark the run ``paused`` and release ``owner``'s lease, unless an answer was claimed
+        meanwhile for one of the interrupted checkpoints in ``waiting``: then change nothing
+        and return those decisions (the owner applies them and goes on). Fenced on ``owner``;
+        serialised with :meth:`claim` on the run row, so an answer is never lost between the
+        owner's last look and the pause."""
+
+    @abc.abstractmethod
+    def list_pending(self, execution_id: str | None = None) -> list[PendingInterrupt]:
+        """Pending interrupts (of one run, or of every run), oldest first."""
+
     def get_pending(self, execution_id: str) -> PendingInterrupt | None:
-        """The run's pending interrupt, if it is paused."""
+        """The run's oldest pending interrupt, if any."""
+        pending = self.list_pending(execution_id)
+        return pending[0] if pending else None
 
     @abc.abstractmethod
-    def list_pending(self) -> list[PendingInterrupt]:
-        """Every pending interrupt, oldest first."""
+    def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
+              owner: str | None = None, until: float = 0.0, now: float = 0.0,
+              steal_from: str | None = None, resolver: str | None = None,
+              comment: str | None = None) -> Claim | None:
+        """Claim one pending interrupt: in one transaction, delete its row and record the
+        answer as a :class:`Decision` for its interrupted checkpoint; with ``owner``, also take
+        the run's lease when it is free (as :meth:`acquire` would). None when the row is gone.
 
-    @abc.abstractmethod
-    def delete_pending_interrupt_atomic(
-        self, execution_id: str, *, owner: str | None = None, until: float = 0.0,
-        decision: Any = None,
-    ) -> PendingInterrupt | None:
-        """Claim the pending interrupt: delete it and return it, or None if it is gone.
-
-        Exactly one of any number of concurrent callers (threads or processes) gets the row.
-        With ``owner``, the same transaction stores ``decision`` on the run (so a crash after
-        the claim loses nothing), gives ``owner`` the lease and marks the run ``running``.
+        Exactly one of any number of concurrent claimers (threads or processes) of one pending
+        row gets it: SQLite ``BEGIN IMMEDIATE`` then ``DELETE ... RETURNING`` (the database's
+        write lock), PostgreSQL ``DELETE ... RETURNING`` (the row lock) after locking the run
+        row (which also serialises the claim with :meth:`pause_run`).
         """
 
+    def delete_pending_interrupt_atomic(self, execution_id: str, node_id: str | None = None,
+                                        *, agent_path: str | None = None,
+                                        answer: dict[str, Any] | None = None,
+                                        ) -> PendingInterrupt | None:
+        """Claim a pending interrupt of the run (its oldest one, or the one of ``node_id``):
+        the protocol's atomic claim; see :meth:`claim`. Returns the row, or None."""
+        for pending in self.list_pending(execution_id):
+            if node_id is None or (pending.node_id == node_id and (
+                    agent_path is None or pending.agent_path == agent_path)):
+                claimed = self.claim(pending, answer or {})
+                return claimed.pending if claimed is not None else None
+        return None
+
     @abc.abstractmethod
-    def set_decision(self, execution_id: str, decision: Any) -> None:
-        """Replace the stored resume decision of a claimed run."""
+    def decisions(self, execution_id: str) -> list[Decision]:
+        """The answers claimed for the run's interrupts, oldest first."""
+
+    @abc.abstractmethod
+    def replace_decision(self, decision: Decision, owner: str | None) -> None:
+        """Store ``decision`` in place of the one for the same interrupted checkpoint (a new
+        answer for a unit that failed after its first one), fenced on ``owner``."""
 
     # -- idempotency -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -148,21 +190,43 @@ class Checkpointer(abc.ABC):
         """The cached result (JSON text) under ``(execution_id, key)``, or None on a miss."""
 
     @abc.abstractmethod
-    def put_idempotent(self, execution_id: str, key: str, value_json: str) -> str:
-        """Cache a result unless one is cached already; return the cached text (first wins)."""
+    def put_idempotent(self, execution_id: str, key: str, value_json: str,
+                       owner: str | None = None) -> str:
+        """Cache a result unless one is cached already; return the cached text (first wins).
+        Fenced on ``owner`` when given (:class:`~tether.errors.LeaseLost`, nothing cached)."""
 
     # -- ending and pruning ------------------------------------------------------------------
     @abc.abstractmethod
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
                    owner: str | None) -> None:
         """Atomically write the run_end row, set the run's final status and error, and release
-        ``owner``'s lease."""
+        ``owner``'s lease; fenced on ``owner`` when given."""
+
+    def prune(self, older_than: timedelta, *, include_failed: bool = False) -> PruneResult:
+        """Delete whole runs that finished longer than ``older_than`` ago: their checkpoints,
+        pending rows, decisions, idempotency rows and run rows, in one transaction. Paused and
+        running runs are never touched; failed runs (which may still be resumed) only with
+        ``include_failed``. See :meth:`prune_before` for an absolute cutoff."""
+        if not isinstance(older_than, timedelta):
+            raise TypeError(
+                f"prune(older_than) takes a datetime.timedelta such as timedelta(days=7), not "
+                f"{type(older_than).__name__}; use prune_before(moment) for an absolute time")
+        if older_than < timedelta(0):
+            raise ValueError("prune(older_than) takes a duration that is not negative")
+        cutoff = datetime.now(UTC) - older_than if older_than < _MAX_AGE else _EPOCH
+        return self.prune_before(cutoff, include_failed=include_failed)
+
+    def prune_before(self, moment: datetime, *, include_failed: bool = False) -> PruneResult:
+        """Delete whole runs that finished before ``moment`` (an aware datetime); see
+        :meth:`prune`."""
+        if not isinstance(moment, datetime) or moment.tzinfo is None:
+            raise TypeError("prune_before(moment) takes a timezone-aware datetime, such as "
+                            "datetime(2026, 1, 1, tzinfo=UTC)")
+        return self._prune(moment.timestamp(), include_failed=include_failed)
 
     @abc.abstractmethod
-    def prune(self, older_than: float, *, include_failed: bool = False) -> PruneResult:
-        """Delete whole runs that finished before ``older_than`` (Unix time): their checkpoints,
-        idempotency rows and run rows, in one transaction. Paused and running runs are never
-        touched; failed runs (which may still be resumed) only with ``include_failed``."""
+    def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
+        """Delete finished runs last updated before ``cutoff`` (Unix time)."""
 
     # -- shared reading ----------------------------------------------------------------------
     def _inputs(self, execution_id: str) -> Any:

@@ -11,14 +11,17 @@ import dataclasses
 import json
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from tether.errors import ExecutionExists, StoreError
+from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
-from tether.stores.leases import lease_free
+from tether.stores.owners import describe_owner, lease_free
 from tether.stores.records import (
     RUN_END,
     CheckpointRow,
+    Claim,
+    Decision,
     PendingInterrupt,
     PruneResult,
     RunRecord,
@@ -36,7 +39,8 @@ class InMemoryCheckpointer(Checkpointer):
         self._plans: dict[str, str] = {}
         self._chains: dict[str, list[CheckpointRow]] = {}
         self._ids: dict[str, list[str]] = {}
-        self._pending: dict[str, PendingInterrupt] = {}
+        self._pending: dict[str, dict[str, PendingInterrupt]] = {}  # by run, then unit
+        self._decisions: dict[str, dict[str, Decision]] = {}  # by run, then checkpoint id
         self._cache: dict[tuple[str, str], str] = {}
 
     def __repr__(self) -> str:
@@ -67,8 +71,10 @@ class InMemoryCheckpointer(Checkpointer):
         with self._lock:
             return self._plans.get(fingerprint)
 
-    def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str) -> None:
+    def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
+                     owner: str | None = None) -> None:
         with self._lock:
+            self._fence(execution_id, owner)
             self._plans.setdefault(fingerprint, plan_json)
             self._update(execution_id, plan_fingerprint=fingerprint)
 
@@ -77,17 +83,30 @@ class InMemoryCheckpointer(Checkpointer):
         self._runs[execution_id] = dataclasses.replace(run, updated_at=utc(time.time()),
                                                        **changes)
 
+    def _fence(self, execution_id: str, owner: str | None) -> None:
+        """Refuse a write by ``owner`` unless it holds the run (caller holds the lock)."""
+        if owner is None:
+            return
+        run = self._runs.get(execution_id)
+        if run is None or run.owner != owner:
+            raise LeaseLost(execution_id, _lost_reason(run.owner if run else None))
+
     # -- leases ------------------------------------------------------------------------------
     def acquire(self, execution_id: str, owner: str, until: float, now: float,
                 steal_from: str | None = None) -> bool:
         with self._lock:
-            run = self._runs.get(execution_id)
-            if run is None or not lease_free(run.owner, run.lease_until, owner, now, steal_from):
-                return False
-            finished = run.status == RunStatus.COMPLETED.value  # as the SQL stores: stays so
-            self._update(execution_id, owner=owner, lease_until=until,
-                         status=run.status if finished else RunStatus.RUNNING.value)
-            return True
+            return self._acquire(execution_id, owner, until, now, steal_from)
+
+    def _acquire(self, execution_id: str, owner: str, until: float, now: float,
+                 steal_from: str | None) -> bool:
+        run = self._runs.get(execution_id)
+        if run is None or not lease_free(run.owner, run.lease_until, owner, now, steal_from):
+            return False
+        finished = run.status == RunStatus.COMPLETED  # as the SQL stores: stays so
+        self._update(execution_id, owner=owner, lease_until=until,
+                     status=run.status if finished else RunStatus.RUNNING.value,
+                     attempt=run.attempt + (run.owner != owner))
+        return True
 
     def renew(self, execution_id: str, owner: str, until: float) -> bool:
         with self._lock:
@@ -104,8 +123,9 @@ class InMemoryCheckpointer(Checkpointer):
                 self._update(execution_id, owner=None, lease_until=None)
 
     # -- checkpoints -------------------------------------------------------------------------
-    def put(self, row: CheckpointRow) -> None:
+    def put(self, row: CheckpointRow, owner: str | None = None) -> None:
         with self._lock:
+            self._fence(row.execution_id, owner)
             self._insert(row)
 
     def _insert(self, row: CheckpointRow) -> None:
@@ -144,56 +164,82 @@ class InMemoryCheckpointer(Checkpointer):
     def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
                          owner: str | None) -> None:
         with self._lock:
-            if row.execution_id in self._pending:
-                raise StoreError(f"run {row.execution_id} already has a pending interrupt")
+            self._fence(row.execution_id, owner)
+            waiting = self._pending.setdefault(row.execution_id, {})
+            if pending.address in waiting:
+                raise StoreError(f"run {row.execution_id} already has a pending interrupt at "
+                                 f"{pending.address}")
             self._insert(row)
-            self._pending[row.execution_id] = _copy_pending(pending)
-            changes: dict[str, Any] = {"status": RunStatus.PAUSED.value}
-            run = self._runs.get(row.execution_id)
-            if run is not None and run.owner == owner:
-                changes.update(owner=None, lease_until=None)
+            waiting[pending.address] = _copy_pending(pending)
+
+    def pause_run(self, execution_id: str, owner: str | None,
+                  waiting: Sequence[str]) -> list[Decision]:
+        with self._lock:
+            self._fence(execution_id, owner)
+            answered = [d for d in self._decisions.get(execution_id, {}).values()
+                        if d.checkpoint_id in set(waiting)]
+            if answered:
+                return [_copy_decision(d) for d in answered]
+            run = self._runs.get(execution_id)
             if run is not None:
-                self._update(row.execution_id, **changes)
+                changes: dict[str, Any] = {"status": RunStatus.PAUSED.value}
+                if owner is not None and run.owner == owner:
+                    changes.update(owner=None, lease_until=None)
+                self._update(execution_id, **changes)
+            return []
 
-    def get_pending(self, execution_id: str) -> PendingInterrupt | None:
+    def list_pending(self, execution_id: str | None = None) -> list[PendingInterrupt]:
         with self._lock:
-            pending = self._pending.get(execution_id)
-            return _copy_pending(pending) if pending is not None else None
+            groups = [self._pending.get(execution_id, {})] if execution_id is not None \
+                else list(self._pending.values())
+            pending = [_copy_pending(p) for group in groups for p in group.values()]
+        return sorted(pending, key=lambda p: (p.created_at, p.execution_id, p.checkpoint_id))
 
-    def list_pending(self) -> list[PendingInterrupt]:
+    def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
+              owner: str | None = None, until: float = 0.0, now: float = 0.0,
+              steal_from: str | None = None, resolver: str | None = None,
+              comment: str | None = None) -> Claim | None:
         with self._lock:
-            pending = [_copy_pending(p) for p in self._pending.values()]
-        return sorted(pending, key=lambda p: (p.created_at, p.execution_id))
+            waiting = self._pending.get(pending.execution_id, {})
+            found = waiting.get(pending.address)
+            if found is None or found.checkpoint_id != pending.checkpoint_id:
+                return None
+            del waiting[pending.address]
+            decision = Decision(pending.execution_id, found.checkpoint_id, found.node_id,
+                                found.agent_path, _copy_json(answer), utc(time.time()),
+                                resolver, comment)
+            self._decisions.setdefault(pending.execution_id, {})[found.checkpoint_id] = decision
+            owned = owner is not None and self._acquire(pending.execution_id, owner, until,
+                                                        now, steal_from)
+            return Claim(_copy_pending(found), owned)
 
-    def delete_pending_interrupt_atomic(
-        self, execution_id: str, *, owner: str | None = None, until: float = 0.0,
-        decision: Any = None,
-    ) -> PendingInterrupt | None:
+    def decisions(self, execution_id: str) -> list[Decision]:
         with self._lock:
-            pending = self._pending.pop(execution_id, None)
-            if pending is not None and owner is not None and execution_id in self._runs:
-                self._update(execution_id, owner=owner, lease_until=until,
-                             status=RunStatus.RUNNING.value, decision=_copy_json(decision))
-            return pending
+            found = [_copy_decision(d) for d in self._decisions.get(execution_id, {}).values()]
+        return sorted(found, key=lambda d: (d.created_at, d.checkpoint_id))
 
-    def set_decision(self, execution_id: str, decision: Any) -> None:
+    def replace_decision(self, decision: Decision, owner: str | None) -> None:
         with self._lock:
-            if execution_id in self._runs:
-                self._update(execution_id, decision=_copy_json(decision))
+            self._fence(decision.execution_id, owner)
+            self._decisions.setdefault(decision.execution_id, {})[decision.checkpoint_id] = \
+                _copy_decision(decision)
 
     # -- idempotency -------------------------------------------------------------------------
     def get_idempotent(self, execution_id: str, key: str) -> str | None:
         with self._lock:
             return self._cache.get((execution_id, key))
 
-    def put_idempotent(self, execution_id: str, key: str, value_json: str) -> str:
+    def put_idempotent(self, execution_id: str, key: str, value_json: str,
+                       owner: str | None = None) -> str:
         with self._lock:
+            self._fence(execution_id, owner)
             return self._cache.setdefault((execution_id, key), value_json)
 
     # -- ending and pruning ------------------------------------------------------------------
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
                    owner: str | None) -> None:
         with self._lock:
+            self._fence(row.execution_id, owner)
             self._insert(row)
             run = self._runs.get(row.execution_id)
             if run is None:
@@ -203,14 +249,14 @@ class InMemoryCheckpointer(Checkpointer):
                 changes.update(owner=None, lease_until=None)
             self._update(row.execution_id, **changes)
 
-    def prune(self, older_than: float, *, include_failed: bool = False) -> PruneResult:
+    def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
         finished = {RunStatus.COMPLETED.value} | ({RunStatus.FAILED.value} if include_failed
                                                   else set())
         with self._lock:
             doomed = [
                 r.execution_id for r in self._runs.values()
-                if r.status in finished and r.updated_at.timestamp() < older_than
-                and r.execution_id not in self._pending
+                if r.status in finished and r.updated_at.timestamp() < cutoff
+                and not self._pending.get(r.execution_id)
             ]
             checkpoints = sum(len(self._rows_of(e)) for e in doomed)
             keys = [k for k in self._cache if k[0] in doomed]
@@ -220,10 +266,17 @@ class InMemoryCheckpointer(Checkpointer):
                 del self._runs[execution_id]
                 self._chains.pop(execution_id, None)
                 self._ids.pop(execution_id, None)
+                self._pending.pop(execution_id, None)
+                self._decisions.pop(execution_id, None)
             used = {r.plan_fingerprint for r in self._runs.values()}
             for fingerprint in [f for f in self._plans if f not in used]:
                 del self._plans[fingerprint]
         return PruneResult(len(doomed), checkpoints, len(keys), tuple(sorted(doomed)))
+
+
+def _lost_reason(holder: str | None) -> str:
+    return f"the run is now held by {describe_owner(holder)}" if holder else \
+        "the run is no longer held by this attempt"
 
 
 def _copy_json(value: Any) -> Any:
@@ -236,5 +289,8 @@ def _copy_pending(pending: PendingInterrupt) -> PendingInterrupt:
 
 
 def _copy(run: RunRecord) -> RunRecord:
-    return dataclasses.replace(run, inputs=_copy_json(run.inputs), error=_copy_json(run.error),
-                               decision=_copy_json(run.decision))
+    return dataclasses.replace(run, inputs=_copy_json(run.inputs), error=_copy_json(run.error))
+
+
+def _copy_decision(decision: Decision) -> Decision:
+    return dataclasses.replace(decision, value=_copy_json(decision.value))

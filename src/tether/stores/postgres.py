@@ -84,8 +84,12 @@ class PostgresCheckpointer(SQLCheckpointer):
             with contextlib.suppress(Exception):  # already broken; nothing more to release
                 connection.close()
 
-    def _put(self, connection: Any, sql: str, params: Any) -> None:
-        connection.execute(sql, params, prepare=True)
+    def _put(self, connection: Any, sql: str, params: Any) -> bool:
+        return bool(connection.execute(sql, params, prepare=True).rowcount == 1)
+
+    def _qualified(self, table: str) -> str:
+        quote = self.engine.dialect.identifier_preparer.quote
+        return f"{quote(self.schema)}.{quote(table)}" if self.schema else str(quote(table))
 
     def _transaction(self, connection: Any) -> contextlib.AbstractContextManager[Any]:
         """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception)."""

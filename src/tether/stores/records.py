@@ -10,47 +10,20 @@ serialises each value once and both SQL backends store the same bytes.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
-StepTypeName = Literal[
-    "node", "hitl_pause", "llm_call", "tool_call", "handoff", "fork_origin", "run_end"
+from tether.errors import StoreError
+from tether.paths import set_path
+from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
+
+__all__ = [
+    "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
+    "PendingInterrupt", "PruneResult", "RunRecord", "RunStatus", "StepType", "fold",
+    "fold_last", "utc",
 ]
-CheckpointStatusName = Literal["completed", "interrupted", "failed"]
-RunStatusName = Literal["running", "paused", "completed", "failed"]
-
-RUN_END = "run_end"
-
-
-class StepType(StrEnum):
-    """What kind of boundary a checkpoint records."""
-
-    NODE = "node"
-    HITL_PAUSE = "hitl_pause"
-    LLM_CALL = "llm_call"
-    TOOL_CALL = "tool_call"
-    HANDOFF = "handoff"
-    FORK_ORIGIN = "fork_origin"
-    RUN_END = "run_end"
-
-
-class CheckpointStatus(StrEnum):
-    """The status resume decides on."""
-
-    COMPLETED = "completed"
-    INTERRUPTED = "interrupted"
-    FAILED = "failed"
-
-
-class RunStatus(StrEnum):
-    """The status of a run as a whole."""
-
-    RUNNING = "running"
-    PAUSED = "paused"
-    COMPLETED = "completed"
-    FAILED = "failed"
 
 
 def utc(timestamp: float) -> datetime:
@@ -108,31 +81,33 @@ class Checkpoint:
         return self.step_type == RUN_END
 
 
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def set_path(state: dict[str, Any], path: list[Any], value: Any) -> None:
-    """Assign ``value`` at ``path`` inside ``state``, creating mappings on the way."""
-    target = state
-    for key in path[:-1]:
-        nxt = target.get(key)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            target[key] = nxt
-        target = nxt
-    target[path[-1]] = value
+def _loads(text: str | None, row: CheckpointRow | None = None, what: str = "") -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        if row is None:
+            raise
+        raise StoreError(f"checkpoint {row.checkpoint_id} of run {row.execution_id} holds "
+                         f"invalid JSON in its {what} (the database was edited or damaged)") \
+            from None
 
 
 def apply_row(state: dict[str, Any], row: CheckpointRow) -> dict[str, Any]:
     """The state after ``row``: its snapshot if it is full, else ``state`` with its delta."""
-    if row.is_full:
-        return dict(json.loads(row.state))
-    for path, value in json.loads(row.state):
-        if path:
-            set_path(state, path, value)
-        else:
-            state = dict(value)
+    body = _loads(row.state, row, "state")
+    try:
+        if row.is_full:
+            return dict(body)
+        for path, value in body:
+            if path:
+                set_path(state, path, value)
+            else:
+                state = dict(value)
+    except (TypeError, ValueError, KeyError, IndexError):
+        raise StoreError(f"checkpoint {row.checkpoint_id} of run {row.execution_id} holds a "
+                         "state that is not a snapshot or delta tether wrote") from None
     return state
 
 
@@ -148,11 +123,11 @@ def to_checkpoint(row: CheckpointRow, state: dict[str, Any], inputs: Any) -> Che
         step_type=row.step_type,
         status=row.status,
         state_snapshot=snapshot,
-        node_input=_loads(row.node_input),
-        node_output=_loads(row.node_output),
-        iteration_counters=_loads(row.iteration_counters) or {},
+        node_input=_loads(row.node_input, row, "input"),
+        node_output=_loads(row.node_output, row, "output"),
+        iteration_counters=_loads(row.iteration_counters, row, "counters") or {},
         interrupt_reason=row.interrupt_reason,
-        interrupt_context=_loads(row.interrupt_context),
+        interrupt_context=_loads(row.interrupt_context, row, "interrupt context"),
         agent_path=row.agent_path,
         created_at=utc(row.created_at),
     )
@@ -190,14 +165,18 @@ class RunRecord:
     parent_execution_id: str | None = None
     parent_checkpoint_id: str | None = None
     error: Any = None
-    owner: str | None = None
+    owner: str | None = None  # the token of the attempt holding the lease (see owners.py)
     lease_until: float | None = None
-    decision: Any = None  # the claimed resume value: {"checkpoint_id", "value"} until it commits
+    attempt: int = 1  # 1 for the first execution, +1 each time another attempt takes it
 
 
 @dataclass(frozen=True)
-class PendingInterrupt:
-    """A paused run waiting for input: what to approve, frozen when it paused."""
+class PendingInterrupt(Mapping[str, Any]):
+    """A unit waiting for input: what to approve, frozen when it paused.
+
+    Also readable as the mapping ``{reason, context, node_id, agent_path}`` (the
+    ``pending_interrupt`` of results of earlier releases).
+    """
 
     execution_id: str
     checkpoint_id: str
@@ -208,9 +187,72 @@ class PendingInterrupt:
     created_at: datetime
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``pending_interrupt`` of a RunResult: reason, context, node_id, agent_path."""
+        """The JSON form: reason, context, node_id, agent_path."""
         return {"reason": self.reason, "context": self.context, "node_id": self.node_id,
                 "agent_path": self.agent_path}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PendingInterrupt):
+            return self.__dict__ == other.__dict__
+        if isinstance(other, Mapping):
+            return self.as_dict() == dict(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.execution_id, self.checkpoint_id))
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _PENDING_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_PENDING_KEYS)
+
+    def __len__(self) -> int:
+        return len(_PENDING_KEYS)
+
+    @property
+    def address(self) -> str:
+        """``agent_path/node_id``: the unit that asked, unique among a run's pending rows."""
+        return f"{self.agent_path}/{self.node_id}" if self.agent_path else self.node_id
+
+
+_PENDING_KEYS = ("reason", "context", "node_id", "agent_path")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An answer claimed for a pending interrupt, kept until the run is pruned.
+
+    ``checkpoint_id`` is the interrupted checkpoint it answers: the unit that asked applies it
+    while it still waits at that checkpoint, so a decision can never release another pause.
+    ``resolver`` and ``comment`` say who answered and why (shown on the run's timeline).
+    """
+
+    execution_id: str
+    checkpoint_id: str
+    node_id: str
+    agent_path: str
+    value: dict[str, Any]
+    created_at: datetime
+    resolver: str | None = None
+    comment: str | None = None
+
+    @property
+    def address(self) -> str:
+        """``agent_path/node_id`` of the unit that asked."""
+        return f"{self.agent_path}/{self.node_id}" if self.agent_path else self.node_id
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The outcome of a successful claim: the pending row taken, and whether the claimer now
+    holds the run's lease (False when another live attempt executes the run: it applies the
+    decision before it pauses)."""
+
+    pending: PendingInterrupt
+    owned: bool
 
 
 @dataclass(frozen=True)

@@ -1,19 +1,18 @@
-"""The store schema: SQLAlchemy Core tables shared by SQLite and PostgreSQL, and migrations.
+"""The store schema: SQLAlchemy Core tables shared by SQLite and PostgreSQL.
 
 JSON payloads are stored as TEXT holding canonical JSON written by tether: both backends keep
 the exact bytes (PostgreSQL's JSONB would reorder keys and re-encode numbers), the hot path
 serialises once, and nothing queries inside them. Times are Unix seconds (float).
-Migrations are an ordered list; a migration's position (1-based) is the schema version.
+These tables describe the database as the newest migration leaves it; the statements are built
+from them. The migrations that produce it are in ``migrations.py`` (an ordered list; a
+migration's position, 1-based, is the schema version).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sqlalchemy import (
     Boolean,
     Column,
-    Connection,
     Float,
     Index,
     Integer,
@@ -22,6 +21,8 @@ from sqlalchemy import (
     Table,
     Text,
 )
+
+from tether.stores.migrations import MIGRATIONS, SCHEMA_VERSION
 
 metadata = MetaData()
 
@@ -55,10 +56,11 @@ runs = Table(
     Column("parent_execution_id", String(200), comment="the run a fork branched from"),
     Column("parent_checkpoint_id", String(64), comment="the checkpoint a fork branched from"),
     Column("error", Text, comment="the error of a failed run (JSON: type, message, node_id)"),
-    Column("owner", Text, comment="host:pid:start of the process executing the run"),
+    Column("owner", Text, comment="the token of the attempt holding the lease "
+           "(random@host/pid/start/boot/pidns: see owners.py); every write is fenced on it"),
     Column("lease_until", Float, comment="the owner's lease expires at this time"),
-    Column("decision", Text, comment="a claimed resume value not yet committed by its node "
-           "(JSON: checkpoint_id, value)"),
+    Column("attempt", Integer, nullable=False, server_default="1",
+           comment="1 for the first execution, +1 each time another attempt takes the run"),
     Index("runs_status_updated", "status", "updated_at"),
 )
 
@@ -92,14 +94,30 @@ checkpoints = Table(
 pending_interrupts = Table(
     "pending_interrupts",
     metadata,
-    Column("execution_id", String(200), primary_key=True,
-           comment="the paused run: at most one pending interrupt each"),
-    Column("checkpoint_id", String(64), nullable=False, comment="its interrupted checkpoint"),
+    Column("execution_id", String(200), primary_key=True, comment="the run"),
+    Column("checkpoint_id", String(64), primary_key=True,
+           comment="the interrupted checkpoint this pause is waiting at"),
     Column("node_id", Text, nullable=False, comment="the unit that asked"),
     Column("agent_path", Text, nullable=False, comment="where in a nested run"),
     Column("reason", Text, nullable=False, comment="what is being approved"),
     Column("context", Text, nullable=False, comment="frozen context (JSON)"),
-    Column("created_at", Float, nullable=False, comment="when the run paused"),
+    Column("created_at", Float, nullable=False, comment="when the unit paused"),
+    Index("pending_unit", "execution_id", "agent_path", "node_id", unique=True),
+    Index("pending_created", "created_at"),
+)
+
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("execution_id", String(200), primary_key=True, comment="the run"),
+    Column("checkpoint_id", String(64), primary_key=True,
+           comment="the interrupted checkpoint this answers: it releases that pause only"),
+    Column("node_id", Text, nullable=False, comment="the unit that asked"),
+    Column("agent_path", Text, nullable=False, comment="where in a nested run"),
+    Column("value", Text, nullable=False, comment="the answer (JSON object)"),
+    Column("resolver", Text, comment="who answered (the console's signed-in user)"),
+    Column("comment", Text, comment="why, as the resolver wrote it"),
+    Column("created_at", Float, nullable=False, comment="when the answer was claimed"),
 )
 
 idempotency_cache = Table(
@@ -112,11 +130,8 @@ idempotency_cache = Table(
 )
 
 
-def _v1(connection: Connection) -> None:
-    """Version 1: every table and index."""
-    metadata.create_all(connection, checkfirst=True)
 
-
-MIGRATIONS: list[Callable[[Connection], None]] = [_v1]
-
-SCHEMA_VERSION = len(MIGRATIONS)
+__all__ = [
+    "MIGRATIONS", "SCHEMA_VERSION", "checkpoints", "decisions", "idempotency_cache",
+    "metadata", "pending_interrupts", "plans", "runs", "schema_version",
+]

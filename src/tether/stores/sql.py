@@ -20,7 +20,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -32,20 +32,32 @@ from sqlalchemy import (
     bindparam,
     case,
     delete,
+    exists,
     insert,
+    literal_column,
     or_,
     select,
     update,
 )
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql import ClauseElement, Select
 from sqlalchemy.sql.elements import BindParameter
 
-from tether.errors import ExecutionExists, SchemaVersionError, StoreError, StoreUnavailable
+from tether.errors import (
+    ExecutionExists,
+    LeaseLost,
+    SchemaVersionError,
+    StoreError,
+    StoreUnavailable,
+)
 from tether.stores.base import Checkpointer
+from tether.stores.migrations import MigrationContext
+from tether.stores.owners import describe_owner
 from tether.stores.records import (
     RUN_END,
     CheckpointRow,
+    Claim,
+    Decision,
     PendingInterrupt,
     PruneResult,
     RunRecord,
@@ -57,6 +69,7 @@ from tether.stores.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     checkpoints,
+    decisions,
     idempotency_cache,
     pending_interrupts,
     plans,
@@ -69,7 +82,16 @@ _ROW_FIELDS = [c.name for c in checkpoints.columns]
 assert tuple(_ROW_FIELDS) == CheckpointRow._fields, "CheckpointRow must follow the columns"
 _RUN_FIELDS = [c.name for c in runs.columns]
 _PENDING_FIELDS = [c.name for c in pending_interrupts.columns]
+_DECISION_FIELDS = [c.name for c in decisions.columns]
 _EID: BindParameter[str] = bindparam("eid")
+_TAKE: dict[str, Any] = {  # the SET of taking a lease: a completed run keeps its status
+    "owner": bindparam("owner"), "lease_until": bindparam("until"),
+    "status": case((runs.c.status == RunStatus.COMPLETED.value, runs.c.status),
+                   else_=RunStatus.RUNNING.value),
+    "attempt": case((runs.c.owner == bindparam("owner"), runs.c.attempt),
+                    else_=runs.c.attempt + 1),
+    "updated_at": bindparam("now"),
+}
 
 
 def _json(value: Any) -> str | None:
@@ -79,6 +101,36 @@ def _json(value: Any) -> str | None:
 
 def _parse(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+def _acquire_statement() -> ClauseElement:
+    """The lease compare-and-set: free, expired, ours, or held by a dead owner."""
+    free = or_(runs.c.owner.is_(None), runs.c.owner == bindparam("owner"),
+               runs.c.lease_until < bindparam("now"), runs.c.owner == bindparam("steal"))
+    return update(runs).where(and_(runs.c.execution_id == _EID, free)).values(**_TAKE)
+
+
+def _fenced_insert() -> ClauseElement:
+    """The checkpoint INSERT that writes only while the run row names the owner."""
+    held: Select[Any] = select(literal_column("1")).select_from(runs).where(and_(
+        runs.c.execution_id == bindparam("eid"), runs.c.owner == bindparam("owner"),
+    )).with_for_update(read=True)
+    values = select(*[bindparam(name, type_=checkpoints.c[name].type) for name in _ROW_FIELDS])
+    return insert(checkpoints).from_select(_ROW_FIELDS, values.where(exists(held)))
+
+
+def _to_decision(row: Any) -> Decision:
+    values = dict(zip(_DECISION_FIELDS, row, strict=True))
+    return Decision(
+        execution_id=values["execution_id"], checkpoint_id=values["checkpoint_id"],
+        node_id=values["node_id"], agent_path=values["agent_path"],
+        value=_parse(values["value"]), created_at=utc(values["created_at"]),
+        resolver=values["resolver"], comment=values["comment"])
+
+
+def _lost_reason(holder: str | None) -> str:
+    return f"the run is now held by {describe_owner(holder)}" if holder else \
+        "the run is no longer held by this attempt"
 
 
 def _row_written(store: SQLCheckpointer, row: CheckpointRow, *_: Any) -> bool:
@@ -139,6 +191,12 @@ class SQLCheckpointer(Checkpointer):
 
     def _reset_hot(self) -> None:
         """Forget a broken connection (the next operation opens a new one)."""
+
+    _can_drop_columns = True  # ALTER TABLE ... DROP COLUMN (SQLite since 3.35)
+
+    def _qualified(self, table: str) -> str:
+        """A table's name for raw SQL: quoted, and qualified by the store's schema if any."""
+        return str(self.engine.dialect.identifier_preparer.quote(table))
 
     # -- plumbing ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -202,8 +260,10 @@ class SQLCheckpointer(Checkpointer):
             current = int(found or 0)
             if current > SCHEMA_VERSION:
                 raise SchemaVersionError(current, SCHEMA_VERSION)
+            context = MigrationContext(connection, self.engine.dialect.name, self._qualified,
+                                       self._can_drop_columns)
             for migration in MIGRATIONS[current:]:
-                migration(connection)
+                migration(context)
             if found is None:
                 connection.execute(insert(schema_version).values(id=1, version=SCHEMA_VERSION))
             elif current < SCHEMA_VERSION:
@@ -241,8 +301,7 @@ class SQLCheckpointer(Checkpointer):
             "updated_at": run.updated_at.timestamp(),
             "parent_execution_id": run.parent_execution_id,
             "parent_checkpoint_id": run.parent_checkpoint_id, "error": _json(run.error),
-            "owner": run.owner, "lease_until": run.lease_until,
-            "decision": _json(run.decision),
+            "owner": run.owner, "lease_until": run.lease_until, "attempt": run.attempt,
         }
 
     @staticmethod
@@ -256,7 +315,7 @@ class SQLCheckpointer(Checkpointer):
             parent_execution_id=values["parent_execution_id"],
             parent_checkpoint_id=values["parent_checkpoint_id"],
             error=_parse(values["error"]), owner=values["owner"],
-            lease_until=values["lease_until"], decision=_parse(values["decision"]),
+            lease_until=values["lease_until"], attempt=values["attempt"],
         )
 
     @transient()
@@ -288,8 +347,10 @@ class SQLCheckpointer(Checkpointer):
         return str(row[0]) if row is not None else None
 
     @transient()
-    def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str) -> None:
+    def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
+                     owner: str | None = None) -> None:
         with self._cursor(f"changing the plan of run {execution_id}", write=True) as cursor:
+            self._fence(cursor, execution_id, owner)
             self._store_plan(cursor, fingerprint, plan_json)
             self._execute(cursor, "set_run_plan", lambda: update(runs).where(
                 runs.c.execution_id == _EID).values(plan_fingerprint=bindparam("fp"),
@@ -302,20 +363,33 @@ class SQLCheckpointer(Checkpointer):
                 steal_from: str | None = None) -> bool:
         """One ``UPDATE ... WHERE <lease is free>``: a compare-and-set the database serialises.
         A completed run keeps its status."""
-        def build() -> ClauseElement:
-            free = or_(runs.c.owner.is_(None), runs.c.owner == bindparam("owner"),
-                       runs.c.lease_until < bindparam("now"),
-                       runs.c.owner == bindparam("steal"))
-            completed = runs.c.status == RunStatus.COMPLETED.value
-            return update(runs).where(and_(runs.c.execution_id == _EID, free)).values(
-                owner=bindparam("owner"), lease_until=bindparam("until"),
-                status=case((completed, runs.c.status), else_=RunStatus.RUNNING.value),
-                updated_at=bindparam("now"))
-
         with self._cursor(f"taking run {execution_id}", write=True) as cursor:
-            self._execute(cursor, "acquire", build, eid=execution_id, owner=owner,
-                          until=until, now=now, steal=steal_from)
-            return bool(cursor.rowcount == 1)
+            return self._acquire(cursor, "acquire", _acquire_statement, execution_id, owner,
+                                 until, now, steal_from)
+
+    def _acquire(self, cursor: Any, name: str, build: Callable[[], ClauseElement],
+                 execution_id: str, owner: str, until: float, now: float,
+                 steal_from: str | None) -> bool:
+        self._execute(cursor, name, build, eid=execution_id, owner=owner, until=until, now=now,
+                      steal=steal_from)
+        return bool(cursor.rowcount == 1)
+
+    def _fence(self, cursor: Any, execution_id: str, owner: str | None) -> None:
+        """Inside a write transaction: lock the run row (PostgreSQL ``FOR UPDATE``; SQLite's
+        ``BEGIN IMMEDIATE`` already holds the write lock) and refuse to go on unless ``owner``
+        holds it. A takeover (an ``UPDATE`` of the same row) is thereby ordered before or after
+        the whole transaction, never inside it."""
+        if owner is None:
+            return
+        row = self._execute(cursor, "fence", lambda: select(runs.c.owner).where(
+            runs.c.execution_id == _EID).with_for_update(), eid=execution_id).fetchone()
+        if row is None or row[0] != owner:
+            raise LeaseLost(execution_id, _lost_reason(row[0] if row else None))
+
+    def _lost(self, execution_id: str) -> LeaseLost:
+        """The error for a fenced single-statement write that wrote nothing."""
+        run = self.get_run(execution_id)
+        return LeaseLost(execution_id, _lost_reason(run.owner if run else None))
 
     @transient()
     def renew(self, execution_id: str, owner: str, until: float) -> bool:
@@ -337,22 +411,36 @@ class SQLCheckpointer(Checkpointer):
 
     # -- checkpoints -------------------------------------------------------------------------
     @transient(done=_row_written)
-    def put(self, row: CheckpointRow) -> None:
-        """The hot path: one INSERT in autocommit, nothing read first. The row is a named
-        tuple in column order: it is the statement's parameters as it is."""
-        statement = self._sql.get("put", lambda: insert(checkpoints))
-        params = row if statement.names is not None else statement.params(row._asdict())
+    def put(self, row: CheckpointRow, owner: str | None = None) -> None:
+        """The hot path: one statement in autocommit, nothing read first. The row is a named
+        tuple in column order: it is the statement's parameters as it is.
+
+        With ``owner`` the statement is ``INSERT ... SELECT <row> WHERE EXISTS (the run row
+        names owner)``; on PostgreSQL the sub-select takes ``FOR SHARE`` on the run row, so a
+        takeover's ``UPDATE`` either waits for this insert to commit or makes it insert
+        nothing (SQLite runs the whole statement under its write lock)."""
+        if owner is None:
+            statement = self._sql.get("put", lambda: insert(checkpoints))
+            params: Any = row if statement.names is not None else \
+                statement.params(row._asdict())
+        else:
+            statement = self._sql.get("put_fenced", _fenced_insert)
+            params = (*row, row.execution_id, owner) if statement.names is not None else \
+                statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
         try:
             with self._lock:
-                self._put(self._hot(), statement.sql, params)
+                written = self._put(self._hot(), statement.sql, params)
         except Exception as exc:
             with self._errors(f"writing checkpoint {row.checkpoint_id} of run "
                               f"{row.execution_id}"):
                 raise exc from None
+        if not written:
+            raise self._lost(row.execution_id)
 
-    def _put(self, connection: Any, sql: str, params: Any) -> None:
-        """Execute the checkpoint INSERT (PostgreSQL: as a prepared statement)."""
-        connection.execute(sql, params)
+    def _put(self, connection: Any, sql: str, params: Any) -> bool:
+        """Execute the checkpoint INSERT (PostgreSQL: as a prepared statement); whether it
+        wrote the row."""
+        return bool(connection.execute(sql, params).rowcount == 1)
 
     def _insert_row(self, cursor: Any, row: CheckpointRow) -> None:
         statement = self._sql.get("put", lambda: insert(checkpoints))
@@ -403,11 +491,16 @@ class SQLCheckpointer(Checkpointer):
     def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
                          owner: str | None) -> None:
         with self._cursor(f"pausing run {row.execution_id}", write=True) as cursor:
+            self._fence(cursor, row.execution_id, owner)
             exists = self._execute(cursor, "pending_exists", lambda: select(
-                pending_interrupts.c.execution_id).where(
-                pending_interrupts.c.execution_id == _EID), eid=row.execution_id).fetchone()
+                pending_interrupts.c.checkpoint_id).where(and_(
+                    pending_interrupts.c.execution_id == _EID,
+                    pending_interrupts.c.agent_path == bindparam("path"),
+                    pending_interrupts.c.node_id == bindparam("node"))),
+                eid=row.execution_id, path=pending.agent_path, node=pending.node_id).fetchone()
             if exists is not None:
-                raise StoreError(f"run {row.execution_id} already has a pending interrupt")
+                raise StoreError(f"run {row.execution_id} already has a pending interrupt at "
+                                 f"{pending.address}")
             self._insert_row(cursor, row)
             self._execute(cursor, "record_pending", lambda: insert(pending_interrupts),
                           execution_id=pending.execution_id,
@@ -415,7 +508,18 @@ class SQLCheckpointer(Checkpointer):
                           agent_path=pending.agent_path, reason=pending.reason,
                           context=_json(pending.context) or "null",
                           created_at=pending.created_at.timestamp())
-            self._set_status(cursor, row.execution_id, RunStatus.PAUSED.value, owner, None)
+
+    @transient()
+    def pause_run(self, execution_id: str, owner: str | None,
+                  waiting: Sequence[str]) -> list[Decision]:
+        with self._cursor(f"pausing run {execution_id}", write=True) as cursor:
+            self._fence(cursor, execution_id, owner)
+            wanted = set(waiting)
+            answered = [d for d in self._decisions(cursor, execution_id)
+                        if d.checkpoint_id in wanted]
+            if not answered:
+                self._set_status(cursor, execution_id, RunStatus.PAUSED.value, owner, None)
+            return answered
 
     def _set_status(self, cursor: Any, execution_id: str, status: str, owner: str | None,
                     error: str | None) -> None:
@@ -441,51 +545,79 @@ class SQLCheckpointer(Checkpointer):
             created_at=utc(values["created_at"]))
 
     @transient()
-    def get_pending(self, execution_id: str) -> PendingInterrupt | None:
-        with self._cursor(f"reading the pending interrupt of run {execution_id}") as cursor:
-            row = self._execute(cursor, "get_pending", lambda: select(
-                *pending_interrupts.columns).where(pending_interrupts.c.execution_id == _EID),
-                eid=execution_id).fetchone()
-        return self._to_pending(row) if row is not None else None
-
-    @transient()
-    def list_pending(self) -> list[PendingInterrupt]:
+    def list_pending(self, execution_id: str | None = None) -> list[PendingInterrupt]:
+        order = (pending_interrupts.c.created_at, pending_interrupts.c.execution_id,
+                 pending_interrupts.c.checkpoint_id)
         with self._cursor("listing pending interrupts") as cursor:
-            rows = self._execute(cursor, "list_pending", lambda: select(
-                *pending_interrupts.columns).order_by(pending_interrupts.c.created_at,
-                                                      pending_interrupts.c.execution_id)
-            ).fetchall()
+            if execution_id is None:
+                self._execute(cursor, "list_pending", lambda: select(
+                    *pending_interrupts.columns).order_by(*order))
+            else:
+                self._execute(cursor, "list_pending_of", lambda: select(
+                    *pending_interrupts.columns).where(
+                    pending_interrupts.c.execution_id == _EID).order_by(*order),
+                    eid=execution_id)
+            rows = cursor.fetchall()
         return [self._to_pending(row) for row in rows]
 
-    def delete_pending_interrupt_atomic(
-        self, execution_id: str, *, owner: str | None = None, until: float = 0.0,
-        decision: Any = None,
-    ) -> PendingInterrupt | None:
-        """The claim: ``DELETE ... RETURNING`` in a write transaction (SQLite: BEGIN IMMEDIATE,
-        which takes the database's write lock, so it is atomic across processes; PostgreSQL:
-        the row lock of the DELETE). The losers' DELETE returns nothing."""
-        with self._cursor(f"claiming the interrupt of run {execution_id}", write=True) \
-                as cursor:
-            row = self._execute(cursor, "claim", lambda: delete(pending_interrupts).where(
-                pending_interrupts.c.execution_id == _EID).returning(
-                *pending_interrupts.columns), eid=execution_id).fetchone()
+    def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
+              owner: str | None = None, until: float = 0.0, now: float = 0.0,
+              steal_from: str | None = None, resolver: str | None = None,
+              comment: str | None = None) -> Claim | None:
+        """``DELETE ... RETURNING`` of the one pending row in a write transaction that first
+        locks the run row (SQLite: BEGIN IMMEDIATE holds the database's write lock, so it is
+        atomic across processes; PostgreSQL: ``FOR UPDATE`` on the run row, then the row lock
+        of the DELETE). The losers' DELETE returns nothing. Not retried on a lost connection:
+        a claim that may have committed is reported as lost by the caller, never doubled."""
+        execution_id = pending.execution_id
+        with self._cursor(f"claiming the interrupt of run {execution_id} at "
+                          f"{pending.address}", write=True) as cursor:
+            self._execute(cursor, "lock_run", lambda: select(runs.c.execution_id).where(
+                runs.c.execution_id == _EID).with_for_update(), eid=execution_id)
+            row = self._execute(cursor, "claim", lambda: delete(pending_interrupts).where(and_(
+                pending_interrupts.c.execution_id == _EID,
+                pending_interrupts.c.checkpoint_id == bindparam("cid"))).returning(
+                *pending_interrupts.columns), eid=execution_id,
+                cid=pending.checkpoint_id).fetchone()
             if row is None:
                 return None
-            if owner is not None:
-                self._execute(cursor, "claimed", lambda: update(runs).where(
-                    runs.c.execution_id == _EID).values(
-                    owner=bindparam("owner"), lease_until=bindparam("until"),
-                    status=RunStatus.RUNNING.value, decision=bindparam("decision"),
-                    updated_at=bindparam("now")), eid=execution_id, owner=owner, until=until,
-                    decision=_json(decision), now=time.time())
-            return self._to_pending(row)
+            found = self._to_pending(row)
+            self._execute(cursor, "insert_decision", lambda: insert(decisions),
+                          execution_id=execution_id, checkpoint_id=found.checkpoint_id,
+                          node_id=found.node_id, agent_path=found.agent_path,
+                          value=_json(answer) or "{}", resolver=resolver, comment=comment,
+                          created_at=time.time())
+            owned = owner is not None and self._acquire(
+                cursor, "acquire", _acquire_statement, execution_id, owner, until, now,
+                steal_from)
+            return Claim(found, owned)
+
+    def _decisions(self, cursor: Any, execution_id: str) -> list[Decision]:
+        rows = self._execute(cursor, "decisions", lambda: select(*decisions.columns).where(
+            decisions.c.execution_id == _EID).order_by(decisions.c.created_at,
+                                                       decisions.c.checkpoint_id),
+            eid=execution_id).fetchall()
+        return [_to_decision(row) for row in rows]
 
     @transient()
-    def set_decision(self, execution_id: str, decision: Any) -> None:
-        with self._cursor(f"storing the decision of run {execution_id}", write=True) as cursor:
-            self._execute(cursor, "set_decision", lambda: update(runs).where(
-                runs.c.execution_id == _EID).values(decision=bindparam("decision")),
-                eid=execution_id, decision=_json(decision))
+    def decisions(self, execution_id: str) -> list[Decision]:
+        with self._cursor(f"reading the decisions of run {execution_id}") as cursor:
+            return self._decisions(cursor, execution_id)
+
+    @transient()
+    def replace_decision(self, decision: Decision, owner: str | None) -> None:
+        with self._cursor(f"storing the decision of run {decision.execution_id}",
+                          write=True) as cursor:
+            self._fence(cursor, decision.execution_id, owner)
+            self._execute(cursor, "delete_decision", lambda: delete(decisions).where(and_(
+                decisions.c.execution_id == _EID, decisions.c.checkpoint_id == bindparam(
+                    "cid"))), eid=decision.execution_id, cid=decision.checkpoint_id)
+            self._execute(cursor, "insert_decision", lambda: insert(decisions),
+                          execution_id=decision.execution_id,
+                          checkpoint_id=decision.checkpoint_id, node_id=decision.node_id,
+                          agent_path=decision.agent_path, value=_json(decision.value) or "{}",
+                          resolver=decision.resolver, comment=decision.comment,
+                          created_at=decision.created_at.timestamp())
 
     # -- idempotency -------------------------------------------------------------------------
     @transient()
@@ -502,10 +634,12 @@ class SQLCheckpointer(Checkpointer):
         return str(row[0]) if row is not None else None
 
     @transient()
-    def put_idempotent(self, execution_id: str, key: str, value_json: str) -> str:
+    def put_idempotent(self, execution_id: str, key: str, value_json: str,
+                       owner: str | None = None) -> str:
         """Insert unless present (``ON CONFLICT DO NOTHING``), then read what is stored: the
         first writer wins even when two processes cache the same key at once."""
         with self._cursor("writing the idempotency cache", write=True) as cursor:
+            self._fence(cursor, execution_id, owner)
             self._execute(cursor, "put_idempotent",
                           lambda: self._insert_or_ignore(idempotency_cache),
                           execution_id=execution_id, key=key, value=value_json,
@@ -518,17 +652,18 @@ class SQLCheckpointer(Checkpointer):
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
                    owner: str | None) -> None:
         with self._cursor(f"ending run {row.execution_id}", write=True) as cursor:
+            self._fence(cursor, row.execution_id, owner)
             self._insert_row(cursor, row)
             self._set_status(cursor, row.execution_id, status, owner, _json(error))
 
-    def prune(self, older_than: float, *, include_failed: bool = False) -> PruneResult:
+    def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
         """Delete finished runs in one write transaction (paused/running runs never match)."""
         statuses = [RunStatus.COMPLETED.value] + ([RunStatus.FAILED.value] if include_failed
                                                   else [])
         with self._engine_write("pruning") as connection:
             doomed = [r[0] for r in connection.execute(
                 select(runs.c.execution_id).where(and_(
-                    runs.c.status.in_(statuses), runs.c.updated_at < older_than,
+                    runs.c.status.in_(statuses), runs.c.updated_at < cutoff,
                     runs.c.execution_id.not_in(select(pending_interrupts.c.execution_id)),
                 ))).all()]
             counts = [0, 0]
@@ -538,6 +673,8 @@ class SQLCheckpointer(Checkpointer):
                     checkpoints.c.execution_id.in_(chunk))).rowcount
                 counts[1] += connection.execute(delete(idempotency_cache).where(
                     idempotency_cache.c.execution_id.in_(chunk))).rowcount
+                connection.execute(delete(decisions).where(
+                    decisions.c.execution_id.in_(chunk)))
                 connection.execute(delete(runs).where(runs.c.execution_id.in_(chunk)))
             connection.execute(delete(plans).where(
                 plans.c.fingerprint.not_in(select(runs.c.plan_fingerprint))))

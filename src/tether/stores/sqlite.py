@@ -52,6 +52,7 @@ class SQLiteCheckpointer(SQLCheckpointer):
     """Checkpointer in a SQLite file (created, with its directory, if missing)."""
 
     paramstyle = "?"
+    _can_drop_columns = sqlite3.sqlite_version_info >= (3, 35, 0)
 
     def __init__(self, path: str | os.PathLike[str] = ".tether/tether.db", *,
                  durability: Durability = "normal", timeout: float = 30.0) -> None:

@@ -43,7 +43,8 @@ from tether.stores.base import Checkpointer
 def _outcome(result: Any) -> dict[str, Any]:
     return {"outcome": result.status, "execution_id": result.execution_id,
             "state": result.state, "output": result.output,
-            "pending": result.pending_interrupt, "error": result.error}
+            "pending": dict(result.pending[0]) if result.pending else None,
+            "error": dict(result.error) if result.error else None}
 
 
 def _error(exc: BaseException) -> dict[str, Any]:

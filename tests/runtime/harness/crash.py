@@ -9,7 +9,7 @@ A spec names one boundary:
 ``before:#n`` / ``after:#n``
     around the n-th checkpoint write of any kind in this process.
 ``after:claim``
-    right after ``delete_pending_interrupt_atomic`` returned (the claim is committed).
+    right after ``claim`` returned (the claim is committed).
 ``after:idem[#k]``
     right after the k-th ``put_idempotent`` committed a cached result.
 ``task:<label>[#k]``
@@ -102,8 +102,8 @@ class Crash:
         """Wrap this store object's writing methods so the boundary kills the process."""
         for name in WRITES:
             setattr(store, name, self._checkpoint_write(getattr(store, name)))
-        store.delete_pending_interrupt_atomic = self._after_named(
-            "claim", store.delete_pending_interrupt_atomic)
+        store.claim = self._after_named(
+            "claim", store.claim)
         store.put_idempotent = self._after_named("idem", store.put_idempotent)
 
     def _matches(self, row: Any) -> bool:

@@ -1,0 +1,24 @@
+"""``task`` nodes: render the arguments, call the registered function."""
+
+from __future__ import annotations
+
+from tether.runtime.context import UnitScope
+from tether.runtime.invoke import call_task
+from tether.runtime.render import render
+from tether.runtime.units import Unit, UnitResult
+from tether.runtime.values import to_json
+
+
+class TaskExecutor:
+    """Calls the node's task with its ``with:`` arguments, under its retry policy."""
+
+    async def run(self, unit: Unit) -> UnitResult:
+        node, level = unit.node, unit.level
+        args = render(node.args, unit.names(), "with")
+        to_json(args, f"the arguments of node '{node.id}'", node_id=node.id)
+        fn = level.session.tasks[node.task or ""]
+        answers = level.answers(unit.path)
+        scope = UnitScope(unit.address, level.agent_path, answers)
+        semaphore = None if unit.inline else level.session.semaphore
+        output, text = await call_task(fn, node, args, scope, semaphore, level.session.bodies)
+        return UnitResult(output, text, args)

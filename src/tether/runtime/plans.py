@@ -1,0 +1,70 @@
+"""Where a run's plan comes from: a Plan, a plan file, a workflow file, or the store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tether.compiler.plan import Plan
+from tether.errors import TaskError, TetherError
+from tether.stores.base import Checkpointer
+from tether.stores.records import RunRecord
+
+PlanSource = Plan | str | os.PathLike[str]
+
+_PLANS: dict[str, Plan] = {}  # plans by fingerprint: a fingerprint names one plan for good
+_CACHE_SIZE = 256
+
+
+def load_plan(source: PlanSource) -> Plan:
+    """A Plan from a Plan, a plan JSON file (validated), or a workflow file (compiled)."""
+    if isinstance(source, Plan):
+        return source
+    path = Path(source)
+    if path.suffix.lower() == ".json":
+        try:
+            return Plan.from_json(path.read_bytes())
+        except OSError as exc:
+            raise TetherError(f"cannot read plan {path}: {exc.strerror}") from None
+    from tether.compiler import compile as compile_workflow
+
+    return compile_workflow(path)
+
+
+def remember(plan: Plan) -> None:
+    """Keep ``plan`` for runs that name its fingerprint (bounded)."""
+    if len(_PLANS) >= _CACHE_SIZE:
+        _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[plan.fingerprint] = plan
+
+
+def stored_plan(store: Checkpointer, run: RunRecord) -> Plan:
+    """The plan a run was started with (parsed once per process and fingerprint)."""
+    plan = _PLANS.get(run.plan_fingerprint)
+    if plan is None:
+        text = store.get_plan(run.plan_fingerprint)
+        if text is None:
+            raise TetherError(f"run {run.execution_id}: its plan {run.plan_fingerprint[:12]} "
+                              "is missing from the store")
+        plan = Plan.from_json(text)
+        remember(plan)
+    return plan
+
+
+def task_names(plan: Plan) -> set[str]:
+    """Every task a plan (and its sub-plans) calls."""
+    names = {n.task for n in plan.nodes if n.task}
+    for node in plan.nodes:
+        if node.workflow is not None:
+            names |= task_names(node.workflow.plan)
+    return names
+
+
+def check_tasks(plan: Plan, tasks: set[str] | frozenset[str]) -> None:
+    """Refuse a plan that calls tasks not registered in this process."""
+    missing = sorted(task_names(plan) - set(tasks))
+    if missing:
+        raise TaskError("the plan calls tasks that are not registered: " + ", ".join(missing)
+                        + " (import the modules that define them: --tasks MODULE or "
+                        "[tool.tether] tasks in pyproject.toml on the command line, tasks= "
+                        "for a Runner)", task=missing[0])

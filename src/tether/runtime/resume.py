@@ -1,0 +1,284 @@
+"""The resume protocol: what ``aresume`` does, decided from one reading of the run.
+
+==============================  ================  ===========================================
+the run                         the caller passes  result
+==============================  ================  ===========================================
+finished (completed run_end)    anything          ``AlreadyResumed``, nothing written
+a unit waits (pending row)      ``Resume``        claim that row (atomic; ``node=`` picks one
+                                                  when several wait); the unit runs again with
+                                                  the answer, other runnable work goes on
+paused, nothing answered        nothing           ``ResumeError``, nothing changed
+failed / crashed / answered     nothing           take the lease; run what is not committed,
+                                                  applying every claimed answer
+held by another live attempt    anything          ``AlreadyResumed`` (a claimed answer stays
+                                                  recorded: the holder applies it)
+==============================  ================  ===========================================
+
+A value given for a unit that no longer waits is matched against what happened: the same
+answer a claimer recorded before it died recovers the run (as without a value); a unit that
+failed after its answer gets the new answer in place of the old; anything else is
+``AlreadyResumed`` (someone answered first) or ``ResumeError`` (nothing is waiting).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from tether.compiler.plan import Plan
+from tether.errors import AlreadyResumed, ResumeError, ResumeValueError
+from tether.paths import StatePath
+from tether.runtime.answers import adopt_waits, apply_decisions
+from tether.runtime.attempt import Attempt
+from tether.runtime.context import Resume
+from tether.runtime.execution import Readiness
+from tether.runtime.invoke import check_values
+from tether.runtime.journal import Journal
+from tether.runtime.pinning import check_compatible
+from tether.runtime.plans import PlanSource, check_tasks, stored_plan
+from tether.runtime.results import RunResult
+from tether.runtime.state import RunState, split_address
+from tether.runtime.values import to_json
+from tether.status import RUN_END, RunStatus, UnitStatus
+from tether.stores.base import Checkpointer
+from tether.stores.owners import describe_owner, provably_dead
+from tether.stores.records import Decision, PendingInterrupt, RunRecord
+
+if TYPE_CHECKING:
+    from tether.runtime.runner import Runner
+
+
+@dataclass
+class Prepared:
+    """A run this attempt now holds, ready to drive."""
+
+    plan: Plan
+    state: RunState
+    journal: Journal
+    attempt: Attempt
+
+
+def answer_of(resume: Resume | Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON form of a resume value."""
+    value, _ = to_json(dict(resume), "the resume values")
+    return dict(value)
+
+
+class Resumption:
+    """One call of ``aresume`` (see the module docstring)."""
+
+    def __init__(self, runner: Runner, store: Checkpointer, run: RunRecord,
+                 resume: Resume | Mapping[str, Any] | None, node: str | None,
+                 plan: PlanSource | None, resolver: str | None = None,
+                 comment: str | None = None) -> None:
+        self.runner = runner
+        self.store = store
+        self.run = run
+        self.execution_id = run.execution_id
+        self.answer = answer_of(resume) if resume is not None else None
+        self.node = node
+        self.explicit_plan = plan
+        self.resolver = resolver
+        self.comment = comment
+        self.attempt = Attempt(store, run.execution_id, runner.lease_seconds)
+        self.owned = False
+
+    def prepare(self) -> Prepared | RunResult:
+        """Decide; take the run (and claim the answer) or raise; RunResult when the answer
+        was recorded for a run another attempt executes."""
+        store, eid = self.store, self.execution_id
+        if self.run.status == RunStatus.COMPLETED:
+            raise AlreadyResumed(eid)
+        last, checkpoint = store.resume_point(eid, self.run.inputs)
+        if last is not None and last.node_id == RUN_END and last.status == "completed":
+            raise AlreadyResumed(eid)
+        plan = self.runner.plan_for(self.run, self.explicit_plan)
+        check_tasks(plan, frozenset(self.runner.tasks))
+        state = RunState.from_snapshot(checkpoint.state_snapshot) if checkpoint is not None \
+            else RunState.new(dict(self.run.inputs or {}))
+        if plan.fingerprint != self.run.plan_fingerprint:
+            check_compatible(eid, stored_plan(store, self.run), plan, state.data)
+        pending = store.list_pending(eid)
+        decisions = store.decisions(eid)
+        adopt_waits(plan, state, pending, decisions)
+        if self.answer is not None:
+            outcome = self._answer(plan, state, pending, decisions)
+            if outcome is not None:
+                return outcome
+        changed = None
+        if self.answer is None and pending:
+            changed = self._reenter(plan, state, decisions)
+            if Readiness(plan, state).take() is None:
+                first = pending[0]
+                raise ResumeError(eid, f"it is paused at node '{first.address}' waiting for "
+                                  f"input ({first.reason}); resume it with Resume(...)",
+                                  node_id=first.node_id)
+        self._take()
+        if plan.fingerprint != self.run.plan_fingerprint:
+            store.set_run_plan(eid, plan.fingerprint, plan.to_json(), self.attempt.token)
+        journal = Journal(store, eid, state.data, snapshot_every=self.runner.snapshot_every,
+                          last_id=last.checkpoint_id if last else None, attempt=self.attempt)
+        if changed is None:
+            fresh = store.decisions(eid) if self.answer is not None else decisions
+            changed = self._reenter(plan, state, fresh)
+        for path in changed:
+            journal.mark(path)
+        return Prepared(plan, state, journal, self.attempt)
+
+    @staticmethod
+    def _reenter(plan: Plan, state: RunState, decisions: list[Decision]) -> list[StatePath]:
+        """Failed units runnable again, answered units given their answers: changed paths."""
+        return [*state.reopen(plan, forget_answers=False),
+                *apply_decisions(plan, state, decisions)]
+
+    # -- with a value ------------------------------------------------------------------------
+    def _answer(self, plan: Plan, state: RunState, pending: list[PendingInterrupt],
+                decisions: list[Decision]) -> RunResult | None:
+        assert self.answer is not None
+        target = self._target(pending)
+        if target is None:
+            self._late_answer(plan, state, decisions)
+            return None
+        self._validate(plan, target)
+        now = time.time()
+        claim = self.store.claim(target, self.answer, owner=self.attempt.token,
+                                 until=self.attempt.until(), now=now,
+                                 steal_from=self._dead_holder(), resolver=self.resolver,
+                                 comment=self.comment)
+        if claim is None:
+            raise self._answered_first(target)
+        if claim.owned:
+            self.owned = True
+            return None
+        fresh = self.store.get_run(self.execution_id)
+        holder = describe_owner(fresh.owner if fresh else None)
+        return RunResult(RunStatus.RUNNING, self.execution_id, None, state.data,
+                         message=f"answer recorded for '{target.address}'; the run is being "
+                         f"executed by {holder}, which applies it")
+
+    def _target(self, pending: list[PendingInterrupt]) -> PendingInterrupt | None:
+        """The pending row the value answers (by ``node=`` when several wait)."""
+        if self.node is None:
+            if len(pending) > 1:
+                names = ", ".join(p.address for p in pending)
+                raise ResumeError(self.execution_id, f"{len(pending)} interrupts are pending "
+                                  f"({names}); say which one to answer (node=..., --node)")
+            return pending[0] if pending else None
+        for candidate in pending:
+            if self.node in (candidate.address, candidate.node_id):
+                return candidate
+        return None
+
+    def _validate(self, plan: Plan, target: PendingInterrupt) -> None:
+        assert self.answer is not None
+        try:
+            level, _ = RunState({}).locate(plan, target.agent_path, target.node_id)
+        except KeyError:
+            return
+        node = level.node(split_address(target.node_id)[0])
+        if node.approval is not None and node.approval.form is not None:
+            _, problems = check_values(node.approval.form, self.answer, "field")
+            if problems:
+                raise ResumeValueError(self.execution_id, node.id, problems)
+
+    def _answered_first(self, target: PendingInterrupt) -> AlreadyResumed:
+        for decision in self.store.decisions(self.execution_id):
+            if decision.checkpoint_id == target.checkpoint_id:
+                who = decision.resolver or "another resumer"
+                moment = decision.created_at.astimezone(UTC).isoformat(timespec="seconds")
+                return AlreadyResumed(
+                    self.execution_id, f"'{target.address}' was already answered by {who} at "
+                    f"{moment}", answered_by=decision.resolver,
+                    answered_at=decision.created_at)
+        return AlreadyResumed(self.execution_id, "another resumer answered it first")
+
+    def _late_answer(self, plan: Plan, state: RunState, decisions: list[Decision]) -> None:
+        """A value for a unit with no pending row: recover, re-answer, or refuse."""
+        assert self.answer is not None
+        waiting = state.waiting(plan)
+        claimed = [d for d in decisions if d.checkpoint_id in waiting and self._names(d)]
+        if claimed:
+            decision = claimed[-1]
+            if decision.value == self.answer:
+                return  # the claimer died: continue as a resume without a value would
+            fresh = self.store.get_run(self.execution_id) or self.run
+            if self._held_by_other(fresh):
+                raise self._answered_first(PendingInterrupt(
+                    self.execution_id, decision.checkpoint_id, decision.node_id,
+                    decision.agent_path, "", None, decision.created_at))
+            self._take()  # the claimer died before its node committed: the new answer wins
+            self._replace(decision)
+            return
+        if any(d.value == self.answer and self._names(d) for d in decisions):
+            return  # the answer its claimer gave, given again after the claimer died: recover
+        failed = self._failed_answered(plan, state, decisions)
+        if failed is not None:
+            self._take()
+            unit_state, decision = failed
+            unit_state.replace_answer(self.answer)
+            self._replace(decision)
+            return
+        self._refuse_late()
+
+    def _replace(self, decision: Decision) -> None:
+        assert self.answer is not None
+        self.store.replace_decision(Decision(
+            decision.execution_id, decision.checkpoint_id, decision.node_id,
+            decision.agent_path, self.answer, datetime.now(UTC), self.resolver, self.comment),
+            self.attempt.token)
+
+    def _names(self, decision: Decision) -> bool:
+        return self.node is None or self.node in (decision.node_id, decision.address)
+
+    def _failed_answered(self, plan: Plan, state: RunState, decisions: list[Decision],
+                         ) -> tuple[Any, Decision] | None:
+        """The unit that failed after it was answered, with the decision it got."""
+        for decision in reversed(decisions):
+            if not self._names(decision):
+                continue
+            try:
+                _, path = state.locate(plan, decision.agent_path, decision.node_id)
+            except KeyError:
+                continue
+            unit = state.find(path)
+            if unit is not None and unit.status == UnitStatus.FAILED and unit.answers:
+                return unit, decision
+        return None
+
+    def _refuse_late(self) -> None:
+        fresh = self.store.get_run(self.execution_id) or self.run
+        if self._held_by_other(fresh):
+            raise AlreadyResumed(self.execution_id,
+                                 f"it is being executed by {describe_owner(fresh.owner)}")
+        if fresh.status == RunStatus.COMPLETED or self.store.finished(self.execution_id):
+            raise AlreadyResumed(self.execution_id)
+        raise ResumeError(self.execution_id, "it is not waiting for input; resume it without "
+                          "a value")
+
+    # -- taking the run ------------------------------------------------------------------------
+    def _dead_holder(self) -> str | None:
+        holder = self.run.owner
+        return holder if holder and provably_dead(holder) else None
+
+    def _held_by_other(self, run: RunRecord) -> bool:
+        return bool(run.owner) and run.owner != self.attempt.token and not (
+            run.lease_until is not None and run.lease_until < time.time()) and not \
+            provably_dead(run.owner)
+
+    def _take(self) -> None:
+        """Acquire the lease for this attempt, or AlreadyResumed naming the holder."""
+        if self.owned:
+            return
+        store, eid = self.store, self.execution_id
+        if not store.acquire(eid, self.attempt.token, self.attempt.until(), time.time(),
+                             steal_from=self._dead_holder()):
+            fresh = store.get_run(eid)
+            raise AlreadyResumed(eid, "it is being executed by "
+                                 f"{describe_owner(fresh.owner if fresh else None)}")
+        self.owned = True
+        if store.finished(eid):
+            self.attempt.release()
+            raise AlreadyResumed(eid)

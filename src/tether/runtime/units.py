@@ -1,0 +1,59 @@
+"""What the scheduler hands a node executor, and what it gets back.
+
+An executor (one per node kind, in ``executors/``) runs one *unit*: a node, or one element of
+a ``for_each`` node. It returns a :class:`UnitResult`, or raises ``NodeFailure`` (the unit
+failed), :class:`~tether.errors.InterruptSignal` (the unit asks a human) or
+:class:`Suspended` (a sub-run it started is waiting for answers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tether.compiler.plan import PlanNode
+from tether.paths import StatePath
+
+if TYPE_CHECKING:
+    from tether.runtime.execution import Level
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """A unit's output, its JSON text (serialised once, for the checkpoint), and the rendered
+    input recorded with it."""
+
+    output: Any
+    text: str
+    node_input: Any = None
+
+
+class Suspended(Exception):
+    """A (sub-)run stopped with units waiting for answers and nothing else to do."""
+
+
+@dataclass
+class Unit:
+    """One unit to execute, at ``path`` in its level's state (``address``: ``node`` or
+    ``node/item:3``). ``inline``: it is the only unit running, so a sync task may be called in
+    the event loop's thread."""
+
+    level: Level
+    node: PlanNode
+    path: StatePath
+    address: str
+    item: Any = None
+    has_item: bool = False
+    inline: bool = False
+
+    def names(self) -> dict[str, Any]:
+        """The names this unit's templates read."""
+        return self.level.names(self.node, item=self.item, has_item=self.has_item)
+
+
+class Executor(Protocol):
+    """Runs units of one node kind."""
+
+    async def run(self, unit: Unit) -> UnitResult:
+        """Execute ``unit`` to its result (see the module docstring for the other ways out)."""
+        ...

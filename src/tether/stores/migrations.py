@@ -1,0 +1,178 @@
+"""Schema migrations: an ordered list whose position is the version.
+
+Each migration is written against the schema as it stood when it shipped, never against the
+current tables in ``schema.py``: migration 1 creates the tables of the first release exactly
+as they were (frozen below), and every later one changes what the one before left. A fresh
+database runs them all in order, so it ends in the same shape as an upgraded one (the schema
+tests compare both with ``schema.py``). Migrations run in one transaction under the store's
+set-up lock (see ``SQLCheckpointer.setup``); raw DDL names tables through ``ctx.table`` so a
+PostgreSQL schema (``?schema=``) is honoured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    text,
+)
+
+
+@dataclass(frozen=True)
+class MigrationContext:
+    """What a migration works with: the connection (inside the set-up transaction), the
+    dialect's name, and ``table(name)``, the quoted (schema-qualified) name for raw SQL."""
+
+    connection: Connection
+    dialect: str
+    table: Callable[[str], str]
+    can_drop_columns: bool = True
+
+    def run(self, sql: str, **params: object) -> None:
+        self.connection.execute(text(sql), params)
+
+
+# -- version 1, as released (frozen: never edit) --------------------------------------------
+_V1 = MetaData()
+Table("plans", _V1,
+      Column("fingerprint", String(64), primary_key=True),
+      Column("plan", Text, nullable=False),
+      Column("created_at", Float, nullable=False))
+Table("runs", _V1,
+      Column("execution_id", String(200), primary_key=True),
+      Column("workflow", Text, nullable=False),
+      Column("plan_fingerprint", String(64), nullable=False),
+      Column("status", String(16), nullable=False),
+      Column("inputs", Text, nullable=False),
+      Column("created_at", Float, nullable=False),
+      Column("updated_at", Float, nullable=False),
+      Column("parent_execution_id", String(200)),
+      Column("parent_checkpoint_id", String(64)),
+      Column("error", Text),
+      Column("owner", Text),
+      Column("lease_until", Float),
+      Column("decision", Text),
+      Index("runs_status_updated", "status", "updated_at"))
+Table("checkpoints", _V1,
+      Column("execution_id", String(200), primary_key=True),
+      Column("checkpoint_id", String(64), primary_key=True),
+      Column("parent_checkpoint_id", String(64)),
+      Column("node_id", Text, nullable=False),
+      Column("node_index", Integer, nullable=False),
+      Column("step_type", String(16), nullable=False),
+      Column("status", String(16), nullable=False),
+      Column("base_id", String(64), nullable=False),
+      Column("is_full", Boolean, nullable=False),
+      Column("state", Text, nullable=False),
+      Column("node_input", Text),
+      Column("node_output", Text),
+      Column("iteration_counters", Text, nullable=False),
+      Column("interrupt_reason", Text),
+      Column("interrupt_context", Text),
+      Column("agent_path", Text, nullable=False),
+      Column("created_at", Float, nullable=False),
+      sqlite_with_rowid=False)
+Table("pending_interrupts", _V1,
+      Column("execution_id", String(200), primary_key=True),
+      Column("checkpoint_id", String(64), nullable=False),
+      Column("node_id", Text, nullable=False),
+      Column("agent_path", Text, nullable=False),
+      Column("reason", Text, nullable=False),
+      Column("context", Text, nullable=False),
+      Column("created_at", Float, nullable=False))
+Table("idempotency_cache", _V1,
+      Column("execution_id", String(200), primary_key=True),
+      Column("key", String(64), primary_key=True),
+      Column("value", Text, nullable=False),
+      Column("created_at", Float, nullable=False))
+V1_METADATA = _V1
+
+
+def _v1(ctx: MigrationContext) -> None:
+    """Version 1: the tables of the first release."""
+    _V1.create_all(ctx.connection, checkfirst=True)
+
+
+# -- version 2: several pending interrupts per run, decisions, attempts ----------------------
+_V2 = MetaData()
+_PENDING_V2 = Table(
+    "pending_interrupts_v2", _V2,
+    Column("execution_id", String(200), primary_key=True),
+    Column("checkpoint_id", String(64), primary_key=True),
+    Column("node_id", Text, nullable=False),
+    Column("agent_path", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("context", Text, nullable=False),
+    Column("created_at", Float, nullable=False))
+_DECISIONS_V2 = Table(
+    "decisions", _V2,
+    Column("execution_id", String(200), primary_key=True),
+    Column("checkpoint_id", String(64), primary_key=True),
+    Column("node_id", Text, nullable=False),
+    Column("agent_path", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    Column("resolver", Text),
+    Column("comment", Text),
+    Column("created_at", Float, nullable=False))
+
+
+def _v2(ctx: MigrationContext) -> None:
+    """Version 2: pending interrupts keyed by (run, interrupted checkpoint), one per unit;
+    claimed answers in a ``decisions`` table (moved from ``runs.decision``); ``runs.attempt``."""
+    _PENDING_V2.create(ctx.connection)
+    pending, fresh = ctx.table("pending_interrupts"), ctx.table("pending_interrupts_v2")
+    columns = "execution_id, checkpoint_id, node_id, agent_path, reason, context, created_at"
+    ctx.run(f"INSERT INTO {fresh} ({columns}) SELECT {columns} FROM {pending}")
+    ctx.run(f"DROP TABLE {pending}")
+    ctx.run(f"ALTER TABLE {fresh} RENAME TO pending_interrupts")
+    ctx.run(f"CREATE UNIQUE INDEX pending_unit ON {pending} "
+            "(execution_id, agent_path, node_id)")
+    ctx.run(f"CREATE INDEX pending_created ON {pending} (created_at)")
+    _DECISIONS_V2.create(ctx.connection)
+    _move_decisions(ctx)
+    runs = ctx.table("runs")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1")
+    if ctx.can_drop_columns:
+        ctx.run(f"ALTER TABLE {runs} DROP COLUMN decision")
+
+
+def _move_decisions(ctx: MigrationContext) -> None:
+    """Copy each run's claimed, uncommitted answer (``runs.decision``) into ``decisions``."""
+    claimed = ctx.connection.execute(text(
+        f"SELECT execution_id, decision, updated_at FROM {ctx.table('runs')} "
+        "WHERE decision IS NOT NULL")).all()
+    for execution_id, decision, updated_at in claimed:
+        try:
+            parsed = json.loads(decision)
+            checkpoint_id = str(parsed["checkpoint_id"])
+        except (ValueError, TypeError, KeyError):
+            continue
+        asked = ctx.connection.execute(text(
+            f"SELECT node_id, agent_path FROM {ctx.table('checkpoints')} "
+            "WHERE execution_id = :eid AND checkpoint_id = :cid"),
+            {"eid": execution_id, "cid": checkpoint_id}).first()
+        if asked is None:
+            continue
+        ctx.connection.execute(_DECISIONS_V2.insert().values(
+            execution_id=execution_id, checkpoint_id=checkpoint_id, node_id=asked[0],
+            agent_path=asked[1], value=json.dumps(parsed.get("value") or {}),
+            created_at=updated_at))
+
+
+Migration = Callable[[MigrationContext], None]
+
+MIGRATIONS: list[Migration] = [_v1, _v2]
+
+SCHEMA_VERSION = len(MIGRATIONS)
