@@ -491,12 +491,17 @@ def test_misplaced_clauses_are_reported_and_left_out(text: str, message: str, co
     assert set(raw.data["nodes"]["a"]) <= {"task", "workflow", "approval"}
 
 
-def test_misplaced_clauses_on_a_workflow_node_are_reported_by_validation_like_yaml() -> None:
+def test_misplaced_clauses_on_a_workflow_node_are_reported_like_yaml_reports_them() -> None:
+    """The reader refuses what the kinds table refuses, with the words validation uses."""
     raw = read_flow('workflow w\nworkflow a = "s.yaml" retry 2\n', "t.flow")
-    assert raw.ok
     validate(raw)
     assert [(d.code, d.message, d.span.col) for d in raw.diagnostics] == [
         ("E208", "`retry` does not apply to a workflow node", 23)]
+    yaml = read_yaml("tether: 1\nname: w\nnodes:\n  a: {workflow: s.yaml, retry: {max_attempts: 2}}"
+                     "\n", "t.yaml")
+    validate(yaml)
+    assert [(d.code, d.message) for d in yaml.diagnostics] == [
+        ("E208", "`retry` does not apply to a workflow node")]
 
 
 # -- no input makes the reader raise ------------------------------------------------------------

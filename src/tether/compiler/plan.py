@@ -1,10 +1,18 @@
 """The plan: the compiler's output and the runtime's input.
 
 Plain, immutable, JSON-serialisable data (pydantic models). Nodes come in a deterministic
-topological order (``index``); every expression is kept as its source text. The fingerprint is
-the sha256 of the canonical JSON of everything that decides behaviour: the source map (file
-names and line numbers) is left out, so a ``.yaml`` file and its ``.flow`` twin share one
-fingerprint, and the same file compiles to the same bytes on any machine.
+topological order (``index``); every expression is kept as its source text. A node is one of
+:class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode` (the union :data:`PlanNode`,
+discriminated by ``kind``); each variant has only the fields its kind takes (the table in
+:mod:`tether.kinds`).
+
+The fingerprint is the sha256 of the canonical JSON of everything that decides behaviour: the
+source map (file names and line numbers) is left out, so a ``.yaml`` file and its ``.flow``
+twin share one fingerprint, and the same file compiles to the same bytes on any machine.
+
+Plan format 1 writes every node with every key of every kind (``"task": null`` on an
+approval, ...). The variants keep writing that shape, and read it back, so plans and
+fingerprints stored by earlier releases stay valid (see :mod:`tether.compiler.plan_shape`).
 """
 
 from __future__ import annotations
@@ -12,15 +20,25 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
+from tether.compiler import plan_shape
 from tether.errors import PlanError
+from tether.kinds import NodeKind
 
 PLAN_FORMAT = 1
 
-NodeKind = Literal["task", "approval", "workflow"]
+TriggerRule = Literal["all_success", "all_done", "any_success"]
 
 
 class _PlanModel(BaseModel):
@@ -69,28 +87,120 @@ class PlanSubworkflow(_PlanModel):
     plan: Plan
 
 
-class PlanNode(_PlanModel):
-    """One node of the plan."""
+class _NodeBase(_PlanModel):
+    """What every node has: its place in the graph, its guard and trigger rule, its loop."""
 
     id: str
     index: int
-    kind: NodeKind
-    task: str | None = None
-    approval: PlanApproval | None = None
-    workflow: PlanSubworkflow | None = None
-    args: dict[str, Any] = Field(default_factory=dict, alias="with")
     needs: tuple[str, ...] = ()
     waits_for: tuple[str, ...] = ()
     when: str | None = None
-    trigger: Literal["all_success", "all_done", "any_success"] = "all_success"
-    for_each: Any = None
-    concurrency: int | None = None
-    retry: PlanRetry | None = None
-    timeout: float | None = None
-    idempotent: bool = False
+    trigger: TriggerRule = "all_success"
     loop: PlanLoop | None = None
     loops: tuple[str, ...] = ()
     generation: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_format_1(cls, data: Any) -> Any:
+        return plan_shape.drop_absent(cls.model_fields["kind"].default, data)
+
+    @model_serializer(mode="wrap")
+    def _write_format_1(self, handler: SerializerFunctionWrapHandler,
+                        info: SerializationInfo) -> dict[str, Any]:
+        kind: NodeKind = getattr(self, "kind")  # noqa: B009 - declared by every variant
+        return plan_shape.add_absent(kind, handler(self), info)
+
+
+class _Invocation(_NodeBase):
+    """Task and workflow nodes: called with arguments, once or once per element."""
+
+    args: dict[str, Any] = Field(default_factory=dict, alias="with")
+    for_each: Any = None
+    concurrency: int | None = None
+
+
+# -- transitional: reads of another kind's fields --------------------------------------------
+# The runtime of release 0.1 reads `node.task`, `node.retry`, ... on any node. These read-only
+# properties give such reads the neutral value, so it keeps working (and type-checking) until it
+# dispatches with `match` over the variants; then they go. They are not fields: they are
+# neither validated nor serialised.
+
+
+class _NoTask:
+    @property
+    def task(self) -> None:
+        return None
+
+    @property
+    def retry(self) -> None:
+        return None
+
+    @property
+    def timeout(self) -> None:
+        return None
+
+    @property
+    def idempotent(self) -> Literal[False]:
+        return False
+
+
+class _NoApproval:
+    @property
+    def approval(self) -> None:
+        return None
+
+
+class _NoWorkflow:
+    @property
+    def workflow(self) -> None:
+        return None
+
+
+class _NoInvocation:
+    @property
+    def args(self) -> dict[str, Any]:
+        return {}
+
+    @property
+    def for_each(self) -> None:
+        return None
+
+    @property
+    def concurrency(self) -> None:
+        return None
+
+
+# -- the variants ------------------------------------------------------------------------------
+
+
+class TaskNode(_Invocation, _NoApproval, _NoWorkflow):
+    """A node calling a registered task, with retries, a timeout and result caching."""
+
+    kind: Literal[NodeKind.TASK] = NodeKind.TASK
+    task: str
+    retry: PlanRetry | None = None
+    timeout: float | None = None
+    idempotent: bool = False
+
+
+class ApprovalNode(_NodeBase, _NoTask, _NoWorkflow, _NoInvocation):
+    """A node pausing the run for a human decision."""
+
+    kind: Literal[NodeKind.APPROVAL] = NodeKind.APPROVAL
+    approval: PlanApproval
+
+
+class WorkflowNode(_Invocation, _NoTask, _NoApproval):
+    """A node running another workflow, whose plan is embedded, as a sub-run."""
+
+    kind: Literal[NodeKind.WORKFLOW] = NodeKind.WORKFLOW
+    workflow: PlanSubworkflow
+
+
+PlanNode: TypeAlias = Annotated[TaskNode | ApprovalNode | WorkflowNode,
+                                Field(discriminator="kind")]
+"""One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode` or :class:`WorkflowNode`."""
 
 
 class SourceRef(_PlanModel):
@@ -167,7 +277,7 @@ def semantic(plan: Plan) -> dict[str, Any]:
     """The part of a plan that decides behaviour: everything but source maps and fingerprints."""
     data = plan.model_dump(mode="json", by_alias=True, exclude={"source_map", "fingerprint"})
     for node, raw in zip(plan.nodes, data["nodes"], strict=True):
-        if node.workflow is not None:
+        if isinstance(node, WorkflowNode):
             raw["workflow"]["plan"] = semantic(node.workflow.plan)
     return data
 
@@ -189,3 +299,5 @@ def with_fingerprint(plan: Plan) -> Plan:
 
 
 PlanSubworkflow.model_rebuild()
+WorkflowNode.model_rebuild()
+Plan.model_rebuild()

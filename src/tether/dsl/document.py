@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from tether.kinds import NodeKind
+
 FORMAT_VERSION = 1
 ID_PATTERN = r"^[a-z][a-z0-9_]*$"
 ID_RE = re.compile(ID_PATTERN)
@@ -150,8 +152,9 @@ class NodeSpec(_Model):
     loop: LoopSpec | None = Field(None, description="Close a bounded loop at this node.")
 
     @property
-    def kind(self) -> str | None:
-        kinds = [k for k in ("task", "approval", "workflow") if getattr(self, k) is not None]
+    def kind(self) -> NodeKind | None:
+        """The node's kind, or None unless exactly one kind is given."""
+        kinds = [kind for kind in NodeKind if getattr(self, kind.value) is not None]
         return kinds[0] if len(kinds) == 1 else None
 
 

@@ -16,7 +16,7 @@ import contextlib
 import gc
 import json
 import math
-from typing import Any
+from typing import Any, assert_never
 
 from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
@@ -24,15 +24,14 @@ from lark.exceptions import UnexpectedInput
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.document import FORMAT_VERSION
 from tether.dsl.flow_syntax import (
-    _APPROVAL_ONLY,
     _CONSTANTS,
     _KEYS,
     _NODES,
-    _NOT_FOR_APPROVAL,
     _PARTS,
     _SETTINGS,
     _TOO_DEEP,
     _WORDS,
+    APPROVAL_PARTS,
     CLAUSES,
     MAX_SYNTAX_ERRORS,
     STATEMENTS,
@@ -42,9 +41,11 @@ from tether.dsl.flow_syntax import (
     _split_keyword,
     _syntax_error,
     parser,
+    refused_help,
 )
 from tether.dsl.source import MAX_DEPTH, Path, RawDocument, SourceMap, position
 from tether.dsl.validate import did_you_mean
+from tether.kinds import KINDS, NodeKind
 
 Node = Tree[Token] | Token
 
@@ -241,7 +242,7 @@ class _Reader:
             output = self.data.setdefault("output", {})
             output[name] = self.value(value, ("output", name), name_span)
 
-    def node(self, tree: Tree[Token], kind: str) -> None:
+    def node(self, tree: Tree[Token], kind: NodeKind) -> None:
         id_token, *rest = tree.children
         node_id, key, head = str(id_token), self.span(id_token), self.keyword(tree, kind)
         path: Path = ("nodes", node_id)
@@ -256,17 +257,21 @@ class _Reader:
         self.record(path, key, self.span(tree))
         node: dict[str, Any] = {}
         self.data.setdefault("nodes", {})[node_id] = node
-        if kind == "approval":
-            node["approval"] = {}
-            self.record((*path, "approval"), head, Span(
-                self.file, head.line, head.col, key.end_line, key.end_col))
-        else:
-            node[kind] = self.value(rest.pop(0), (*path, kind), head)
+        match kind:
+            case NodeKind.APPROVAL:  # the head names nothing: reason, context, form are clauses
+                node["approval"] = {}
+                self.record((*path, "approval"), head, Span(
+                    self.file, head.line, head.col, key.end_line, key.end_col))
+            case NodeKind.TASK | NodeKind.WORKFLOW:
+                node[kind.value] = self.value(rest.pop(0), (*path, kind.value), head)
+            case _:
+                assert_never(kind)
         for clause in rest:
             assert isinstance(clause, Tree)
             self.clause(clause, node, path, kind)
 
-    def clause(self, tree: Tree[Token], node: dict[str, Any], path: Path, kind: str) -> None:
+    def clause(self, tree: Tree[Token], node: dict[str, Any], path: Path,
+               kind: NodeKind) -> None:
         name = str(tree.data)
         word = str(tree.children[0]) if name == "kind_null" else _WORDS.get(name, name)
         key_name = _KEYS.get(name, word)
@@ -275,18 +280,27 @@ class _Reader:
         first = f"{shown} {'are' if name == 'args' else 'is'} first given"
         if not self.once((*path, key_name), span, f"duplicate clause {shown}", first):
             return
-        if kind == "approval" and key_name in _NOT_FOR_APPROVAL:
+        spec = KINDS[kind]
+        if not spec.takes(key_name):
             verb = "do" if name == "args" else "does"
-            self.error("E208", f"{shown} {verb} not apply to an approval node", span,
-                       help="an approval node takes `reason`, `context` and `form`")
-        elif kind != "approval" and key_name in _APPROVAL_ONLY:
-            self.error("E208", f"{shown} does not apply to a {kind} node", span,
-                       help="`reason`, `context` and `form` belong to `approval` nodes")
-        elif key_name in _APPROVAL_ONLY:
-            node["approval"][key_name] = self.clause_value(tree, (*path, "approval", key_name),
-                                                           span)
+            self.error("E208", f"{shown} {verb} not apply to {spec.noun}", span,
+                       help=refused_help(kind))
+        elif key_name in APPROVAL_PARTS:
+            self.approval_part(tree, node, (*path, "approval", key_name), kind, span)
         else:
             node[key_name] = self.clause_value(tree, (*path, key_name), span)
+
+    def approval_part(self, tree: Tree[Token], node: dict[str, Any], path: Path,
+                      kind: NodeKind, span: Span) -> None:
+        """``reason``, ``context`` or ``form``: a part of an approval node's ``approval``."""
+        match kind:
+            case NodeKind.APPROVAL:
+                node["approval"][path[-1]] = self.clause_value(tree, path, span)
+            case NodeKind.TASK | NodeKind.WORKFLOW:
+                self.error("E208", f"`{path[-1]}` does not apply to {KINDS[kind].noun}", span,
+                           help="`reason`, `context` and `form` belong to `approval` nodes")
+            case _:
+                assert_never(kind)
 
     def clause_value(self, tree: Tree[Token], path: Path, key: Span) -> Any:
         """The data of a clause; ``null`` stands for YAML's explicit ``key: null``."""

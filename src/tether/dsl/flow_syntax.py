@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, assert_never
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -23,6 +23,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from tether.diagnostics import Span
 from tether.dsl.source import MAX_DEPTH, Path, position
 from tether.dsl.validate import did_you_mean
+from tether.kinds import NodeKind
 
 
 class Reporter(Protocol):
@@ -39,11 +40,11 @@ CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "time
            "idempotent", "loop", "reason", "context", "form")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "task", "approval",
               "output")
-_APPROVAL_ONLY = ("reason", "context", "form")
-_NOT_FOR_APPROVAL = ("with", "retry", "timeout", "idempotent", "for_each", "concurrency")
+APPROVAL_PARTS = ("reason", "context", "form")
+"""The clauses that give an approval node's ``approval``, one part each."""
 _KEYS = {"after": "needs", "args": "with", "with_null": "with"}
 _WORDS = {"args": "(", "with_null": "with"}
-_NODES = {"task_stmt": "task", "workflow_stmt": "workflow", "approval_stmt": "approval"}
+_NODES = {f"{kind.value}_stmt": kind for kind in NodeKind}  # the grammar's node statements
 _SETTINGS: dict[str, tuple[Path, str, str, str]] = {
     "tether_stmt": (("tether",), "tether", "duplicate `tether`", "`tether` is first given"),
     "header": (("name",), "workflow", "duplicate `workflow` header",
@@ -162,6 +163,19 @@ def _split(text: str, file: str) -> Iterator[_Chunk]:
     if current is not None:
         current.end, current.unclosed = len(text), outer if depth else None
         yield current
+
+
+def refused_help(kind: NodeKind) -> str | None:
+    """The help line of a clause that a node of ``kind`` does not take."""
+    match kind:
+        case NodeKind.APPROVAL:
+            return "an approval node takes `reason`, `context` and `form`"
+        case NodeKind.WORKFLOW:
+            return "retries and timeouts belong to the tasks of the sub-workflow"
+        case NodeKind.TASK:
+            return None
+        case _:
+            assert_never(kind)
 
 
 def _point(file: str, line: int, col: int) -> Span:

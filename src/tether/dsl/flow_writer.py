@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
+from typing import Any, assert_never
 
 from tether.dsl.document import FORMAT_VERSION, WorkflowDoc, dump_document
 from tether.dsl.flow_syntax import parser
+from tether.kinds import KIND_NAMES, NodeKind
 
 INDENT = "    "
 WIDTH = 100
@@ -120,14 +121,24 @@ def _fields(form: dict[str, Any]) -> str:
     return _container("(", ")", items, INDENT, len(INDENT + "form "))
 
 
+def _kind(node: dict[str, Any]) -> NodeKind:
+    """The kind a node gives a value (a valid document gives exactly one)."""
+    given = (kind for kind in NodeKind if node.get(kind.value) is not None)
+    return next(given, NodeKind.APPROVAL)  # an approval's parts may all be clauses
+
+
 def _head(node_id: str, node: dict[str, Any]) -> str:
-    if node.get("task") is not None:
-        task = node["task"]
-        head = f"task {node_id} = {task if _bare('TASK_NAME', task) else quoted(task)}"
-    elif node.get("workflow") is not None:
-        head = f"workflow {node_id} = {quoted(node['workflow'])}"
-    else:
-        return f"approval {node_id}"
+    kind = _kind(node)
+    match kind:
+        case NodeKind.TASK:
+            task = node["task"]
+            head = f"task {node_id} = {task if _bare('TASK_NAME', task) else quoted(task)}"
+        case NodeKind.WORKFLOW:
+            head = f"workflow {node_id} = {quoted(node['workflow'])}"
+        case NodeKind.APPROVAL:
+            return f"approval {node_id}"
+        case _:
+            assert_never(kind)
     args = node.get("with")
     return head if args is None else head + _container("(", ")", _pairs(args, INDENT), "",
                                                        len(head))
@@ -193,8 +204,7 @@ def _clauses(node: dict[str, Any]) -> list[str]:
     ):
         if key in node:
             lines.append(text(node[key]))
-    lines += [f"{kind} null" for kind in ("task", "approval", "workflow")
-              if kind in node and node[kind] is None]
+    lines += [f"{kind} null" for kind in KIND_NAMES if kind in node and node[kind] is None]
     if "with" in node and node["with"] is None:
         lines.append("with null")
     return lines

@@ -29,6 +29,7 @@ from tether.dsl.document import (
     WorkflowDoc,
 )
 from tether.dsl.source import Path, RawDocument, SourceMap
+from tether.kinds import KIND_NAMES, KINDS, NodeKind
 
 DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -288,26 +289,22 @@ def _check_default(mapper: _Mapper, spec: dict[str, Any], path: Path) -> None:
                    f"not {json_type_name(default)}", (*path, "default"))
 
 
-_MISPLACED = {
-    "approval": ("with", "retry", "timeout", "idempotent", "for_each", "concurrency"),
-    "workflow": ("retry", "timeout", "idempotent"),
-}
-
-
 def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
     path: Path = ("nodes", node_id)
-    given = [k for k in ("task", "approval", "workflow") if node.get(k) is not None]
+    given = [kind for kind in NodeKind if node.get(kind.value) is not None]
     if len(given) != 1:
-        message = (f"node `{node_id}` has none of task, approval, workflow" if not given
+        message = (f"node `{node_id}` has none of {', '.join(KIND_NAMES)}" if not given
                    else f"node `{node_id}` has {' and '.join(given)}; a node has exactly one")
         mapper.add("E205", message, path, key=True,
-                   help="give exactly one of `task:`, `approval:`, `workflow:`")
-    kind = given[0] if len(given) == 1 else ""
-    for key in _MISPLACED.get(kind, ()):
-        if key in node:
-            mapper.add("E208", f"`{key}` does not apply to {article(kind)} node",
-                       (*path, key), key=True)
-    if "concurrency" in node and node.get("for_each") is None and kind != "approval":
+                   help="give exactly one of " + ", ".join(f"`{k}:`" for k in KIND_NAMES))
+    kind = KINDS[given[0]] if len(given) == 1 else None
+    if kind is not None:
+        for key in kind.refuses:
+            if key in node:
+                mapper.add("E208", f"`{key}` does not apply to {kind.noun}", (*path, key),
+                           key=True)
+    takes_concurrency = kind is None or kind.takes("concurrency")
+    if "concurrency" in node and node.get("for_each") is None and takes_concurrency:
         mapper.add("E208", "`concurrency` applies only together with `for_each`",
                    (*path, "concurrency"), key=True, help="add `for_each:` or remove it")
     if isinstance(node.get("timeout"), str):
