@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tether.diagnostics import Diagnostic, Span
 from tether.dsl.document import dump_document
 from tether.dsl.flow_reader import read_flow
-from tether.dsl.flow_syntax import MAX_SYNTAX_ERRORS, _word, parser
+from tether.dsl.flow_syntax import MAX_SYNTAX_ERRORS, describe_terminal, parser
 from tether.dsl.source import RawDocument
 from tether.dsl.validate import validate
 from tether.dsl.yaml_reader import read_yaml
@@ -563,10 +563,11 @@ def test_unclosed_brackets_at_scale_do_not_hang_or_recurse() -> None:
 
 def test_every_terminal_has_a_readable_name() -> None:
     lark = parser()
-    names = {t.name: _word(t.name) for t in lark.terminals if t.name not in lark.ignore_tokens}
+    names = {t.name: describe_terminal(t.name) for t in lark.terminals
+             if t.name not in lark.ignore_tokens}
     assert all((word != "a token" and word.islower()) or word.startswith("`")
                for word in names.values()), names
-    assert _word("$END") == "end of line"
+    assert describe_terminal("$END") == "end of line"
 
 
 def test_reading_stops_after_too_many_syntax_errors() -> None:

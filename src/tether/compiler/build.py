@@ -22,7 +22,7 @@ from tether.compiler.plan import (
 )
 from tether.dsl.ast import Workflow
 from tether.dsl.document import InputSpec, NodeSpec
-from tether.dsl.validate import parse_duration
+from tether.durations import parse_duration
 from tether.kinds import NodeKind
 
 DEFAULT_BACKOFF = 1.0
@@ -97,9 +97,8 @@ def _invocation(node: NodeSpec) -> dict[str, Any]:
 def _retry(node: NodeSpec) -> PlanRetry | None:
     if node.retry is None:
         return None
-    backoff = parse_duration(node.retry.backoff) if node.retry.backoff else None
-    return PlanRetry(max_attempts=node.retry.max_attempts,
-                     backoff=backoff if backoff is not None else DEFAULT_BACKOFF)
+    backoff = parse_duration(node.retry.backoff) if node.retry.backoff else DEFAULT_BACKOFF
+    return PlanRetry(max_attempts=node.retry.max_attempts, backoff=backoff)
 
 
 def _loop(node_id: str, node: NodeSpec, graph: Graph) -> PlanLoop | None:

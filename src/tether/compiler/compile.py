@@ -57,8 +57,7 @@ class Compiler:
         if self.tasks is not None:
             check_tasks(ctx, self.tasks)
         check_lints(ctx, used_inputs, self.tasks)
-        broken = workflow.broken_nodes or workflow.broken_inputs or any(
-            node.kind is None for node in workflow.nodes.values())  # E205, from validation
+        broken = workflow.broken_nodes or workflow.broken_inputs or not workflow.valid
         if ctx.has_errors or broken or not graph.acyclic:
             return None, ctx.diagnostics
         return build_plan(workflow, graph, subplans), ctx.diagnostics

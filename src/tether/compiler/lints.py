@@ -9,7 +9,8 @@ from tether.compiler.context import Context
 from tether.compiler.graph import Graph
 from tether.diagnostics import Related
 from tether.dsl.document import ID_RE
-from tether.dsl.expressions import analyse, compiled
+from tether.dsl.expressions import analyse
+from tether.templating import compiled
 
 
 def constant_truth(text: str | None) -> bool | None:

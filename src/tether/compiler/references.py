@@ -10,9 +10,10 @@ from typing import Any
 from tether.compiler.context import Context
 from tether.compiler.graph import Graph
 from tether.diagnostics import Span
-from tether.dsl.expressions import ENV, Analysis, Reference, analyse
+from tether.dsl.expressions import Analysis, Reference, analyse
 from tether.dsl.source import Path
-from tether.dsl.validate import did_you_mean
+from tether.suggest import did_you_mean
+from tether.templating import ENV
 
 NODE_FIELDS = ("output", "status")
 ROOTS = ("inputs", "nodes", "item", "iteration")

@@ -11,7 +11,8 @@ from tether.compiler.plan import Plan
 from tether.compiler.tasks import is_literal
 from tether.diagnostics import Related
 from tether.dsl.loader import read_workflow
-from tether.dsl.validate import article, did_you_mean, json_type_name, matches_type
+from tether.jsontypes import article, json_type_name, matches_type
+from tether.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from tether.compiler.compile import Compiler

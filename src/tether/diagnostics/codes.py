@@ -98,8 +98,8 @@ Node ids and input names start with a lowercase letter and contain only lowercas
 digits and underscores, so templates can read them as `nodes.<id>` and `inputs.<name>`.
 """),
         _code("E207", "invalid-duration", "a duration that cannot be read", """
-Durations are a number followed by a unit: `500ms`, `30s`, `5m`, `2h`, `1d`. They must be
-greater than zero.
+Durations are a number followed by a unit: `500ms`, `30s`, `5m`, `2h`, `1d`, `2w`. They must
+be greater than zero and at most 366 days (a longer one is a typo, not a plan).
 """),
         _code("E208", "misplaced-key", "a key that does not apply to this kind of node", """
 Some keys only make sense for some nodes: `with` for tasks and workflows, `retry`, `timeout`

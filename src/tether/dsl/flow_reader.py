@@ -24,28 +24,28 @@ from lark.exceptions import UnexpectedInput
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.document import FORMAT_VERSION
 from tether.dsl.flow_syntax import (
-    _CONSTANTS,
-    _KEYS,
-    _NODES,
-    _PARTS,
-    _SETTINGS,
-    _TOO_DEEP,
-    _WORDS,
     APPROVAL_PARTS,
+    CLAUSE_KEYS,
+    CLAUSE_PARTS,
+    CLAUSE_WORDS,
     CLAUSES,
+    CONSTANTS,
+    HEADER_STATEMENTS,
     MAX_SYNTAX_ERRORS,
+    NODE_STATEMENTS,
     STATEMENTS,
-    _Chunk,
-    _shown,
-    _split,
-    _split_keyword,
-    _syntax_error,
+    TOO_DEEP,
+    Chunk,
     parser,
     refused_help,
+    report_syntax_error,
+    shorten,
+    split_keyword,
+    split_statements,
 )
 from tether.dsl.source import MAX_DEPTH, Path, RawDocument, SourceMap, position
-from tether.dsl.validate import did_you_mean
 from tether.kinds import KINDS, NodeKind
+from tether.suggest import did_you_mean
 
 Node = Tree[Token] | Token
 
@@ -114,7 +114,7 @@ class _Reader:
         """The data of a value, recording its span (and its items') under ``path``."""
         span = self.span(node)
         if len(path) > MAX_DEPTH:
-            self.error("E103", _TOO_DEEP, span, help="flatten the document")
+            self.error("E103", TOO_DEEP, span, help="flatten the document")
             raise _Failed
         self.record(path, key, span)
         if isinstance(node, Token):
@@ -143,7 +143,7 @@ class _Reader:
             return self.string(token)
         if kind == "NUMBER":
             return self.number(token)
-        return _CONSTANTS[kind] if kind in _CONSTANTS else str(token)
+        return CONSTANTS[kind] if kind in CONSTANTS else str(token)
 
     def string(self, token: Token) -> str:
         try:
@@ -163,7 +163,7 @@ class _Reader:
         except ValueError:  # more digits than int() converts
             value = math.inf
         if isinstance(value, float) and not math.isfinite(value):
-            self.error("E105", f"`{_shown(text)}` is too large to be a JSON number",
+            self.error("E105", f"`{shorten(text)}` is too large to be a JSON number",
                        self.span(token), help="quote it to keep it as a string")
             return None
         return value
@@ -172,10 +172,10 @@ class _Reader:
 
     def statement(self, tree: Tree[Token]) -> None:
         kind = str(tree.data)
-        if kind in _NODES:
-            self.node(tree, _NODES[kind])
-        elif kind in _SETTINGS:
-            path, word, message, first = _SETTINGS[kind]
+        if kind in NODE_STATEMENTS:
+            self.node(tree, NODE_STATEMENTS[kind])
+        elif kind in HEADER_STATEMENTS:
+            path, word, message, first = HEADER_STATEMENTS[kind]
             key = self.keyword(tree, word)
             if self.once(path, key, message, first):
                 self.data[str(path[0])] = self.value(tree.children[0], path, key)
@@ -273,8 +273,8 @@ class _Reader:
     def clause(self, tree: Tree[Token], node: dict[str, Any], path: Path,
                kind: NodeKind) -> None:
         name = str(tree.data)
-        word = str(tree.children[0]) if name == "kind_null" else _WORDS.get(name, name)
-        key_name = _KEYS.get(name, word)
+        word = str(tree.children[0]) if name == "kind_null" else CLAUSE_WORDS.get(name, name)
+        key_name = CLAUSE_KEYS.get(name, word)
         span = self.span(tree) if name == "args" else self.keyword(tree, word)
         shown = "arguments" if name == "args" else f"`{word}`"
         first = f"{shown} {'are' if name == 'args' else 'is'} first given"
@@ -335,7 +335,7 @@ class _Reader:
         parts: dict[str, Any] = {}
         for part in children:
             assert isinstance(part, Tree)
-            name, word = _PARTS[str(part.data)]
+            name, word = CLAUSE_PARTS[str(part.data)]
             parts[name] = self.value(part.children[0], (*path, name), self.keyword(part, word))
         return parts
 
@@ -354,7 +354,7 @@ class _Reader:
         return form
 
 
-def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
+def _parse_chunk(reader: _Reader, chunk: Chunk) -> Tree[Token] | None:
     if chunk.indented:
         line = reader.text[chunk.start:chunk.end]
         col = len(line) - len(line.lstrip(" \t\r\f")) + 1
@@ -370,9 +370,9 @@ def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
     try:
         tree = parser().parse(text)
     except UnexpectedInput as exc:
-        _syntax_error(reader, chunk, exc)
+        report_syntax_error(reader, chunk, exc)
         return None
-    split = _split_keyword(text, tree)
+    split = split_keyword(text, tree)
     if split is not None:
         start, word = split
         at_line, col = position(reader.text, chunk.start + start)
@@ -383,7 +383,7 @@ def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
     return tree
 
 
-def _check_order(reader: _Reader, parsed: list[tuple[_Chunk, Tree[Token] | None]]) -> None:
+def _check_order(reader: _Reader, parsed: list[tuple[Chunk, Tree[Token] | None]]) -> None:
     """``tether N`` may only come first, and ``workflow NAME`` right after it."""
     kinds = [(chunk.line, None if tree is None else str(tree.data)) for chunk, tree in parsed]
     for line, kind in kinds[1:]:
@@ -426,8 +426,8 @@ def read_flow(text: str, file: str) -> RawDocument:
 
 
 def _read(reader: _Reader) -> None:
-    parsed: list[tuple[_Chunk, Tree[Token] | None]] = []
-    for chunk in _split(reader.text, reader.file):
+    parsed: list[tuple[Chunk, Tree[Token] | None]] = []
+    for chunk in split_statements(reader.text, reader.file):
         if reader.fatal >= MAX_SYNTAX_ERRORS:
             reader.error("E102", f"more than {MAX_SYNTAX_ERRORS} errors; the rest of the file "
                          "is not read", Span(reader.file, chunk.line, 1, chunk.line, 1))

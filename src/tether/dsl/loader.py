@@ -94,6 +94,7 @@ def workflow_from_text(
         location=location.resolve() if location is not None else None,
         broken_nodes=validated.broken_nodes,
         broken_inputs=validated.broken_inputs,
+        valid=raw.ok,
     )
     return workflow, raw.diagnostics
 

@@ -8,7 +8,6 @@ validated again, so the compiler can still report graph and template problems in
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,10 +28,10 @@ from tether.dsl.document import (
     WorkflowDoc,
 )
 from tether.dsl.source import Path, RawDocument, SourceMap
+from tether.durations import DURATION_RE, MAX_SECONDS, DurationError, parse_duration
+from tether.jsontypes import article, json_type_name, matches_type
 from tether.kinds import KIND_NAMES, KINDS, NodeKind
-
-DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+from tether.suggest import did_you_mean
 
 _TYPE_NAMES = {
     "string_type": "a string",
@@ -47,55 +46,8 @@ _TYPE_NAMES = {
 }
 
 
-def parse_duration(text: str) -> float | None:
-    """Seconds in a duration like ``500ms``, ``30s``, ``5m``, ``2h``, ``1d``; None if invalid."""
-    match = DURATION_RE.match(text.strip())
-    if match is None:
-        return None
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    return seconds if seconds > 0 else None
 
 
-def json_type_name(value: object) -> str:
-    """The JSON name of a value's type, as used in messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def matches_type(value: object, type_name: str) -> bool:
-    """Whether a JSON value has the input type ``type_name``."""
-    if type_name == "string":
-        return isinstance(value, str)
-    if type_name == "boolean":
-        return isinstance(value, bool)
-    if type_name == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if type_name == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if type_name == "object":
-        return isinstance(value, dict)
-    if type_name == "array":
-        return isinstance(value, list)
-    return False
-
-
-def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str | None:
-    """A help line suggesting the closest of ``choices``, if any is close enough."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
 
 
 def describe(path: Path) -> str:
@@ -275,10 +227,6 @@ def _check_id(mapper: _Mapper, name: str, path: Path, what: str) -> None:
                    help=f"use lowercase letters, digits and underscores, e.g. `{suggestion}`")
 
 
-def article(type_name: str) -> str:
-    """``an integer``, ``a string``: an input type with its article."""
-    return ("an " if type_name[0] in "aeiou" else "a ") + type_name
-
 
 def _check_default(mapper: _Mapper, spec: dict[str, Any], path: Path) -> None:
     type_name, default = spec.get("type"), spec.get("default")
@@ -325,9 +273,17 @@ def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
 
 
 def _check_duration(mapper: _Mapper, text: str, path: Path) -> None:
-    if parse_duration(text) is None:
-        mapper.add("E207", f"invalid duration `{text}`", path,
-                   help="write a positive number and a unit: 500ms, 30s, 5m, 2h, 1d")
+    try:
+        parse_duration(text)
+    except DurationError:
+        mapper.add("E207", f"invalid duration `{text}`", path, help=_duration_help(text))
 
 
-__all__ = ["INPUT_TYPES", "Validated", "describe", "did_you_mean", "parse_duration", "validate"]
+def _duration_help(text: str) -> str:
+    match = DURATION_RE.match(text.strip())
+    if match is not None and float(match.group(1)) > 0:  # well formed: too long
+        return f"a duration is at most {MAX_SECONDS / 86400:g} days"
+    return "write a positive number and a unit: 500ms, 30s, 5m, 2h, 1d, 2w"
+
+
+__all__ = ["Validated", "describe", "validate"]

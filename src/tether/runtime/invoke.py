@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tether.compiler.plan import PlanInput, PlanNode
-from tether.dsl.validate import article, json_type_name, matches_type
 from tether.errors import InterruptSignal, NotJSONError
+from tether.jsontypes import article, json_type_name, matches_type
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
 from tether.runtime.values import to_json
