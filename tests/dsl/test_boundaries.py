@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
-SHARED = ("templating.py", "jsontypes.py", "suggest.py", "kinds.py", "durations.py")
+SHARED = ("jsontypes.py", "suggest.py", "kinds.py", "durations.py",
+          *(f"templating/{p.name}" for p in sorted((SRC / "templating").glob("*.py"))))
 
 
 def imported_modules(path: Path) -> set[str]:

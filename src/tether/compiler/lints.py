@@ -10,7 +10,10 @@ from tether.compiler.graph import Graph
 from tether.diagnostics import Related
 from tether.dsl.document import ID_RE
 from tether.dsl.expressions import analyse
-from tether.templating import compiled
+from tether.templating import TemplateBudget, compiled
+
+# Deciding whether a guard is constant must not make `check` slow: a small budget each.
+CONSTANT_BUDGET = TemplateBudget(seconds=0.05, max_size=10_000)
 
 
 def constant_truth(text: str | None) -> bool | None:
@@ -21,8 +24,8 @@ def constant_truth(text: str | None) -> bool | None:
     if analysis.error or analysis.references or analysis.kind != "expression":
         return None
     try:
-        return bool(compiled(text)({}))
-    except Exception:  # an expression that fails at run time is not constant
+        return bool(compiled(text)({}, CONSTANT_BUDGET))
+    except Exception:  # one that fails (or goes over its budget) at run time is not constant
         return None
 
 
