@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tether"
-SHARED = ("jsontypes.py", "suggest.py", "kinds.py", "durations.py",
+SHARED = ("jsontypes.py", "suggest.py", "kinds.py", "durations.py", "files.py",
           *(f"templating/{p.name}" for p in sorted((SRC / "templating").glob("*.py"))))
 
 

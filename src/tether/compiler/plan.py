@@ -257,8 +257,16 @@ class Plan(_PlanModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Plan:
-        """Read a plan written by :meth:`to_json`; check its fingerprint."""
+        """Read a plan written by :meth:`to_json`; check it as the compiler would have made it.
+
+        Raises:
+            PlanError: The text is not a plan, or its graph or settings are not valid
+                (:func:`~tether.compiler.plan_check.check_plan`: a hand-edited plan with a
+                fresh fingerprint is checked too), or its fingerprint does not match.
+        """
         from pydantic import ValidationError
+
+        from tether.compiler.plan_check import check_plan
 
         try:
             plan = cls.model_validate_json(text)
@@ -266,19 +274,34 @@ class Plan(_PlanModel):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise PlanError(f"not a tether plan: {where}: {first['msg']}") from exc
+        except RecursionError as exc:
+            raise PlanError("not a tether plan: nested too deeply") from exc
         if plan.tether_plan != PLAN_FORMAT:
             raise PlanError(f"unsupported plan format {plan.tether_plan}")
+        check_plan(plan)
         if plan.fingerprint != fingerprint_of(plan):
             raise PlanError("the plan's fingerprint does not match its content (edited by hand?)")
         return plan
 
 
-def semantic(plan: Plan) -> dict[str, Any]:
-    """The part of a plan that decides behaviour: everything but source maps and fingerprints."""
-    data = plan.model_dump(mode="json", by_alias=True, exclude={"source_map", "fingerprint"})
+_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True,
+                          "nodes": {"__all__": {"workflow": {"plan": True}}}}
+
+
+def semantic(plan: Plan, memo: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The part of a plan that decides behaviour: everything but source maps and fingerprints.
+
+    Each distinct sub-plan is dumped once (``memo``, by object), however many nodes embed it.
+    """
+    memo = {} if memo is None else memo
+    found = memo.get(id(plan))
+    if found is not None:
+        return found
+    data = plan.model_dump(mode="json", by_alias=True, exclude=_SEMANTIC_EXCLUDE)
     for node, raw in zip(plan.nodes, data["nodes"], strict=True):
         if isinstance(node, WorkflowNode):
-            raw["workflow"]["plan"] = semantic(node.workflow.plan)
+            raw["workflow"]["plan"] = semantic(node.workflow.plan, memo)
+    memo[id(plan)] = data
     return data
 
 

@@ -68,13 +68,19 @@ def drop_absent(kind: NodeKind, data: Any) -> Any:
 
 def add_absent(kind: NodeKind, data: dict[str, Any], info: SerializationInfo) -> dict[str, Any]:
     """``data`` (a serialised node) with the neutral keys of ``kind``, in format 1's order."""
-    excluded = info.exclude if isinstance(info.exclude, set | dict) else ()
     for key in absent(kind):
         name = key if info.by_alias else _FIELD_NAMES.get(key, key)
-        if name not in excluded:
+        if not _excluded(info.exclude, name):
             data[name] = _copy(NEUTRAL[key])
     order = ORDER if info.by_alias else tuple(_FIELD_NAMES.get(k, k) for k in ORDER)
     return {key: data[key] for key in order if key in data}
+
+
+def _excluded(exclude: Any, name: str) -> bool:
+    """Whether ``exclude`` leaves out ``name`` whole (not just some of its content)."""
+    if isinstance(exclude, set):
+        return name in exclude
+    return isinstance(exclude, dict) and exclude.get(name) in (True, ...)
 
 
 def _copy(value: Any) -> Any:

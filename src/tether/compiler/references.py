@@ -88,6 +88,10 @@ def check_templates(ctx: Context, graph: Graph) -> set[str]:
 def _check_site(ctx: Context, graph: Graph, site: Site, analysis: Analysis,
                 used: set[str]) -> None:
     node_id = site.reader
+    if analysis.too_complex:
+        ctx.report("E411", f"{analysis.error}", ctx.span(*site.path), node_id=node_id,
+                   help="split the expression, or compute the value in a task")
+        return
     if analysis.error is not None:
         span = ctx.locate(site.path, site.text, "{{")
         if analysis.error_line > 1:

@@ -188,6 +188,11 @@ string, which is always true.
         _code("E410", "unknown-filter", "a template uses a filter or test that does not exist", """
 Only Jinja2's built-in filters and tests are available in templates.
 """),
+        _code("E411", "template-too-complex", "a template nested too deeply to parse safely", """
+Templates may nest brackets and blocks (`{% if %}`, `{% for %}`) at most 32 levels deep, and
+one expression may hold at most 100 operators. Deeper templates would exhaust the parser's
+stack; no workflow needs them. Split the expression, or compute the value in a task.
+"""),
         _code("E500", "default-type", "an input default of the wrong type", """
 An input's `default` must have the input's `type`.
 """),
@@ -224,6 +229,14 @@ the sub-workflow's `inputs`.
 """),
         _code("E704", "missing-workflow-input", "a required sub-workflow input is missing", """
 The sub-workflow declares an input without a default that `with:` does not give.
+"""),
+        _code("E705", "workflow-limit", "sub-workflows nest too deeply or expand too far", """
+Each `workflow:` node embeds its file's plan, once per node, so that a run never needs its
+source files again. A few small files that each run the next several times can describe
+millions of nodes; tether refuses a workflow with more than 100,000 nodes once its
+sub-workflows are embedded, and sub-workflows nested more than 32 levels deep. The notes show
+the chain of files that leads to the limit. Use `for_each` on one node for a large fan-out
+instead of many nodes, and flatten deep chains of files.
 """),
         _code("W100", "retry-not-idempotent", "a retried task is not marked idempotent", """
 A retried task runs again after a failure, so a side effect it committed before failing may

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from jinja2 import TemplateSyntaxError, nodes
 from jinja2.meta import find_undeclared_variables
 
-from tether.templating import ENV, Kind, classify, segments
+from tether.templating import ENV, Kind, classify, nesting_problem, segments
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class Analysis:
     unknown_tests: tuple[str, ...] = ()
     error: str | None = None
     error_line: int = 1
+    too_complex: bool = False
 
 
 def _parse(kind: Kind, source: str) -> nodes.Template:
@@ -71,6 +72,17 @@ def analyse(text: str) -> Analysis:
     kind, source = classify(text)
     if kind == "literal":
         return Analysis(kind)
+    problem = nesting_problem(ENV, text)
+    if problem is not None:
+        return Analysis(kind, error=problem, too_complex=True)
+    try:
+        return _analyse(kind, source, text)
+    except RecursionError:  # within the limits, but called from deep in a tree of files
+        return Analysis(kind, error="the template is nested too deeply to analyse",
+                        too_complex=True)
+
+
+def _analyse(kind: Kind, source: str, text: str) -> Analysis:
     quick = _quick_analysis(source) if kind == "expression" else _quick_template(text)
     if quick is not None:
         return quick

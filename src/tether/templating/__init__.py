@@ -24,6 +24,7 @@ from jinja2 import Template, TemplateSyntaxError, nodes
 from jinja2.lexer import TOKEN_DATA, TOKEN_VARIABLE_BEGIN, TOKEN_VARIABLE_END
 
 from tether.errors import TemplateLimit
+from tether.templating.complexity import nesting_problem
 from tether.templating.meter import DEFAULT_BUDGET, TemplateBudget, metering, text_size
 from tether.templating.sandbox import Sandbox
 
@@ -169,10 +170,17 @@ def compiled(text: str) -> Evaluator:
 
     Compiling never evaluates anything: constant expressions are computed when called, within
     the budget.
+
+    Raises:
+        TemplateSyntaxError: The template cannot be parsed, or nests too deeply to parse
+            safely (see :mod:`~tether.templating.complexity`).
     """
     kind, source = classify(text)
     if kind == "literal":
         return _Literal(text)
+    problem = nesting_problem(ENV, text)
+    if problem is not None:
+        raise TemplateSyntaxError(problem, 1)
     if kind == "expression":
         return _Expression(source)
     return _Template(text)
@@ -190,4 +198,4 @@ def evaluate(text: str, namespace: Mapping[str, Any],
 
 
 __all__ = ["DEFAULT_BUDGET", "ENV", "Evaluator", "Kind", "TemplateBudget", "classify",
-           "compiled", "evaluate", "has_markup", "segments"]
+           "compiled", "evaluate", "has_markup", "nesting_problem", "segments"]
