@@ -49,6 +49,7 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan]) -> P
         name=workflow.name,
         description=workflow.doc.description,
         inputs=tuple(plan_input(n, s) for n, s in workflow.inputs.items()),
+        secrets=tuple(workflow.doc.secrets or ()),
         nodes=nodes,
         generations=tuple(tuple(g) for g in graph.generations),
         output=workflow.doc.output,

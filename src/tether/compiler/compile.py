@@ -83,12 +83,12 @@ class Compiler:
     def _compile(self, workflow: Workflow) -> Result:
         ctx = Context(workflow)
         graph = analyse_graph(ctx)
-        used_inputs = check_templates(ctx, graph)
+        reads = check_templates(ctx, graph)
         check_reachability(ctx, graph)
         subplans = compile_subworkflows(ctx, self)
         if self.tasks is not None:
             check_tasks(ctx, self.tasks)
-        check_lints(ctx, used_inputs, self.tasks)
+        check_lints(ctx, reads, self.tasks)
         broken = workflow.broken_nodes or workflow.broken_inputs or not workflow.valid
         if ctx.has_errors or broken or not graph.acyclic:
             return None, ctx.diagnostics

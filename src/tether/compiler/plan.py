@@ -212,17 +212,30 @@ class SourceRef(_PlanModel):
 
 
 class Plan(_PlanModel):
-    """A compiled workflow."""
+    """A compiled workflow.
+
+    ``secrets`` are the names of the secrets its templates may read (``secrets.NAME``); their
+    values are never part of a plan. Each embedded sub-plan lists its own.
+    """
 
     tether_plan: int = PLAN_FORMAT
     name: str
     description: str | None = None
     inputs: tuple[PlanInput, ...] = ()
+    secrets: tuple[str, ...] = ()
     nodes: tuple[PlanNode, ...]
     generations: tuple[tuple[str, ...], ...] = ()
     output: Any = None
     source_map: dict[str, SourceRef] = Field(default_factory=dict)
     fingerprint: str = ""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_secrets(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Plans without secrets keep the JSON (and so the fingerprint) of earlier releases.
+        data: dict[str, Any] = handler(self)
+        if not self.secrets:
+            data.pop("secrets", None)
+        return data
 
     @functools.cached_property
     def by_id(self) -> dict[str, PlanNode]:

@@ -19,6 +19,7 @@ from tether.compiler.limits import (
     nesting_depth,
 )
 from tether.compiler.plan import Plan, PlanLoop, PlanNode, TaskNode, WorkflowNode, fingerprint_of
+from tether.dsl.document import SECRET_RE
 from tether.durations import MAX_SECONDS
 from tether.errors import PlanError
 
@@ -58,6 +59,16 @@ def _problems(plan: Plan) -> Iterator[str]:
     for node in plan.nodes:
         yield from (f"node '{node.id}': {p}" for p in _node_problems(node, index))
     yield from _generation_problems(plan, index)
+    yield from _secret_problems(plan.secrets)
+
+
+def _secret_problems(names: tuple[str, ...]) -> Iterator[str]:
+    """Secret names are environment variable names (the runtime reads them), each once."""
+    for i, name in enumerate(names):
+        if not SECRET_RE.match(name):
+            yield f"secret name '{name}' is not valid"
+        elif name in names[:i]:
+            yield f"secret '{name}' is declared twice"
 
 
 def _node_problems(node: PlanNode, index: dict[str, int]) -> Iterator[str]:

@@ -3,7 +3,7 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, W1xx lints.
+sub-workflows, E8xx secrets, W1xx lints.
 """
 
 from __future__ import annotations
@@ -238,6 +238,25 @@ sub-workflows are embedded, and sub-workflows nested more than 32 levels deep. T
 the chain of files that leads to the limit. Use `for_each` on one node for a large fan-out
 instead of many nodes, and flatten deep chains of files.
 """),
+        _code("E800", "invalid-secret", "a secret name that is not valid, or declared twice", """
+`secrets:` lists the names of the secrets a workflow reads. A name is written like an
+environment variable, because that is where its value comes from: upper-case letters, digits
+and underscores, not starting with a digit (`STRIPE_KEY`, `GITHUB_TOKEN`). Each name is
+declared once.
+"""),
+        _code("E801", "undeclared-secret", "a template reads a secret that is not declared", """
+A template reads a secret as `secrets.NAME`, and only the names listed under `secrets:`
+(`secrets NAME, ...` in `.flow`). Declare it, or fix the name; a template cannot read all of
+`secrets` at once or choose one by a computed name.
+"""),
+        _code("E802", "secret-stored", "a secret read into a value the run stores and shows", """
+A secret's value is read from the environment when a node runs and is never written to the
+store. An approval's `reason` and `context` are frozen into the checkpoint and shown to the
+people who answer; the workflow's `output` is stored and printed; a sub-workflow's inputs are
+stored with its run. A secret read in any of them would leak, so tether refuses it. Pass the
+secret to the task that needs it (`with:`), or declare it in the sub-workflow and read it
+there.
+"""),
         _code("W100", "retry-not-idempotent", "a retried task is not marked idempotent", """
 A retried task runs again after a failure, so a side effect it committed before failing may
 happen twice. Mark the node `idempotent: true` (or wrap the side effect with
@@ -245,6 +264,10 @@ happen twice. Mark the node `idempotent: true` (or wrap the side effect with
 """),
         _code("W101", "unused-input", "an input no template reads", """
 The input is declared but never read. Remove it, or read it where it was meant to be used.
+"""),
+        _code("W102", "unused-secret", "a declared secret no template reads", """
+The secret is declared but never read. Remove it, or read it where it was meant to be used
+(`{{ secrets.NAME }}`).
 """),
     )
 }

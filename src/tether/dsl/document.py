@@ -22,6 +22,8 @@ from tether.kinds import NodeKind
 FORMAT_VERSION = 1
 ID_PATTERN = r"^[a-z][a-z0-9_]*$"
 ID_RE = re.compile(ID_PATTERN)
+SECRET_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
+SECRET_RE = re.compile(SECRET_PATTERN)
 
 InputType = Literal["string", "number", "integer", "boolean", "object", "array"]
 TriggerRule = Literal["all_success", "all_done", "any_success"]
@@ -177,6 +179,12 @@ class WorkflowDoc(_Model):
         None,
         description="Typed run parameters.",
         json_schema_extra={"propertyNames": {"pattern": ID_PATTERN}},
+    )
+    secrets: list[str] | None = Field(
+        None,
+        description="Names of the secrets templates read as `secrets.NAME`; each value comes "
+        "from the environment variable of that name when a node runs, and is never stored.",
+        json_schema_extra={"items": {"pattern": SECRET_PATTERN}},
     )
     nodes: dict[str, NodeSpec] = Field(
         min_length=1,

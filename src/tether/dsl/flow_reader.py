@@ -213,6 +213,23 @@ class _Reader:
         elif self.section("inputs", key, whole=True):
             self.data["inputs"] = self.value(node, ("inputs",), key)
 
+    def secrets_stmt(self, tree: Tree[Token]) -> None:
+        """``secrets A, B`` (or ``secrets [A, B]``, ``secrets []``, ``secrets null``)."""
+        key = self.keyword(tree, "secrets")
+        if not self.once(("secrets",), key, "duplicate `secrets`", "`secrets` is first given"):
+            return
+        children = tree.children
+        self.record(("secrets",), key, self.span(tree))
+        if len(children) == 1 and isinstance(children[0], Token) and children[0].type == "NULL":
+            self.data["secrets"] = None
+            return
+        if children:
+            first, last = self.span(children[0]), self.span(children[-1])
+            self.source.values[("secrets",)] = Span(self.file, first.line, first.col,
+                                                    last.end_line, last.end_col)
+        self.data["secrets"] = [self.value(item, ("secrets", i))
+                                for i, item in enumerate(children)]
+
     def spec(self, tree: Tree[Token], path: Path) -> dict[str, Any]:
         """An input or a form field: ``NAME: TYPE [= VALUE] [description STRING]``."""
         name, type_token, *rest = tree.children

@@ -43,8 +43,8 @@ class Reporter(Protocol):
 
 CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
            "idempotent", "loop", "reason", "context", "form")
-STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "task", "approval",
-              "output")
+STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "task",
+              "approval", "output")
 APPROVAL_PARTS = ("reason", "context", "form")
 """The clauses that give an approval node's ``approval``, one part each."""
 CLAUSE_KEYS = {"after": "needs", "args": "with", "with_null": "with"}
@@ -72,7 +72,8 @@ _TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
                    "STRING": "a string", "TEMPLATE": "a template", "NUMBER": "a number",
                    "DURATION": "a duration", "$END": "end of line"}
 _VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
-_STARTS = re.compile(r"(?:tether|workflow|description|inputs?|task|approval|output)\b(?![ \t]*:)")
+_STARTS = re.compile(
+    r"(?:tether|workflow|description|inputs?|secrets|task|approval|output)\b(?![ \t]*:)")
 MAX_SYNTAX_ERRORS = 100
 TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
@@ -298,7 +299,7 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
 
 _KEYWORD_PREFIX = re.compile(
     r"(?<![\w.])(after|approval|backoff|concurrency|context|description|false|for_each|form"
-    r"|idempotent|input|inputs|loop|max|null|on_exhausted|output|reason|retry|task|tether"
+    r"|idempotent|input|inputs|loop|max|null|on_exhausted|output|reason|retry|secrets|task|tether"
     r"|timeout|to|trigger|true|when|while|with|workflow)(\w+)"
 )
 

@@ -182,6 +182,12 @@ def _loop(loop: dict[str, Any] | None) -> str:
     return text
 
 
+def _secrets(names: list[str] | None) -> str:
+    if names is None:
+        return "secrets null"
+    return "secrets " + (", ".join(word(name) for name in names) if names else "[]")
+
+
 def _needs(needs: list[str] | None) -> str:
     if needs is None:
         return "after null"
@@ -246,6 +252,8 @@ def write_flow(doc: WorkflowDoc) -> str:
         lines.append("inputs " + value(inputs))  # `inputs {}` or `inputs null`
     lines += [f"input {_spec(name, spec, '', len('input '))}"
               for name, spec in (inputs or {}).items()]
+    if "secrets" in data:
+        lines.append(_secrets(data["secrets"]))
     blocks = ["\n".join(lines)]
     nodes = [_node(node_id, node) for node_id, node in data["nodes"].items()]
     blocks.append(("\n\n" if any("\n" in node for node in nodes) else "\n").join(nodes))

@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from tether.diagnostics import Diagnostic, make
+from tether.diagnostics import Diagnostic, Related, make
 from tether.dsl.document import (
     FORMAT_VERSION,
     ID_RE,
     INPUT_TYPES,
+    SECRET_RE,
     ApprovalSpec,
     InputSpec,
     LoopSpec,
@@ -96,10 +97,12 @@ class _Mapper:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def add(self, code: str, message: str, path: Path, *, key: bool = False,
-            help: str | None = None) -> None:
+            help: str | None = None, related: tuple[tuple[Path, str], ...] = ()) -> None:
         span = self.source.key(path) if key else self.source.value(path)
         node_id = str(path[1]) if len(path) >= 2 and path[0] == "nodes" else None
-        self.diagnostics.append(make(code, message, span, help=help, node_id=node_id))
+        notes = [Related(self.source.value(at), note) for at, note in related]
+        self.diagnostics.append(make(code, message, span, help=help, node_id=node_id,
+                                     related=notes))
 
     def error(self, err: ErrorDetails) -> None:
         path: Path = tuple(err["loc"])
@@ -212,6 +215,27 @@ def _check_document(data: dict[str, Any], mapper: _Mapper) -> None:
     for node_id, node in _entries(data.get("nodes")):
         _check_id(mapper, node_id, ("nodes", node_id), "node id")
         _check_node(mapper, node_id, node)
+    if isinstance(data.get("secrets"), list):
+        _check_secrets(mapper, data["secrets"])
+
+
+def _check_secrets(mapper: _Mapper, names: list[Any]) -> None:
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            continue
+        if not SECRET_RE.match(name):
+            suggestion = re.sub(r"[^A-Z0-9_]", "_", name.upper()) or "KEY"
+            suggestion = "_" + suggestion if suggestion[0].isdigit() else suggestion
+            mapper.add("E800", f"invalid secret name `{name}`", ("secrets", i),
+                       help="a secret is named like an environment variable: upper-case "
+                       f"letters, digits and underscores, e.g. `{suggestion}`")
+        elif name in first:
+            mapper.add("E800", f"secret `{name}` is declared twice", ("secrets", i),
+                       related=((("secrets", first[name]), f"`{name}` is first declared here"),),
+                       help="remove one of them")
+        else:
+            first[name] = i
 
 
 def _entries(section: object) -> list[tuple[str, dict[str, Any]]]:
