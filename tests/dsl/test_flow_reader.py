@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-import time
 from typing import Any
 
 import pytest
@@ -579,13 +578,14 @@ def test_reading_stops_after_too_many_syntax_errors() -> None:
         MAX_SYNTAX_ERRORS + 2)
 
 
-def test_a_10000_node_file_reads_in_linear_time() -> None:
+def test_a_10000_node_file_reads_completely_with_every_position() -> None:
+    """Large files read whole (speed is measured by bench/check_scale.py, not asserted)."""
     lines = ["workflow big", "input n: number", "task n0 = svc.start(n: {{ inputs.n }})"]
     for i in range(1, 10_000):
         lines += [f"task n{i} = svc.step(x: {{{{ nodes.n{i - 1}.output }}}})",
                   f"    after n{i - 1}"]
-    started = time.process_time()
     raw = read_flow("\n".join(lines) + "\n", "big.flow")
-    elapsed = time.process_time() - started
     assert raw.ok and len(raw.data["nodes"]) == 10_000
-    assert elapsed < 10, f"{elapsed:.2f}s of CPU for 10,000 nodes (about 1s expected)"
+    assert raw.data["nodes"]["n9999"]["needs"] == ["n9998"]
+    last = raw.source.key(("nodes", "n9999"))
+    assert (last.line, last.col) == (len(lines) - 1, 6)
