@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import tether
-from tether.compiler.plan import Plan, PlanApproval, PlanInput, PlanNode, with_fingerprint
+from tether.compiler.plan import (
+    ApprovalNode,
+    Plan,
+    PlanApproval,
+    PlanInput,
+    TaskNode,
+    with_fingerprint,
+)
 from tether.stores.base import Checkpointer
 
 PG_URL = os.environ.get("TETHER_BENCH_POSTGRES_URL",
@@ -50,7 +57,7 @@ def chain(n: int, *, blob_input: bool = False, blob_output: bool = False) -> Pla
     for i in range(n):
         task = "blob" if blob_output and i == 0 else "noop"
         needs = (f"n{i - 1}",) if i else ()
-        nodes.append(PlanNode(id=f"n{i}", index=i, kind="task", task=task, needs=needs,
+        nodes.append(TaskNode(id=f"n{i}", index=i, task=task, needs=needs,
                               waits_for=needs, generation=i))
     inputs = (PlanInput(name="blob", type="string", required=True),) if blob_input else ()
     return with_fingerprint(Plan(name=f"chain{n}", nodes=tuple(nodes), inputs=inputs,
@@ -60,10 +67,10 @@ def chain(n: int, *, blob_input: bool = False, blob_output: bool = False) -> Pla
 def approval_plan() -> Plan:
     """W3: task, approval, task."""
     nodes = (
-        PlanNode(id="a", index=0, kind="task", task="noop"),
-        PlanNode(id="review", index=1, kind="approval", needs=("a",), waits_for=("a",),
+        TaskNode(id="a", index=0, task="noop"),
+        ApprovalNode(id="review", index=1, needs=("a",), waits_for=("a",),
                  approval=PlanApproval(reason="approve", context={"k": 1}), generation=1),
-        PlanNode(id="c", index=2, kind="task", task="noop", needs=("review",),
+        TaskNode(id="c", index=2, task="noop", needs=("review",),
                  waits_for=("review",), generation=2),
     )
     return with_fingerprint(Plan(name="approval3", nodes=nodes))
@@ -72,12 +79,12 @@ def approval_plan() -> Plan:
 def fan_out(n: int, concurrency: int) -> Plan:
     """W5: one node producing n items, a for_each over them, one node after."""
     nodes = (
-        PlanNode(id="items", index=0, kind="task", task="pass",
+        TaskNode(id="items", index=0, task="pass",
                  args={"v": "{{ range(" + str(n) + ") | list }}"}),
-        PlanNode(id="each", index=1, kind="task", task="echo", needs=("items",),
+        TaskNode(id="each", index=1, task="echo", needs=("items",),
                  waits_for=("items",), for_each="{{ nodes.items.output }}",
                  concurrency=concurrency, args={"item": "{{ item }}"}, generation=1),
-        PlanNode(id="done", index=2, kind="task", task="noop", needs=("each",),
+        TaskNode(id="done", index=2, task="noop", needs=("each",),
                  waits_for=("each",), generation=2),
     )
     return with_fingerprint(Plan(name=f"fan{n}", nodes=nodes))

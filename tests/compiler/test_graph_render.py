@@ -17,7 +17,7 @@ from tether.compiler.graph_render import (
     to_dot,
     to_mermaid,
 )
-from tether.compiler.plan import Plan, PlanApproval, PlanNode
+from tether.compiler.plan import ApprovalNode, Plan, PlanApproval, TaskNode
 
 ESSAY = """\
 tether: 1
@@ -136,10 +136,10 @@ def essay(tmp_path: Path) -> Plan:
 
 def weird_plan() -> Plan:
     nodes = (
-        PlanNode(id="start", index=0, kind="task", task=WEIRD),
-        PlanNode(id="ask", index=1, kind="approval", approval=PlanApproval(reason=WEIRD),
+        TaskNode(id="start", index=0, task=WEIRD),
+        ApprovalNode(id="ask", index=1, approval=PlanApproval(reason=WEIRD),
                  needs=("start",), when='{{ x | length > 1 and y < "}}" }}'),
-        PlanNode.model_validate({
+        TaskNode.model_validate({
             "id": "again", "index": 2, "kind": "task", "task": "t", "needs": ["ask"],
             "loop": {"to": "start", "while": "{{ " + WEIRD + " }}", "max_iterations": 3,
                      "on_exhausted": "continue", "body": ["start", "ask", "again"]},
@@ -169,7 +169,7 @@ def test_loop_that_continues_when_exhausted_says_so() -> None:
 
 
 def test_long_conditions_are_cut_with_an_ellipsis() -> None:
-    node = PlanNode(id="a", index=0, kind="task", task="t", when="{{ " + "x and " * 30 + "y }}")
+    node = TaskNode(id="a", index=0, task="t", when="{{ " + "x and " * 30 + "y }}")
     (line,) = [line for line in to_dot(Plan(name="p", nodes=(node,))).splitlines()
                if line.startswith('  "a"')]
     assert "…" in line and len(line) < 120

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-import time
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 from tether.diagnostics import Diagnostic, Span
 from tether.dsl.document import dump_document
 from tether.dsl.flow_reader import read_flow
-from tether.dsl.flow_syntax import MAX_SYNTAX_ERRORS, _word, parser
+from tether.dsl.flow_syntax import MAX_SYNTAX_ERRORS, describe_terminal, parser
 from tether.dsl.source import RawDocument
 from tether.dsl.validate import validate
 from tether.dsl.yaml_reader import read_yaml
@@ -385,7 +384,7 @@ def test_validation_errors_point_into_the_flow_text() -> None:
         ("workflow w\ntask a = t(x: )\n", ("E102", "unexpected `)`; expected a value", 2, 15)),
         ("workflow w\ntask a = t\nretry 3\n",
          ("E102", "unexpected `retry`; expected one of: `approval`, `description`, `input`, "
-          "`inputs`, `output`, `task`, `tether`, `workflow`", 3, 1)),
+          "`inputs`, `output`, `secrets`, `task`, `tether`, `workflow`", 3, 1)),
         ("workflow w\ninput a string\n", ("E102", "unexpected `string`; expected `:`", 2, 9)),
         ("workflow w\ntask a = t(x: 1\ntask b = u\n", ("E102", "`(` is never closed", 2, 11)),
         ("workflow w\ntask a = t(x: [1, 2)\n",
@@ -491,12 +490,17 @@ def test_misplaced_clauses_are_reported_and_left_out(text: str, message: str, co
     assert set(raw.data["nodes"]["a"]) <= {"task", "workflow", "approval"}
 
 
-def test_misplaced_clauses_on_a_workflow_node_are_reported_by_validation_like_yaml() -> None:
+def test_misplaced_clauses_on_a_workflow_node_are_reported_like_yaml_reports_them() -> None:
+    """The reader refuses what the kinds table refuses, with the words validation uses."""
     raw = read_flow('workflow w\nworkflow a = "s.yaml" retry 2\n', "t.flow")
-    assert raw.ok
     validate(raw)
     assert [(d.code, d.message, d.span.col) for d in raw.diagnostics] == [
         ("E208", "`retry` does not apply to a workflow node", 23)]
+    yaml = read_yaml("tether: 1\nname: w\nnodes:\n  a: {workflow: s.yaml, retry: {max_attempts: 2}}"
+                     "\n", "t.yaml")
+    validate(yaml)
+    assert [(d.code, d.message) for d in yaml.diagnostics] == [
+        ("E208", "`retry` does not apply to a workflow node")]
 
 
 # -- no input makes the reader raise ------------------------------------------------------------
@@ -558,10 +562,11 @@ def test_unclosed_brackets_at_scale_do_not_hang_or_recurse() -> None:
 
 def test_every_terminal_has_a_readable_name() -> None:
     lark = parser()
-    names = {t.name: _word(t.name) for t in lark.terminals if t.name not in lark.ignore_tokens}
+    names = {t.name: describe_terminal(t.name) for t in lark.terminals
+             if t.name not in lark.ignore_tokens}
     assert all((word != "a token" and word.islower()) or word.startswith("`")
                for word in names.values()), names
-    assert _word("$END") == "end of line"
+    assert describe_terminal("$END") == "end of line"
 
 
 def test_reading_stops_after_too_many_syntax_errors() -> None:
@@ -573,13 +578,14 @@ def test_reading_stops_after_too_many_syntax_errors() -> None:
         MAX_SYNTAX_ERRORS + 2)
 
 
-def test_a_10000_node_file_reads_in_linear_time() -> None:
+def test_a_10000_node_file_reads_completely_with_every_position() -> None:
+    """Large files read whole (speed is measured by bench/check_scale.py, not asserted)."""
     lines = ["workflow big", "input n: number", "task n0 = svc.start(n: {{ inputs.n }})"]
     for i in range(1, 10_000):
         lines += [f"task n{i} = svc.step(x: {{{{ nodes.n{i - 1}.output }}}})",
                   f"    after n{i - 1}"]
-    started = time.process_time()
     raw = read_flow("\n".join(lines) + "\n", "big.flow")
-    elapsed = time.process_time() - started
     assert raw.ok and len(raw.data["nodes"]) == 10_000
-    assert elapsed < 10, f"{elapsed:.2f}s of CPU for 10,000 nodes (about 1s expected)"
+    assert raw.data["nodes"]["n9999"]["needs"] == ["n9998"]
+    last = raw.source.key(("nodes", "n9999"))
+    assert (last.line, last.col) == (len(lines) - 1, 6)

@@ -24,6 +24,7 @@ ROUND_TRIP = settings(max_examples=250, deadline=None,
 # -- a strategy for valid documents -------------------------------------------------------------
 
 ids = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
+secret_names = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True)
 tricky = st.sampled_from([
     "", " ", "yes", "no", "on", "null", "~", "true", "1", "1.0", "-0", "1e3", ".inf", "0x10",
     "2024-01-01", "12:30", "<<", "=", "#", "a: b", "- x", "[1]", "{a}", "&a", "*a", "!tag",
@@ -116,6 +117,7 @@ def documents(draw: st.DrawFn) -> WorkflowDoc:
     data: dict[str, Any] = {"tether": draw(st.sampled_from([1, 1, 1, 2])), "name": draw(text)}
     optional(draw, data, "description", text)
     optional(draw, data, "inputs", st.dictionaries(ids, input_specs(), max_size=4))
+    optional(draw, data, "secrets", st.lists(secret_names, max_size=3, unique=True))
     data["nodes"] = draw(st.dictionaries(ids, nodes(), min_size=1, max_size=5))
     optional(draw, data, "output", json_values)
     raw = RawDocument(data, SourceMap("generated.yaml"), "yaml")
@@ -279,6 +281,21 @@ nodes:
     trigger: any_success
   always: {task: demo.finish, needs: [maybe, check], trigger: all_done, timeout: 1.5m}
 output: "{{ nodes.always.output }}"
+"""),
+    "secrets": ("""workflow pay
+input amount: number
+secrets STRIPE_KEY, AUDIT_TOKEN
+task charge = billing.charge(amount: {{ inputs.amount }}, key: {{ secrets.STRIPE_KEY }})
+task audit = audit.log(token: {{ secrets.AUDIT_TOKEN }}) after charge
+""", """tether: 1
+name: pay
+inputs: {amount: {type: number}}
+secrets: [STRIPE_KEY, AUDIT_TOKEN]
+nodes:
+  charge:
+    task: billing.charge
+    with: {amount: "{{ inputs.amount }}", key: "{{ secrets.STRIPE_KEY }}"}
+  audit: {task: audit.log, with: {token: "{{ secrets.AUDIT_TOKEN }}"}, needs: charge}
 """),
 }
 

@@ -170,7 +170,7 @@ def _example(type_name: str) -> Any:
 
 
 def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any]) -> Any:
-    from tether.compiler.plan import Plan
+    from tether.compiler.plan import ApprovalNode, Plan
     from tether.runtime.state import locate_unit
 
     run_record = store.get_run(execution_id)
@@ -184,7 +184,7 @@ def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any
         node = level.node(str(interrupt.get("node_id")).partition("/item:")[0])
     except (KeyError, TetherError):
         return None
-    return node.approval.form if node.approval is not None else None
+    return node.approval.form if isinstance(node, ApprovalNode) else None
 
 
 def wide_console() -> Any:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, assert_never
 
 from tether.compiler.graph import Graph
 from tether.compiler.plan import (
+    ApprovalNode,
     Plan,
     PlanApproval,
     PlanInput,
@@ -14,11 +16,14 @@ from tether.compiler.plan import (
     PlanRetry,
     PlanSubworkflow,
     SourceRef,
+    TaskNode,
+    WorkflowNode,
     with_fingerprint,
 )
 from tether.dsl.ast import Workflow
 from tether.dsl.document import InputSpec, NodeSpec
-from tether.dsl.validate import parse_duration
+from tether.durations import parse_duration
+from tether.kinds import NodeKind
 
 DEFAULT_BACKOFF = 1.0
 
@@ -44,6 +49,7 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan]) -> P
         name=workflow.name,
         description=workflow.doc.description,
         inputs=tuple(plan_input(n, s) for n, s in workflow.inputs.items()),
+        secrets=tuple(workflow.doc.secrets or ()),
         nodes=nodes,
         generations=tuple(tuple(g) for g in graph.generations),
         output=workflow.doc.output,
@@ -54,50 +60,65 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan]) -> P
 
 def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
                subplans: dict[str, Plan]) -> PlanNode:
-    kind = node.kind or "task"
-    retry = None
-    if node.retry is not None:
-        backoff = parse_duration(node.retry.backoff) if node.retry.backoff else None
-        retry = PlanRetry(max_attempts=node.retry.max_attempts,
-                          backoff=backoff if backoff is not None else DEFAULT_BACKOFF)
-    loop = None
-    if node.loop is not None:
-        loop = PlanLoop.model_validate({
-            "to": node.loop.to,
-            "while": node.loop.while_,
-            "max_iterations": node.loop.max_iterations,
-            "on_exhausted": node.loop.on_exhausted or "fail",
-            "body": tuple(graph.bodies[node_id]),
-        })
-    approval = None
-    if node.approval is not None:
-        form = node.approval.form
-        approval = PlanApproval(
-            reason=node.approval.reason,
-            context=node.approval.context,
-            form=tuple(plan_input(n, s) for n, s in form.items()) if form is not None else None,
-        )
-    workflow = None
-    if node.workflow is not None:
-        workflow = PlanSubworkflow(path=node.workflow, plan=subplans[node_id])
-    return PlanNode.model_construct(
-        id=node_id,
-        index=graph.index[node_id],
-        kind=kind,
-        task=node.task,
-        approval=approval,
-        workflow=workflow,
-        args=node.with_ or {},
-        needs=tuple(graph.needs[node_id]),
-        waits_for=tuple(graph.waits_for[node_id]),
-        when=node.when,
-        trigger=node.trigger or "all_success",
-        for_each=node.for_each,
-        concurrency=node.concurrency,
-        retry=retry,
-        timeout=parse_duration(node.timeout) if node.timeout else None,
-        idempotent=bool(node.idempotent),
-        loop=loop,
-        loops=tuple(graph.enclosing.get(node_id, ())),
-        generation=generation,
+    common: dict[str, Any] = {
+        "id": node_id,
+        "index": graph.index[node_id],
+        "needs": tuple(graph.needs[node_id]),
+        "waits_for": tuple(graph.waits_for[node_id]),
+        "when": node.when,
+        "trigger": node.trigger or "all_success",
+        "loop": _loop(node_id, node, graph),
+        "loops": tuple(graph.enclosing.get(node_id, ())),
+        "generation": generation,
+    }
+    kind = node.kind
+    # model_construct: the values were validated as a document; the plan is built, not parsed
+    match kind:
+        case NodeKind.TASK:
+            return TaskNode.model_construct(
+                task=node.task, **_invocation(node), retry=_retry(node),
+                timeout=parse_duration(node.timeout) if node.timeout else None,
+                idempotent=bool(node.idempotent), **common)
+        case NodeKind.APPROVAL:
+            return ApprovalNode.model_construct(approval=_approval(node), **common)
+        case NodeKind.WORKFLOW:
+            workflow = PlanSubworkflow(path=node.workflow or "", plan=subplans[node_id])
+            return WorkflowNode.model_construct(workflow=workflow, **_invocation(node), **common)
+        case None:
+            raise ValueError(f"node `{node_id}` has no kind; a plan is built only without errors")
+        case _:
+            assert_never(kind)
+
+
+def _invocation(node: NodeSpec) -> dict[str, Any]:
+    return {"args": node.with_ or {}, "for_each": node.for_each,
+            "concurrency": node.concurrency}
+
+
+def _retry(node: NodeSpec) -> PlanRetry | None:
+    if node.retry is None:
+        return None
+    backoff = parse_duration(node.retry.backoff) if node.retry.backoff else DEFAULT_BACKOFF
+    return PlanRetry(max_attempts=node.retry.max_attempts, backoff=backoff)
+
+
+def _loop(node_id: str, node: NodeSpec, graph: Graph) -> PlanLoop | None:
+    if node.loop is None:
+        return None
+    return PlanLoop.model_validate({
+        "to": node.loop.to,
+        "while": node.loop.while_,
+        "max_iterations": node.loop.max_iterations,
+        "on_exhausted": node.loop.on_exhausted or "fail",
+        "body": tuple(graph.bodies[node_id]),
+    })
+
+
+def _approval(node: NodeSpec) -> PlanApproval:
+    assert node.approval is not None
+    form = node.approval.form
+    return PlanApproval(
+        reason=node.approval.reason,
+        context=node.approval.context,
+        form=tuple(plan_input(n, s) for n, s in form.items()) if form is not None else None,
     )

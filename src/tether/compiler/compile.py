@@ -10,12 +10,13 @@ from typing import Any
 from tether.compiler.build import build_plan
 from tether.compiler.context import Context
 from tether.compiler.graph import analyse_graph
+from tether.compiler.limits import MAX_EXPANDED_NODES, MAX_SUBWORKFLOW_DEPTH, expanded_size
 from tether.compiler.lints import check_lints, check_reachability
 from tether.compiler.plan import Plan
 from tether.compiler.references import check_templates
 from tether.compiler.subworkflows import compile_subworkflows
 from tether.compiler.tasks import check_tasks
-from tether.diagnostics import Diagnostic, sort_diagnostics
+from tether.diagnostics import Diagnostic, Related, sort_diagnostics
 from tether.dsl.ast import Workflow
 from tether.dsl.loader import read_workflow, syntax_of
 from tether.errors import WorkflowError
@@ -24,40 +25,71 @@ from tether.gc_pause import paused_gc
 Tasks = Mapping[str, Callable[..., Any]]
 
 
+Result = tuple[Plan | None, list[Diagnostic]]
+
+
 class Compiler:
-    """Compiles workflows; caches sub-workflow plans and tracks the include stack."""
+    """Compiles workflows; caches sub-workflow plans and tracks the chain of files open.
 
-    def __init__(self, tasks: Tasks | None = None) -> None:
+    Args:
+        tasks: Task functions by name, to check task names and arguments against.
+        max_depth: How deep sub-workflows may nest.
+        max_nodes: How many nodes a workflow may have with its sub-workflows embedded.
+    """
+
+    def __init__(self, tasks: Tasks | None = None, *, max_depth: int = MAX_SUBWORKFLOW_DEPTH,
+                 max_nodes: int = MAX_EXPANDED_NODES) -> None:
         self.tasks = tasks
-        self.stack: list[Path] = []
-        self._cache: dict[Path, tuple[Plan | None, list[Diagnostic]]] = {}
+        self.max_depth = max_depth
+        self.max_nodes = max_nodes
+        self.stack: list[Path] = []  # the files being compiled, outermost first
+        self.chain: list[tuple[str, Related]] = []  # each open file's reference to the next
+        # Results by file and depth: a file reached at another depth can meet the depth
+        # limit elsewhere. Sizes of plans by id, each measured once.
+        self._cache: dict[tuple[Path, int], Result] = {}
+        self._sizes: dict[int, int] = {}
 
-    def compile_workflow(self, workflow: Workflow) -> tuple[Plan | None, list[Diagnostic]]:
+    def compile_workflow(self, workflow: Workflow) -> Result:
         """Compile a workflow; the plan is None when any error was found."""
-        key = workflow.location
-        if key is not None and key in self._cache:
-            return self._cache[key]
-        if key is not None:
-            self.stack.append(key)
-        try:
-            result = self._compile(workflow)
-        finally:
-            if key is not None:
+        if workflow.location is None:
+            return self._compile(workflow)
+        key = (workflow.location, len(self.stack))
+        if key not in self._cache:
+            self.stack.append(workflow.location)
+            try:
+                self._cache[key] = self._compile(workflow)
+            finally:
                 self.stack.pop()
-        if key is not None:
-            self._cache[key] = result
-        return result
+        return self._cache[key]
 
-    def _compile(self, workflow: Workflow) -> tuple[Plan | None, list[Diagnostic]]:
+    def compile_file(self, path: Path, display: str) -> Result:
+        """Read and compile a sub-workflow file, once per depth it is reached at."""
+        key = (path, len(self.stack))
+        if key not in self._cache:
+            # the syntax from the name as written: `path` is resolved, symlinks and all
+            workflow, diagnostics = read_workflow(path, display=display,
+                                                  syntax=syntax_of(display))
+            plan = None
+            if workflow is not None and not any(d.is_error for d in diagnostics):
+                plan, more = self.compile_workflow(workflow)
+                diagnostics = diagnostics + more
+            self._cache[key] = (plan, diagnostics)
+        return self._cache[key]
+
+    def expanded(self, plan: Plan) -> int:
+        """The nodes of ``plan`` with its sub-plans embedded, each plan measured once."""
+        return expanded_size(plan, self._sizes)
+
+    def _compile(self, workflow: Workflow) -> Result:
         ctx = Context(workflow)
         graph = analyse_graph(ctx)
-        used_inputs = check_templates(ctx, graph)
+        reads = check_templates(ctx, graph)
         check_reachability(ctx, graph)
         subplans = compile_subworkflows(ctx, self)
         if self.tasks is not None:
             check_tasks(ctx, self.tasks)
-        check_lints(ctx, used_inputs, self.tasks)
-        broken = workflow.broken_nodes or workflow.broken_inputs
+        check_lints(ctx, reads, self.tasks)
+        broken = workflow.broken_nodes or workflow.broken_inputs or not workflow.valid
         if ctx.has_errors or broken or not graph.acyclic:
             return None, ctx.diagnostics
         return build_plan(workflow, graph, subplans), ctx.diagnostics

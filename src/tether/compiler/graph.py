@@ -15,7 +15,7 @@ import networkx as nx
 from tether.compiler.context import Context
 from tether.diagnostics import Related
 from tether.dsl.document import NodeSpec
-from tether.dsl.validate import did_you_mean
+from tether.suggest import did_you_mean
 
 
 @dataclass

@@ -17,9 +17,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, assert_never
 
-from tether.compiler.plan import Plan, PlanLoop, PlanNode
+from tether.compiler.plan import (
+    ApprovalNode,
+    Plan,
+    PlanLoop,
+    PlanNode,
+    TaskNode,
+    WorkflowNode,
+)
+from tether.kinds import NodeKind
 
 __all__ = ["to_dot", "to_mermaid"]
 
@@ -58,15 +66,18 @@ def _for_each(value: Any, concurrency: int | None) -> str:
 def node_lines(node: PlanNode) -> list[str]:
     """The lines of a node's label: id, what it runs, then guard, fan-out and trigger."""
     lines = [node.id]
-    if node.kind == "task" and node.task is not None:
-        lines.append(node.task)
-    elif node.kind == "approval" and node.approval is not None:
-        lines.append(f"approval: {node.approval.reason}")
-    elif node.kind == "workflow" and node.workflow is not None:
-        lines.append(f"workflow: {node.workflow.path}")
+    match node:
+        case TaskNode():
+            lines.append(node.task)
+        case ApprovalNode():
+            lines.append(f"approval: {node.approval.reason}")
+        case WorkflowNode():
+            lines.append(f"workflow: {node.workflow.path}")
+        case _:
+            assert_never(node)
     if node.when is not None:
         lines.append(f"when {_expression(node.when)}")
-    if node.for_each is not None:
+    if isinstance(node, TaskNode | WorkflowNode) and node.for_each is not None:
         lines.append(_for_each(node.for_each, node.concurrency))
     if node.trigger != "all_success":
         lines.append(f"trigger: {node.trigger}")
@@ -133,7 +144,16 @@ def mermaid_id(node_id: str) -> str:
     return f"n_{safe}"
 
 
-_MERMAID_SHAPES = {"task": ("[", "]"), "approval": ("{{", "}}"), "workflow": ("[[", "]]")}
+def _mermaid_shape(kind: NodeKind) -> tuple[str, str]:
+    match kind:
+        case NodeKind.TASK:
+            return "[", "]"
+        case NodeKind.APPROVAL:
+            return "{{", "}}"
+        case NodeKind.WORKFLOW:
+            return "[[", "]]"
+        case _:
+            assert_never(kind)
 
 
 def to_mermaid(plan: Plan) -> str:
@@ -141,7 +161,7 @@ def to_mermaid(plan: Plan) -> str:
     lines = ["---", f"title: {json.dumps(plan.name, ensure_ascii=False)}", "---",
              "flowchart TD"]
     for node in plan.nodes:
-        opening, closing = _MERMAID_SHAPES[node.kind]
+        opening, closing = _mermaid_shape(node.kind)
         node_id = mermaid_id(node.id)
         label = mermaid_label(node_lines(node), context=node_id)
         lines.append(f"    {node_id}{opening}{label}{closing}")
@@ -155,12 +175,26 @@ def to_mermaid(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _colours(kind: NodeKind) -> tuple[str, str] | None:
+    """The fill and stroke of a kind drawn in colour (tasks keep the default)."""
+    match kind:
+        case NodeKind.TASK:
+            return None
+        case NodeKind.APPROVAL:
+            return _APPROVAL_FILL, _APPROVAL_STROKE
+        case NodeKind.WORKFLOW:
+            return _WORKFLOW_FILL, _WORKFLOW_STROKE
+        case _:
+            assert_never(kind)
+
+
 def _mermaid_classes(plan: Plan) -> list[str]:
     lines = []
-    for kind, fill, stroke in (("approval", _APPROVAL_FILL, _APPROVAL_STROKE),
-                               ("workflow", _WORKFLOW_FILL, _WORKFLOW_STROKE)):
+    for kind in NodeKind:
+        colours = _colours(kind)
         members = [mermaid_id(n.id) for n in plan.nodes if n.kind == kind]
-        if members:
+        if colours is not None and members:
+            fill, stroke = colours
             lines.append(f"    classDef {kind} fill:{fill},stroke:{stroke}")
             lines.append(f"    class {','.join(members)} {kind}")
     return lines
@@ -186,16 +220,25 @@ def _dot_attributes(attributes: dict[str, str]) -> str:
     return ", ".join(f"{key}={value}" for key, value in attributes.items())
 
 
+def _dot_shape(kind: NodeKind) -> dict[str, str]:
+    """The attributes that set a kind apart from the default (a task's rounded box)."""
+    match kind:
+        case NodeKind.TASK:
+            return {}
+        case NodeKind.APPROVAL:
+            return {"shape": "hexagon", "style": "filled",
+                    "fillcolor": dot_string(_APPROVAL_FILL),
+                    "color": dot_string(_APPROVAL_STROKE)}
+        case NodeKind.WORKFLOW:
+            return {"shape": "box3d", "style": "filled",
+                    "fillcolor": dot_string(_WORKFLOW_FILL),
+                    "color": dot_string(_WORKFLOW_STROKE)}
+        case _:
+            assert_never(kind)
+
+
 def _dot_node(node: PlanNode) -> str:
-    attributes = {"label": dot_string("\n".join(node_lines(node)))}
-    if node.kind == "approval":
-        attributes |= {"shape": "hexagon", "style": "filled",
-                       "fillcolor": dot_string(_APPROVAL_FILL),
-                       "color": dot_string(_APPROVAL_STROKE)}
-    elif node.kind == "workflow":
-        attributes |= {"shape": "box3d", "style": "filled",
-                       "fillcolor": dot_string(_WORKFLOW_FILL),
-                       "color": dot_string(_WORKFLOW_STROKE)}
+    attributes = {"label": dot_string("\n".join(node_lines(node)))} | _dot_shape(node.kind)
     return f"  {dot_string(node.id)} [{_dot_attributes(attributes)}];"
 
 

@@ -7,9 +7,15 @@ from typing import Any
 
 from tether.compiler.context import Context
 from tether.compiler.graph import Graph
+from tether.compiler.references import Reads
+from tether.compiler.secrets import check_unused_secrets
 from tether.diagnostics import Related
 from tether.dsl.document import ID_RE
-from tether.dsl.expressions import analyse, compiled
+from tether.dsl.expressions import analyse
+from tether.templating import TemplateBudget, compiled
+
+# Deciding whether a guard is constant must not make `check` slow: a small budget each.
+CONSTANT_BUDGET = TemplateBudget(seconds=0.05, max_size=10_000)
 
 
 def constant_truth(text: str | None) -> bool | None:
@@ -20,8 +26,8 @@ def constant_truth(text: str | None) -> bool | None:
     if analysis.error or analysis.references or analysis.kind != "expression":
         return None
     try:
-        return bool(compiled(text)({}))
-    except Exception:  # an expression that fails at run time is not constant
+        return bool(compiled(text)({}, CONSTANT_BUDGET))
+    except Exception:  # one that fails (or goes over its budget) at run time is not constant
         return None
 
 
@@ -62,9 +68,9 @@ def check_reachability(ctx: Context, graph: Graph) -> None:
                        "`on_exhausted: continue`")
 
 
-def check_lints(ctx: Context, used_inputs: set[str],
+def check_lints(ctx: Context, reads: Reads,
                 tasks: Mapping[str, Callable[..., Any]] | None) -> None:
-    """Warnings: retried tasks that are not idempotent, inputs nothing reads."""
+    """Warnings: retried tasks that are not idempotent, inputs and secrets nothing reads."""
     for node_id, node in ctx.workflow.nodes.items():
         if node.retry is None or node.task is None or node.idempotent is not None:
             continue
@@ -75,7 +81,8 @@ def check_lints(ctx: Context, used_inputs: set[str],
                    "idempotent", ctx.key_span("nodes", node_id, "retry"), node_id=node_id,
                    help="add `idempotent: true` so a retry cannot repeat a committed side "
                    "effect, or `idempotent: false` if repeating it is safe")
+    check_unused_secrets(ctx, reads.secrets)
     for name in ctx.workflow.inputs:
-        if name not in used_inputs and ID_RE.match(name):
+        if name not in reads.inputs and ID_RE.match(name):
             ctx.report("W101", f"input `{name}` is never read", ctx.key_span("inputs", name),
                        help="remove it, or read it as `{{ inputs." + name + " }}`")

@@ -1,10 +1,18 @@
 """The plan: the compiler's output and the runtime's input.
 
 Plain, immutable, JSON-serialisable data (pydantic models). Nodes come in a deterministic
-topological order (``index``); every expression is kept as its source text. The fingerprint is
-the sha256 of the canonical JSON of everything that decides behaviour: the source map (file
-names and line numbers) is left out, so a ``.yaml`` file and its ``.flow`` twin share one
-fingerprint, and the same file compiles to the same bytes on any machine.
+topological order (``index``); every expression is kept as its source text. A node is one of
+:class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode` (the union :data:`PlanNode`,
+discriminated by ``kind``); each variant has only the fields its kind takes (the table in
+:mod:`tether.kinds`).
+
+The fingerprint is the sha256 of the canonical JSON of everything that decides behaviour: the
+source map (file names and line numbers) is left out, so a ``.yaml`` file and its ``.flow``
+twin share one fingerprint, and the same file compiles to the same bytes on any machine.
+
+Plan format 1 writes every node with every key of every kind (``"task": null`` on an
+approval, ...). The variants keep writing that shape, and read it back, so plans and
+fingerprints stored by earlier releases stay valid (see :mod:`tether.compiler.plan_shape`).
 """
 
 from __future__ import annotations
@@ -12,15 +20,25 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
+from tether.compiler import plan_shape
 from tether.errors import PlanError
+from tether.kinds import NodeKind
 
 PLAN_FORMAT = 1
 
-NodeKind = Literal["task", "approval", "workflow"]
+TriggerRule = Literal["all_success", "all_done", "any_success"]
 
 
 class _PlanModel(BaseModel):
@@ -69,28 +87,69 @@ class PlanSubworkflow(_PlanModel):
     plan: Plan
 
 
-class PlanNode(_PlanModel):
-    """One node of the plan."""
+class _NodeBase(_PlanModel):
+    """What every node has: its place in the graph, its guard and trigger rule, its loop."""
 
     id: str
     index: int
-    kind: NodeKind
-    task: str | None = None
-    approval: PlanApproval | None = None
-    workflow: PlanSubworkflow | None = None
-    args: dict[str, Any] = Field(default_factory=dict, alias="with")
     needs: tuple[str, ...] = ()
     waits_for: tuple[str, ...] = ()
     when: str | None = None
-    trigger: Literal["all_success", "all_done", "any_success"] = "all_success"
-    for_each: Any = None
-    concurrency: int | None = None
-    retry: PlanRetry | None = None
-    timeout: float | None = None
-    idempotent: bool = False
+    trigger: TriggerRule = "all_success"
     loop: PlanLoop | None = None
     loops: tuple[str, ...] = ()
     generation: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_format_1(cls, data: Any) -> Any:
+        return plan_shape.drop_absent(cls.model_fields["kind"].default, data)
+
+    @model_serializer(mode="wrap")
+    def _write_format_1(self, handler: SerializerFunctionWrapHandler,
+                        info: SerializationInfo) -> dict[str, Any]:
+        kind: NodeKind = getattr(self, "kind")  # noqa: B009 - declared by every variant
+        return plan_shape.add_absent(kind, handler(self), info)
+
+
+class _Invocation(_NodeBase):
+    """Task and workflow nodes: called with arguments, once or once per element."""
+
+    args: dict[str, Any] = Field(default_factory=dict, alias="with")
+    for_each: Any = None
+    concurrency: int | None = None
+
+
+# -- the variants ------------------------------------------------------------------------------
+
+
+class TaskNode(_Invocation):
+    """A node calling a registered task, with retries, a timeout and result caching."""
+
+    kind: Literal[NodeKind.TASK] = NodeKind.TASK
+    task: str
+    retry: PlanRetry | None = None
+    timeout: float | None = None
+    idempotent: bool = False
+
+
+class ApprovalNode(_NodeBase):
+    """A node pausing the run for a human decision."""
+
+    kind: Literal[NodeKind.APPROVAL] = NodeKind.APPROVAL
+    approval: PlanApproval
+
+
+class WorkflowNode(_Invocation):
+    """A node running another workflow, whose plan is embedded, as a sub-run."""
+
+    kind: Literal[NodeKind.WORKFLOW] = NodeKind.WORKFLOW
+    workflow: PlanSubworkflow
+
+
+PlanNode: TypeAlias = Annotated[TaskNode | ApprovalNode | WorkflowNode,
+                                Field(discriminator="kind")]
+"""One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode` or :class:`WorkflowNode`."""
 
 
 class SourceRef(_PlanModel):
@@ -102,17 +161,30 @@ class SourceRef(_PlanModel):
 
 
 class Plan(_PlanModel):
-    """A compiled workflow."""
+    """A compiled workflow.
+
+    ``secrets`` are the names of the secrets its templates may read (``secrets.NAME``); their
+    values are never part of a plan. Each embedded sub-plan lists its own.
+    """
 
     tether_plan: int = PLAN_FORMAT
     name: str
     description: str | None = None
     inputs: tuple[PlanInput, ...] = ()
+    secrets: tuple[str, ...] = ()
     nodes: tuple[PlanNode, ...]
     generations: tuple[tuple[str, ...], ...] = ()
     output: Any = None
     source_map: dict[str, SourceRef] = Field(default_factory=dict)
     fingerprint: str = ""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_secrets(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Plans without secrets keep the JSON (and so the fingerprint) of earlier releases.
+        data: dict[str, Any] = handler(self)
+        if not self.secrets:
+            data.pop("secrets", None)
+        return data
 
     @functools.cached_property
     def by_id(self) -> dict[str, PlanNode]:
@@ -147,8 +219,16 @@ class Plan(_PlanModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Plan:
-        """Read a plan written by :meth:`to_json`; check its fingerprint."""
+        """Read a plan written by :meth:`to_json`; check it as the compiler would have made it.
+
+        Raises:
+            PlanError: The text is not a plan, or its graph or settings are not valid
+                (:func:`~tether.compiler.plan_check.check_plan`: a hand-edited plan with a
+                fresh fingerprint is checked too), or its fingerprint does not match.
+        """
         from pydantic import ValidationError
+
+        from tether.compiler.plan_check import check_plan
 
         try:
             plan = cls.model_validate_json(text)
@@ -156,19 +236,34 @@ class Plan(_PlanModel):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise PlanError(f"not a tether plan: {where}: {first['msg']}") from exc
+        except RecursionError as exc:
+            raise PlanError("not a tether plan: nested too deeply") from exc
         if plan.tether_plan != PLAN_FORMAT:
             raise PlanError(f"unsupported plan format {plan.tether_plan}")
+        check_plan(plan)
         if plan.fingerprint != fingerprint_of(plan):
             raise PlanError("the plan's fingerprint does not match its content (edited by hand?)")
         return plan
 
 
-def semantic(plan: Plan) -> dict[str, Any]:
-    """The part of a plan that decides behaviour: everything but source maps and fingerprints."""
-    data = plan.model_dump(mode="json", by_alias=True, exclude={"source_map", "fingerprint"})
+_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True,
+                          "nodes": {"__all__": {"workflow": {"plan": True}}}}
+
+
+def semantic(plan: Plan, memo: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The part of a plan that decides behaviour: everything but source maps and fingerprints.
+
+    Each distinct sub-plan is dumped once (``memo``, by object), however many nodes embed it.
+    """
+    memo = {} if memo is None else memo
+    found = memo.get(id(plan))
+    if found is not None:
+        return found
+    data = plan.model_dump(mode="json", by_alias=True, exclude=_SEMANTIC_EXCLUDE)
     for node, raw in zip(plan.nodes, data["nodes"], strict=True):
-        if node.workflow is not None:
-            raw["workflow"]["plan"] = semantic(node.workflow.plan)
+        if isinstance(node, WorkflowNode):
+            raw["workflow"]["plan"] = semantic(node.workflow.plan, memo)
+    memo[id(plan)] = data
     return data
 
 
@@ -189,3 +284,5 @@ def with_fingerprint(plan: Plan) -> Plan:
 
 
 PlanSubworkflow.model_rebuild()
+WorkflowNode.model_rebuild()
+Plan.model_rebuild()

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tether.compiler.context import Context
 from tether.compiler.graph import Graph
+from tether.compiler.secrets import check_secret
 from tether.diagnostics import Span
-from tether.dsl.expressions import ENV, Analysis, Reference, analyse
+from tether.dsl.expressions import Analysis, Reference, analyse
 from tether.dsl.source import Path
-from tether.dsl.validate import did_you_mean
+from tether.suggest import did_you_mean
+from tether.templating import ENV
 
 NODE_FIELDS = ("output", "status")
-ROOTS = ("inputs", "nodes", "item", "iteration")
+ROOTS = ("inputs", "nodes", "secrets", "item", "iteration")
+
+
+@dataclass
+class Reads:
+    """The inputs and secrets the templates of a workflow read (for the unused-name lints)."""
+
+    inputs: set[str] = field(default_factory=set)
+    secrets: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,7 @@ class Site:
     item: bool = False  # `item` is in scope
     iteration: bool = False  # `iteration` is in scope
     reads_self: bool = False  # the loop's `while` may read its own node
+    stored: str | None = None  # where the value is stored and shown, if it is
 
 
 def strings(value: Any, path: Path) -> Iterator[tuple[Path, str]]:
@@ -49,8 +60,9 @@ def sites(ctx: Context, graph: Graph) -> Iterator[Site]:
         base: Path = ("nodes", node_id)
         in_loop = bool(graph.enclosing.get(node_id))
         item = node.for_each is not None
+        inputs = f"the inputs of sub-workflow node `{node_id}`" if node.workflow else None
         for path, text in strings(node.with_, (*base, "with")):
-            yield Site(path, text, node_id, item=item, iteration=in_loop)
+            yield Site(path, text, node_id, item=item, iteration=in_loop, stored=inputs)
         if node.when is not None:
             yield Site((*base, "when"), node.when, node_id, condition=True, iteration=in_loop)
         if isinstance(node.for_each, str):
@@ -61,32 +73,39 @@ def sites(ctx: Context, graph: Graph) -> Iterator[Site]:
                 yield Site(path, text, node_id, iteration=in_loop)
         if node.approval is not None:
             approval = node.approval
-            yield Site((*base, "approval", "reason"), approval.reason, node_id, iteration=in_loop)
+            yield Site((*base, "approval", "reason"), approval.reason, node_id, iteration=in_loop,
+                       stored=f"the reason of approval `{node_id}`")
             for path, text in strings(approval.context, (*base, "approval", "context")):
-                yield Site(path, text, node_id, iteration=in_loop)
+                yield Site(path, text, node_id, iteration=in_loop,
+                           stored=f"the context of approval `{node_id}`")
         if node.loop is not None:
             yield Site((*base, "loop", "while"), node.loop.while_, node_id, condition=True,
                        iteration=True, reads_self=True)
     for path, text in strings(ctx.workflow.doc.output, ("output",)):
-        yield Site(path, text, None)
+        yield Site(path, text, None, stored="the workflow's output")
 
 
-def check_templates(ctx: Context, graph: Graph) -> set[str]:
-    """Check every template; return the names of the inputs that templates read."""
-    used: set[str] = set()
+def check_templates(ctx: Context, graph: Graph) -> Reads:
+    """Check every template; return the inputs and secrets that templates read."""
+    reads = Reads()
     for site in sites(ctx, graph):
         analysis = analyse(site.text)
         if analysis.kind == "literal" and not site.condition:
             continue
-        if analysis.error is not None:  # what it reads is unknown: no input is unused
-            used.update(ctx.workflow.inputs)
-        _check_site(ctx, graph, site, analysis, used)
-    return used
+        if analysis.error is not None:  # what it reads is unknown: nothing is unused
+            reads.inputs.update(ctx.workflow.inputs)
+            reads.secrets.update(ctx.workflow.doc.secrets or ())
+        _check_site(ctx, graph, site, analysis, reads)
+    return reads
 
 
 def _check_site(ctx: Context, graph: Graph, site: Site, analysis: Analysis,
-                used: set[str]) -> None:
+                reads: Reads) -> None:
     node_id = site.reader
+    if analysis.too_complex:
+        ctx.report("E411", f"{analysis.error}", ctx.span(*site.path), node_id=node_id,
+                   help="split the expression, or compute the value in a task")
+        return
     if analysis.error is not None:
         span = ctx.locate(site.path, site.text, "{{")
         if analysis.error_line > 1:
@@ -109,7 +128,7 @@ def _check_site(ctx: Context, graph: Graph, site: Site, analysis: Analysis,
         ctx.report("E410", f"unknown test `{name}`", ctx.locate(site.path, site.text, name),
                    node_id=node_id, help=did_you_mean(name, sorted(ENV.tests)))
     for ref in analysis.references:
-        _check_reference(ctx, graph, site, ref, used)
+        _check_reference(ctx, graph, site, ref, reads)
 
 
 def _needle(ref: Reference) -> str:
@@ -117,13 +136,15 @@ def _needle(ref: Reference) -> str:
 
 
 def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
-                     used: set[str]) -> None:
+                     reads: Reads) -> None:
     span = ctx.locate(site.path, site.text, _needle(ref))
     if ref.root != _needle(ref) and span == ctx.span(*site.path):
         span = ctx.locate(site.path, site.text, ref.root)
     reader = site.reader
     if ref.root == "inputs":
-        _check_input(ctx, ref, span, reader, used)
+        _check_input(ctx, ref, span, reader, reads.inputs)
+    elif ref.root == "secrets":
+        check_secret(ctx, site, ref, span, reads.secrets)
     elif ref.root == "nodes":
         _check_node_read(ctx, graph, site, ref, span)
     elif ref.root == "item":

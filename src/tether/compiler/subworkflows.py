@@ -1,4 +1,5 @@
-"""Sub-workflows: resolve ``workflow:`` paths, compile the files they name, check ``with:``."""
+"""Sub-workflows: resolve ``workflow:`` paths, compile the files they name, check ``with:``,
+and keep the whole tree of files within the limits of :mod:`tether.compiler.limits`."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from tether.compiler.context import Context
 from tether.compiler.plan import Plan
 from tether.compiler.tasks import is_literal
-from tether.diagnostics import Related
-from tether.dsl.loader import read_workflow
-from tether.dsl.validate import article, did_you_mean, json_type_name, matches_type
+from tether.diagnostics import Diagnostic, Related, Span
+from tether.jsontypes import article, json_type_name, matches_type
+from tether.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from tether.compiler.compile import Compiler
@@ -35,32 +36,85 @@ def compile_subworkflows(ctx: Context, compiler: Compiler) -> dict[str, Plan]:
             continue
         span = ctx.span("nodes", node_id, "workflow")
         path, display = resolve(ctx, node.workflow)
-        if not path.is_file():
-            ctx.report("E700", f"workflow file `{display}` does not exist", span,
-                       node_id=node_id, help="the path is relative to this file")
-            continue
-        if path in compiler.stack:
-            chain = [*compiler.stack[compiler.stack.index(path):], path]
-            names = " -> ".join(p.name for p in chain)
-            ctx.report("E702", f"workflow files run each other in a cycle: {names}", span,
-                       node_id=node_id)
-            continue
-        workflow, diagnostics = read_workflow(path, display=display)
-        plan = None
-        if workflow is not None and not any(d.is_error for d in diagnostics):
-            plan, more = compiler.compile_workflow(workflow)
-            diagnostics = diagnostics + more
-        errors = [d for d in diagnostics if d.is_error]
-        if plan is None or errors:
-            notes = [Related(d.span, f"{d.code}: {d.message}") for d in errors[:MAX_NOTES]]
-            count = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
-            ctx.report("E701", f"workflow file `{display}` has {count}", span,
-                       related=notes, node_id=node_id,
-                       help=f"run `tether check {display}` for the details")
-            continue
-        plans[node_id] = plan
-        _check_inputs(ctx, node_id, plan, node.with_ or {})
+        plan = _compile_one(ctx, compiler, node_id, span, path, display)
+        if plan is not None:
+            plans[node_id] = plan
+            _check_inputs(ctx, node_id, plan, node.with_ or {})
+    if plans:
+        _check_expansion(ctx, compiler, plans)
     return plans
+
+
+def _compile_one(ctx: Context, compiler: Compiler, node_id: str, span: Span, path: Path,
+                 display: str) -> Plan | None:
+    if not path.exists():
+        ctx.report("E700", f"workflow file `{display}` does not exist", span,
+                   node_id=node_id, help="the path is relative to this file")
+        return None
+    if path in compiler.stack:
+        chain = [*compiler.stack[compiler.stack.index(path):], path]
+        names = " -> ".join(p.name for p in chain)
+        ctx.report("E702", f"workflow files run each other in a cycle: {names}", span,
+                   node_id=node_id)
+        return None
+    reference = Related(span, f"`{ctx.workflow.file}` runs `{display}`")
+    if len(compiler.stack) > compiler.max_depth:
+        names = _chain([*(file for file, _ in compiler.chain), ctx.workflow.file, display])
+        ctx.report("E705", f"sub-workflows nest more than {compiler.max_depth} levels deep: "
+                   f"{names}", span, related=[*(r for _, r in compiler.chain), reference],
+                   node_id=node_id, help="flatten the tree of workflow files")
+        return None
+    compiler.chain.append((ctx.workflow.file, reference))
+    try:
+        plan, diagnostics = compiler.compile_file(path, display)
+    finally:
+        compiler.chain.pop()
+    errors = [d for d in diagnostics if d.is_error]
+    if plan is None or errors:
+        count = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
+        ctx.report("E701", f"workflow file `{display}` has {count}", span,
+                   related=_root_causes(errors)[:MAX_NOTES], node_id=node_id,
+                   help=f"run `tether check {display}` for the details")
+        return None
+    return plan
+
+
+def _root_causes(errors: list[Diagnostic]) -> list[Related]:
+    """The errors of a sub-workflow as notes, each once; those of its own sub-workflows
+    (E701) are replaced by their notes, so the root cause shows however deep it is."""
+    notes: dict[Related, None] = {}
+    for error in errors:
+        if error.code == "E701" and error.related:
+            notes.update(dict.fromkeys(error.related))
+        else:
+            notes[Related(error.span, f"{error.code}: {error.message}")] = None
+    return list(notes)
+
+
+def _chain(names: list[str]) -> str:
+    """File names (without their directories) joined by arrows; a long chain keeps its
+    ends. The notes of the diagnostic give each file's path and line."""
+    names = [Path(name).name for name in names]
+    shown = names if len(names) <= 8 else [*names[:3], "...", *names[-3:]]
+    return " -> ".join(shown)
+
+
+def _check_expansion(ctx: Context, compiler: Compiler, plans: dict[str, Plan]) -> None:
+    """Refuse a workflow whose sub-workflows, embedded once per node, make too many nodes."""
+    total = len(ctx.workflow.nodes)
+    for node_id, plan in plans.items():
+        total += compiler.expanded(plan)
+        if total > compiler.max_nodes:
+            span = ctx.span("nodes", node_id, "workflow")
+            via = f" (run by {_chain([file for file, _ in compiler.chain])})" \
+                if compiler.chain else ""
+            ctx.report("E705", f"with its sub-workflows, `{ctx.workflow.file}` has more than "
+                       f"{compiler.max_nodes:,} nodes{via}", span,
+                       related=[r for _, r in compiler.chain],
+                       node_id=node_id,
+                       help="each `workflow:` node embeds a copy of its file; run a large "
+                       "fan-out with `for_each` on one node instead of many nodes")
+            return
 
 
 def _check_inputs(ctx: Context, node_id: str, plan: Plan, given: dict[str, Any]) -> None:

@@ -9,8 +9,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tether.compiler.context import Context
-from tether.dsl.expressions import has_markup
-from tether.dsl.validate import did_you_mean, json_type_name
+from tether.jsontypes import json_type_name
+from tether.suggest import did_you_mean
+from tether.templating import has_markup
 
 
 def is_literal(value: Any) -> bool:

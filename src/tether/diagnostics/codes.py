@@ -3,7 +3,7 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, W1xx lints.
+sub-workflows, E8xx secrets, W1xx lints.
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ Node ids and input names start with a lowercase letter and contain only lowercas
 digits and underscores, so templates can read them as `nodes.<id>` and `inputs.<name>`.
 """),
         _code("E207", "invalid-duration", "a duration that cannot be read", """
-Durations are a number followed by a unit: `500ms`, `30s`, `5m`, `2h`, `1d`. They must be
-greater than zero.
+Durations are a number followed by a unit: `500ms`, `30s`, `5m`, `2h`, `1d`, `2w`. They must
+be greater than zero and at most 366 days (a longer one is a typo, not a plan).
 """),
         _code("E208", "misplaced-key", "a key that does not apply to this kind of node", """
 Some keys only make sense for some nodes: `with` for tasks and workflows, `retry`, `timeout`
@@ -188,6 +188,11 @@ string, which is always true.
         _code("E410", "unknown-filter", "a template uses a filter or test that does not exist", """
 Only Jinja2's built-in filters and tests are available in templates.
 """),
+        _code("E411", "template-too-complex", "a template nested too deeply to parse safely", """
+Templates may nest brackets and blocks (`{% if %}`, `{% for %}`) at most 32 levels deep, and
+one expression may hold at most 100 operators. Deeper templates would exhaust the parser's
+stack; no workflow needs them. Split the expression, or compute the value in a task.
+"""),
         _code("E500", "default-type", "an input default of the wrong type", """
 An input's `default` must have the input's `type`.
 """),
@@ -225,6 +230,33 @@ the sub-workflow's `inputs`.
         _code("E704", "missing-workflow-input", "a required sub-workflow input is missing", """
 The sub-workflow declares an input without a default that `with:` does not give.
 """),
+        _code("E705", "workflow-limit", "sub-workflows nest too deeply or expand too far", """
+Each `workflow:` node embeds its file's plan, once per node, so that a run never needs its
+source files again. A few small files that each run the next several times can describe
+millions of nodes; tether refuses a workflow with more than 100,000 nodes once its
+sub-workflows are embedded, and sub-workflows nested more than 32 levels deep. The notes show
+the chain of files that leads to the limit. Use `for_each` on one node for a large fan-out
+instead of many nodes, and flatten deep chains of files.
+"""),
+        _code("E800", "invalid-secret", "a secret name that is not valid, or declared twice", """
+`secrets:` lists the names of the secrets a workflow reads. A name is written like an
+environment variable, because that is where its value comes from: upper-case letters, digits
+and underscores, not starting with a digit (`STRIPE_KEY`, `GITHUB_TOKEN`). Each name is
+declared once.
+"""),
+        _code("E801", "undeclared-secret", "a template reads a secret that is not declared", """
+A template reads a secret as `secrets.NAME`, and only the names listed under `secrets:`
+(`secrets NAME, ...` in `.flow`). Declare it, or fix the name; a template cannot read all of
+`secrets` at once or choose one by a computed name.
+"""),
+        _code("E802", "secret-stored", "a secret read into a value the run stores and shows", """
+A secret's value is read from the environment when a node runs and is never written to the
+store. An approval's `reason` and `context` are frozen into the checkpoint and shown to the
+people who answer; the workflow's `output` is stored and printed; a sub-workflow's inputs are
+stored with its run. A secret read in any of them would leak, so tether refuses it. Pass the
+secret to the task that needs it (`with:`), or declare it in the sub-workflow and read it
+there.
+"""),
         _code("W100", "retry-not-idempotent", "a retried task is not marked idempotent", """
 A retried task runs again after a failure, so a side effect it committed before failing may
 happen twice. Mark the node `idempotent: true` (or wrap the side effect with
@@ -232,6 +264,10 @@ happen twice. Mark the node `idempotent: true` (or wrap the side effect with
 """),
         _code("W101", "unused-input", "an input no template reads", """
 The input is declared but never read. Remove it, or read it where it was meant to be used.
+"""),
+        _code("W102", "unused-secret", "a declared secret no template reads", """
+The secret is declared but never read. Remove it, or read it where it was meant to be used
+(`{{ secrets.NAME }}`).
 """),
     )
 }

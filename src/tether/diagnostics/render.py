@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 from tether.diagnostics.codes import CODES
 from tether.diagnostics.model import Diagnostic, Severity, Span, sort_diagnostics
+from tether.files import NotRegularFile, read_regular_file
 
 __all__ = [
     "JSON_FORMAT_VERSION",
@@ -81,8 +82,8 @@ class LineReader:
     @staticmethod
     def _read(file: str) -> list[str] | None:
         try:
-            text = Path(file).read_bytes().decode("utf-8-sig")
-        except (OSError, UnicodeDecodeError, ValueError):
+            text = read_regular_file(file).decode("utf-8-sig")
+        except (OSError, NotRegularFile, UnicodeDecodeError, ValueError):
             return None
         return _LINE_BREAK.split(text)
 
@@ -136,15 +137,30 @@ def _text_block(diag: Diagnostic, read_line: ReadLine, style: _Style) -> list[st
     source = read_line(span.file, span.line) if span.line > 0 else None
     if source is not None:
         shown = source.replace("\t", " ").rstrip()
+        excerpt, offset, carets = _excerpt(shown, span.col - 1, len(_carets(span, shown)))
         lines.append(style(f"{pad} |", _BLUE))
-        lines.append(f"{style(f'{span.line} |', _BLUE)} {shown}".rstrip())
-        lines.append(f"{style(f'{pad} |', _BLUE)} {' ' * (span.col - 1)}"
-                     f"{style(_carets(span, shown), tone)}")
+        lines.append(f"{style(f'{span.line} |', _BLUE)} {excerpt}".rstrip())
+        lines.append(f"{style(f'{pad} |', _BLUE)} {' ' * offset}{style('^' * carets, tone)}")
     for related in diag.related:
         lines.extend(_labelled(pad, "note", f"{related.span}: {related.message}", style))
     if diag.help:
         lines.extend(_labelled(pad, "help", diag.help, style))
     return lines
+
+
+MAX_EXCERPT = 120
+
+
+def _excerpt(line: str, start: int, carets: int) -> tuple[str, int, int]:
+    """A long source line cut to :data:`MAX_EXCERPT` characters around the span: the text,
+    where the carets start in it, and how many (a 5 MB line is not printed whole)."""
+    if len(line) <= MAX_EXCERPT:
+        return line, start, carets
+    begin = max(0, min(start - 20, len(line) - MAX_EXCERPT))
+    end = begin + MAX_EXCERPT
+    text = ("…" if begin else "") + line[begin:end] + ("…" if end < len(line) else "")
+    offset = start - begin + (1 if begin else 0)
+    return text, offset, max(1, min(carets, end - start))
 
 
 def _carets(span: Span, shown: str) -> str:

@@ -30,6 +30,9 @@ class Workflow:
     broken_nodes: frozenset[str] = frozenset()
     broken_inputs: frozenset[str] = frozenset()
     warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
+    valid: bool = field(default=True, compare=False)
+    """False when reading the file found errors: the document may be partial, and no plan is
+    built from it (the compiler still checks it, to report everything in one pass)."""
 
     @property
     def name(self) -> str:

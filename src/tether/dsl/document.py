@@ -17,9 +17,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from tether.kinds import NodeKind
+
 FORMAT_VERSION = 1
 ID_PATTERN = r"^[a-z][a-z0-9_]*$"
 ID_RE = re.compile(ID_PATTERN)
+SECRET_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
+SECRET_RE = re.compile(SECRET_PATTERN)
 
 InputType = Literal["string", "number", "integer", "boolean", "object", "array"]
 TriggerRule = Literal["all_success", "all_done", "any_success"]
@@ -150,8 +154,9 @@ class NodeSpec(_Model):
     loop: LoopSpec | None = Field(None, description="Close a bounded loop at this node.")
 
     @property
-    def kind(self) -> str | None:
-        kinds = [k for k in ("task", "approval", "workflow") if getattr(self, k) is not None]
+    def kind(self) -> NodeKind | None:
+        """The node's kind, or None unless exactly one kind is given."""
+        kinds = [kind for kind in NodeKind if getattr(self, kind.value) is not None]
         return kinds[0] if len(kinds) == 1 else None
 
 
@@ -174,6 +179,12 @@ class WorkflowDoc(_Model):
         None,
         description="Typed run parameters.",
         json_schema_extra={"propertyNames": {"pattern": ID_PATTERN}},
+    )
+    secrets: list[str] | None = Field(
+        None,
+        description="Names of the secrets templates read as `secrets.NAME`; each value comes "
+        "from the environment variable of that name when a node runs, and is never stored.",
+        json_schema_extra={"items": {"pattern": SECRET_PATTERN}},
     )
     nodes: dict[str, NodeSpec] = Field(
         min_length=1,

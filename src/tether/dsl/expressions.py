@@ -1,66 +1,21 @@
-"""The expression language: Jinja2 in ``{{ ... }}``, sandboxed, with strict undefined names.
+"""What templates read: the compiler's analysis of the expression language.
 
-This module is the one place that knows Jinja2. The compiler uses :func:`analyse` to find
-every name a template reads; the runtime uses :func:`compiled` to evaluate one. A string that is
-exactly one ``{{ expr }}`` (surrounding whitespace allowed) evaluates to the expression's
-native value; any other string with template markup renders to a string; a string without
-markup is a literal.
+:func:`analyse` parses a template once and lists every name it reads (``inputs.amount``,
+``nodes.lookup.output``), the private attributes it reaches for and the filters and tests it
+uses, so the compiler can check them against the workflow. Rendering lives in
+:mod:`tether.templating`, which the runtime uses without this module.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
-from jinja2.lexer import TOKEN_DATA, TOKEN_VARIABLE_BEGIN, TOKEN_VARIABLE_END
+from jinja2 import TemplateSyntaxError, nodes
 from jinja2.meta import find_undeclared_variables
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-Kind = Literal["literal", "expression", "template"]
-
-ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
-_MARKERS = ("{{", "{%", "{#")
-
-
-def has_markup(text: str) -> bool:
-    """Whether ``text`` contains template markup at all."""
-    return any(marker in text for marker in _MARKERS)
-
-
-_SIMPLE_EXPRESSION = re.compile(
-    r"""\s*\{\{(?P<inner>(?:[^{}%#'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}\s*""", re.DOTALL
-)
-
-
-@functools.lru_cache(maxsize=65536)
-def classify(text: str) -> tuple[Kind, str]:
-    """Whether ``text`` is a literal, one native expression, or a string template.
-
-    For an expression, the second item is the expression's source (inside the braces).
-    """
-    if not has_markup(text):
-        return "literal", text
-    simple = _SIMPLE_EXPRESSION.fullmatch(text)
-    if simple is not None:  # no braces or markup inside: no need to run the lexer
-        return "expression", simple.group("inner").strip()
-    if _segments(text) is not None:  # text around or between simple {{ }}: a string template
-        return "template", text
-    try:
-        tokens = list(ENV.lex(text))
-    except TemplateSyntaxError:
-        return "template", text
-    inner = [t for t in tokens if not (t[1] == TOKEN_DATA and not t[2].strip())]
-    begins = sum(1 for t in inner if t[1] == TOKEN_VARIABLE_BEGIN)
-    if (begins == 1 and inner and inner[0][1] == TOKEN_VARIABLE_BEGIN
-            and inner[-1][1] == TOKEN_VARIABLE_END):
-        start = text.index("{{") + 2
-        end = text.rindex("}}")
-        return "expression", text[start:end].strip()
-    return "template", text
+from tether.templating import ENV, Kind, classify, nesting_problem, segments
 
 
 @dataclass(frozen=True)
@@ -87,6 +42,7 @@ class Analysis:
     unknown_tests: tuple[str, ...] = ()
     error: str | None = None
     error_line: int = 1
+    too_complex: bool = False
 
 
 def _parse(kind: Kind, source: str) -> nodes.Template:
@@ -94,28 +50,14 @@ def _parse(kind: Kind, source: str) -> nodes.Template:
     return ENV.parse(text)
 
 
-_SEGMENT = re.compile(r"""\{\{((?:[^{}'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}""", re.DOTALL)
-
-
-def _segments(text: str) -> list[str] | None:
-    """The expressions of a template made only of text and simple ``{{ }}``, else None."""
-    if "{%" in text or "{#" in text:
-        return None
-    inner = [m.group(1) for m in _SEGMENT.finditer(text)]
-    rest = _SEGMENT.sub("", text)
-    if not inner or "{{" in rest or "}}" in rest:
-        return None
-    return inner
-
-
 def _quick_template(text: str) -> Analysis | None:
     """:func:`_quick_analysis` for a template of text and simple expressions."""
-    segments = _segments(text)
-    if segments is None:
+    parts = segments(text)
+    if parts is None:
         return None
     references: list[Reference] = []
     unsafe: list[str] = []
-    for segment in segments:
+    for segment in parts:
         part = _quick_analysis(segment)
         if part is None:
             return None
@@ -130,6 +72,17 @@ def analyse(text: str) -> Analysis:
     kind, source = classify(text)
     if kind == "literal":
         return Analysis(kind)
+    problem = nesting_problem(ENV, text)
+    if problem is not None:
+        return Analysis(kind, error=problem, too_complex=True)
+    try:
+        return _analyse(kind, source, text)
+    except RecursionError:  # within the limits, but called from deep in a tree of files
+        return Analysis(kind, error="the template is nested too deeply to analyse",
+                        too_complex=True)
+
+
+def _analyse(kind: Kind, source: str, text: str) -> Analysis:
     quick = _quick_analysis(source) if kind == "expression" else _quick_template(text)
     if quick is not None:
         return quick
@@ -386,14 +339,3 @@ class _Walker:
             self.unsafe.append(attr)
 
 
-@functools.lru_cache(maxsize=65536)
-def compiled(text: str) -> Callable[[dict[str, Any]], Any]:
-    """A function evaluating ``text`` against a namespace (cached per text)."""
-    kind, source = classify(text)
-    if kind == "literal":
-        return lambda _namespace: text
-    if kind == "expression":
-        expression = ENV.compile_expression(source, undefined_to_none=False)
-        return lambda namespace: expression(**namespace)
-    template = ENV.from_string(text)
-    return lambda namespace: template.render(**namespace)

@@ -16,7 +16,7 @@ import contextlib
 import gc
 import json
 import math
-from typing import Any
+from typing import Any, assert_never
 
 from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
@@ -24,27 +24,28 @@ from lark.exceptions import UnexpectedInput
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.document import FORMAT_VERSION
 from tether.dsl.flow_syntax import (
-    _APPROVAL_ONLY,
-    _CONSTANTS,
-    _KEYS,
-    _NODES,
-    _NOT_FOR_APPROVAL,
-    _PARTS,
-    _SETTINGS,
-    _TOO_DEEP,
-    _WORDS,
+    APPROVAL_PARTS,
+    CLAUSE_KEYS,
+    CLAUSE_PARTS,
+    CLAUSE_WORDS,
     CLAUSES,
+    CONSTANTS,
+    HEADER_STATEMENTS,
     MAX_SYNTAX_ERRORS,
+    NODE_STATEMENTS,
     STATEMENTS,
-    _Chunk,
-    _shown,
-    _split,
-    _split_keyword,
-    _syntax_error,
+    TOO_DEEP,
+    Chunk,
     parser,
+    refused_help,
+    report_syntax_error,
+    shorten,
+    split_keyword,
+    split_statements,
 )
 from tether.dsl.source import MAX_DEPTH, Path, RawDocument, SourceMap, position
-from tether.dsl.validate import did_you_mean
+from tether.kinds import KINDS, NodeKind
+from tether.suggest import did_you_mean
 
 Node = Tree[Token] | Token
 
@@ -113,7 +114,7 @@ class _Reader:
         """The data of a value, recording its span (and its items') under ``path``."""
         span = self.span(node)
         if len(path) > MAX_DEPTH:
-            self.error("E103", _TOO_DEEP, span, help="flatten the document")
+            self.error("E103", TOO_DEEP, span, help="flatten the document")
             raise _Failed
         self.record(path, key, span)
         if isinstance(node, Token):
@@ -142,7 +143,7 @@ class _Reader:
             return self.string(token)
         if kind == "NUMBER":
             return self.number(token)
-        return _CONSTANTS[kind] if kind in _CONSTANTS else str(token)
+        return CONSTANTS[kind] if kind in CONSTANTS else str(token)
 
     def string(self, token: Token) -> str:
         try:
@@ -162,7 +163,7 @@ class _Reader:
         except ValueError:  # more digits than int() converts
             value = math.inf
         if isinstance(value, float) and not math.isfinite(value):
-            self.error("E105", f"`{_shown(text)}` is too large to be a JSON number",
+            self.error("E105", f"`{shorten(text)}` is too large to be a JSON number",
                        self.span(token), help="quote it to keep it as a string")
             return None
         return value
@@ -171,10 +172,10 @@ class _Reader:
 
     def statement(self, tree: Tree[Token]) -> None:
         kind = str(tree.data)
-        if kind in _NODES:
-            self.node(tree, _NODES[kind])
-        elif kind in _SETTINGS:
-            path, word, message, first = _SETTINGS[kind]
+        if kind in NODE_STATEMENTS:
+            self.node(tree, NODE_STATEMENTS[kind])
+        elif kind in HEADER_STATEMENTS:
+            path, word, message, first = HEADER_STATEMENTS[kind]
             key = self.keyword(tree, word)
             if self.once(path, key, message, first):
                 self.data[str(path[0])] = self.value(tree.children[0], path, key)
@@ -212,6 +213,23 @@ class _Reader:
         elif self.section("inputs", key, whole=True):
             self.data["inputs"] = self.value(node, ("inputs",), key)
 
+    def secrets_stmt(self, tree: Tree[Token]) -> None:
+        """``secrets A, B`` (or ``secrets [A, B]``, ``secrets []``, ``secrets null``)."""
+        key = self.keyword(tree, "secrets")
+        if not self.once(("secrets",), key, "duplicate `secrets`", "`secrets` is first given"):
+            return
+        children = tree.children
+        self.record(("secrets",), key, self.span(tree))
+        if len(children) == 1 and isinstance(children[0], Token) and children[0].type == "NULL":
+            self.data["secrets"] = None
+            return
+        if children:
+            first, last = self.span(children[0]), self.span(children[-1])
+            self.source.values[("secrets",)] = Span(self.file, first.line, first.col,
+                                                    last.end_line, last.end_col)
+        self.data["secrets"] = [self.value(item, ("secrets", i))
+                                for i, item in enumerate(children)]
+
     def spec(self, tree: Tree[Token], path: Path) -> dict[str, Any]:
         """An input or a form field: ``NAME: TYPE [= VALUE] [description STRING]``."""
         name, type_token, *rest = tree.children
@@ -241,7 +259,7 @@ class _Reader:
             output = self.data.setdefault("output", {})
             output[name] = self.value(value, ("output", name), name_span)
 
-    def node(self, tree: Tree[Token], kind: str) -> None:
+    def node(self, tree: Tree[Token], kind: NodeKind) -> None:
         id_token, *rest = tree.children
         node_id, key, head = str(id_token), self.span(id_token), self.keyword(tree, kind)
         path: Path = ("nodes", node_id)
@@ -256,37 +274,50 @@ class _Reader:
         self.record(path, key, self.span(tree))
         node: dict[str, Any] = {}
         self.data.setdefault("nodes", {})[node_id] = node
-        if kind == "approval":
-            node["approval"] = {}
-            self.record((*path, "approval"), head, Span(
-                self.file, head.line, head.col, key.end_line, key.end_col))
-        else:
-            node[kind] = self.value(rest.pop(0), (*path, kind), head)
+        match kind:
+            case NodeKind.APPROVAL:  # the head names nothing: reason, context, form are clauses
+                node["approval"] = {}
+                self.record((*path, "approval"), head, Span(
+                    self.file, head.line, head.col, key.end_line, key.end_col))
+            case NodeKind.TASK | NodeKind.WORKFLOW:
+                node[kind.value] = self.value(rest.pop(0), (*path, kind.value), head)
+            case _:
+                assert_never(kind)
         for clause in rest:
             assert isinstance(clause, Tree)
             self.clause(clause, node, path, kind)
 
-    def clause(self, tree: Tree[Token], node: dict[str, Any], path: Path, kind: str) -> None:
+    def clause(self, tree: Tree[Token], node: dict[str, Any], path: Path,
+               kind: NodeKind) -> None:
         name = str(tree.data)
-        word = str(tree.children[0]) if name == "kind_null" else _WORDS.get(name, name)
-        key_name = _KEYS.get(name, word)
+        word = str(tree.children[0]) if name == "kind_null" else CLAUSE_WORDS.get(name, name)
+        key_name = CLAUSE_KEYS.get(name, word)
         span = self.span(tree) if name == "args" else self.keyword(tree, word)
         shown = "arguments" if name == "args" else f"`{word}`"
         first = f"{shown} {'are' if name == 'args' else 'is'} first given"
         if not self.once((*path, key_name), span, f"duplicate clause {shown}", first):
             return
-        if kind == "approval" and key_name in _NOT_FOR_APPROVAL:
+        spec = KINDS[kind]
+        if not spec.takes(key_name):
             verb = "do" if name == "args" else "does"
-            self.error("E208", f"{shown} {verb} not apply to an approval node", span,
-                       help="an approval node takes `reason`, `context` and `form`")
-        elif kind != "approval" and key_name in _APPROVAL_ONLY:
-            self.error("E208", f"{shown} does not apply to a {kind} node", span,
-                       help="`reason`, `context` and `form` belong to `approval` nodes")
-        elif key_name in _APPROVAL_ONLY:
-            node["approval"][key_name] = self.clause_value(tree, (*path, "approval", key_name),
-                                                           span)
+            self.error("E208", f"{shown} {verb} not apply to {spec.noun}", span,
+                       help=refused_help(kind))
+        elif key_name in APPROVAL_PARTS:
+            self.approval_part(tree, node, (*path, "approval", key_name), kind, span)
         else:
             node[key_name] = self.clause_value(tree, (*path, key_name), span)
+
+    def approval_part(self, tree: Tree[Token], node: dict[str, Any], path: Path,
+                      kind: NodeKind, span: Span) -> None:
+        """``reason``, ``context`` or ``form``: a part of an approval node's ``approval``."""
+        match kind:
+            case NodeKind.APPROVAL:
+                node["approval"][path[-1]] = self.clause_value(tree, path, span)
+            case NodeKind.TASK | NodeKind.WORKFLOW:
+                self.error("E208", f"`{path[-1]}` does not apply to {KINDS[kind].noun}", span,
+                           help="`reason`, `context` and `form` belong to `approval` nodes")
+            case _:
+                assert_never(kind)
 
     def clause_value(self, tree: Tree[Token], path: Path, key: Span) -> Any:
         """The data of a clause; ``null`` stands for YAML's explicit ``key: null``."""
@@ -321,7 +352,7 @@ class _Reader:
         parts: dict[str, Any] = {}
         for part in children:
             assert isinstance(part, Tree)
-            name, word = _PARTS[str(part.data)]
+            name, word = CLAUSE_PARTS[str(part.data)]
             parts[name] = self.value(part.children[0], (*path, name), self.keyword(part, word))
         return parts
 
@@ -340,7 +371,7 @@ class _Reader:
         return form
 
 
-def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
+def _parse_chunk(reader: _Reader, chunk: Chunk) -> Tree[Token] | None:
     if chunk.indented:
         line = reader.text[chunk.start:chunk.end]
         col = len(line) - len(line.lstrip(" \t\r\f")) + 1
@@ -356,9 +387,9 @@ def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
     try:
         tree = parser().parse(text)
     except UnexpectedInput as exc:
-        _syntax_error(reader, chunk, exc)
+        report_syntax_error(reader, chunk, exc)
         return None
-    split = _split_keyword(text, tree)
+    split = split_keyword(text, tree)
     if split is not None:
         start, word = split
         at_line, col = position(reader.text, chunk.start + start)
@@ -369,7 +400,7 @@ def _parse_chunk(reader: _Reader, chunk: _Chunk) -> Tree[Token] | None:
     return tree
 
 
-def _check_order(reader: _Reader, parsed: list[tuple[_Chunk, Tree[Token] | None]]) -> None:
+def _check_order(reader: _Reader, parsed: list[tuple[Chunk, Tree[Token] | None]]) -> None:
     """``tether N`` may only come first, and ``workflow NAME`` right after it."""
     kinds = [(chunk.line, None if tree is None else str(tree.data)) for chunk, tree in parsed]
     for line, kind in kinds[1:]:
@@ -412,8 +443,8 @@ def read_flow(text: str, file: str) -> RawDocument:
 
 
 def _read(reader: _Reader) -> None:
-    parsed: list[tuple[_Chunk, Tree[Token] | None]] = []
-    for chunk in _split(reader.text, reader.file):
+    parsed: list[tuple[Chunk, Tree[Token] | None]] = []
+    for chunk in split_statements(reader.text, reader.file):
         if reader.fatal >= MAX_SYNTAX_ERRORS:
             reader.error("E102", f"more than {MAX_SYNTAX_ERRORS} errors; the rest of the file "
                          "is not read", Span(reader.file, chunk.line, 1, chunk.line, 1))

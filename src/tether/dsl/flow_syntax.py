@@ -2,10 +2,15 @@
 mapping of Lark's errors to located, worded E102 diagnostics.
 
 A statement starts at column 1; an indented line, or any line inside an open bracket,
-continues it. :func:`_split` cuts the text into statements in one linear scan (noting
-unclosed strings, templates and brackets, and nesting too deep to parse); each statement is
-then parsed on its own by one shared Lark LALR parser (:func:`parser`). Lark's exceptions
-are mapped here (:func:`_syntax_error`) and go no further.
+continues it. :func:`split_statements` cuts the text into statements in one linear scan
+(noting unclosed strings, templates and brackets, and nesting too deep to parse); each
+statement is then parsed on its own by one shared Lark LALR parser (:func:`parser`). Lark's
+exceptions are mapped here (:func:`report_syntax_error`, :func:`split_keyword`) and go no
+further.
+
+The reader (:mod:`tether.dsl.flow_reader`) uses the names in ``__all__``: the parser and
+splitter, the error mapping, and the tables that tie the grammar's rules to the document's
+keys (``CLAUSE_KEYS``, ``NODE_STATEMENTS``, ...).
 """
 
 from __future__ import annotations
@@ -15,14 +20,15 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, assert_never
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from tether.diagnostics import Span
 from tether.dsl.source import MAX_DEPTH, Path, position
-from tether.dsl.validate import did_you_mean
+from tether.kinds import NodeKind
+from tether.suggest import did_you_mean
 
 
 class Reporter(Protocol):
@@ -37,32 +43,39 @@ class Reporter(Protocol):
 
 CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
            "idempotent", "loop", "reason", "context", "form")
-STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "task", "approval",
-              "output")
-_APPROVAL_ONLY = ("reason", "context", "form")
-_NOT_FOR_APPROVAL = ("with", "retry", "timeout", "idempotent", "for_each", "concurrency")
-_KEYS = {"after": "needs", "args": "with", "with_null": "with"}
-_WORDS = {"args": "(", "with_null": "with"}
-_NODES = {"task_stmt": "task", "workflow_stmt": "workflow", "approval_stmt": "approval"}
-_SETTINGS: dict[str, tuple[Path, str, str, str]] = {
+STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "task",
+              "approval", "output")
+APPROVAL_PARTS = ("reason", "context", "form")
+"""The clauses that give an approval node's ``approval``, one part each."""
+CLAUSE_KEYS = {"after": "needs", "args": "with", "with_null": "with"}
+"""The document key of a clause whose grammar rule has another name (else the rule's name)."""
+CLAUSE_WORDS = {"args": "(", "with_null": "with"}
+"""The word that starts a clause whose grammar rule has another name."""
+NODE_STATEMENTS = {f"{kind.value}_stmt": kind for kind in NodeKind}
+"""The grammar's node statements and the kind of node each defines."""
+HEADER_STATEMENTS: dict[str, tuple[Path, str, str, str]] = {
     "tether_stmt": (("tether",), "tether", "duplicate `tether`", "`tether` is first given"),
     "header": (("name",), "workflow", "duplicate `workflow` header",
                "the workflow is first named"),
     "description_stmt": (("description",), "description", "duplicate `description`",
                          "the description is first given"),
 }
-_PARTS = {"loop_to": ("to", "to"), "loop_while": ("while", "while"),
-          "loop_max": ("max_iterations", "max"), "on_exhausted": ("on_exhausted", "on_exhausted"),
-          "backoff": ("backoff", "backoff")}
-_CONSTANTS: dict[str, Any] = {"TRUE": True, "FALSE": False, "NULL": None}
+"""Statements given once per file: grammar rule -> (path, keyword, message, note)."""
+CLAUSE_PARTS = {"loop_to": ("to", "to"), "loop_while": ("while", "while"),
+                "loop_max": ("max_iterations", "max"),
+                "on_exhausted": ("on_exhausted", "on_exhausted"), "backoff": ("backoff", "backoff")}
+"""The parts of a ``loop`` (and a retry's ``backoff``): grammar rule -> (key, keyword)."""
+CONSTANTS: dict[str, Any] = {"TRUE": True, "FALSE": False, "NULL": None}
+"""The values of the grammar's constant terminals."""
 
 _TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
                    "STRING": "a string", "TEMPLATE": "a template", "NUMBER": "a number",
                    "DURATION": "a duration", "$END": "end of line"}
 _VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
-_STARTS = re.compile(r"(?:tether|workflow|description|inputs?|task|approval|output)\b(?![ \t]*:)")
+_STARTS = re.compile(
+    r"(?:tether|workflow|description|inputs?|secrets|task|approval|output)\b(?![ \t]*:)")
 MAX_SYNTAX_ERRORS = 100
-_TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
+TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
 
 
@@ -95,7 +108,7 @@ class _Problem(NamedTuple):
 
 
 @dataclass
-class _Chunk:
+class Chunk:
     """One statement's text: ``text[start:end]``, starting at column 1 of ``line``."""
 
     start: int
@@ -106,7 +119,7 @@ class _Chunk:
     unclosed: _Problem | None = None
 
 
-def _starts_statement(text: str, pos: int, current: _Chunk | None, depth: int) -> bool:
+def _starts_statement(text: str, pos: int, current: Chunk | None, depth: int) -> bool:
     char = text[pos]
     if char in " \t\r\f#\n":
         return current is None and _BLANK.match(text, pos) is None
@@ -117,14 +130,14 @@ def _starts_statement(text: str, pos: int, current: _Chunk | None, depth: int) -
     return _STARTS.match(text, pos) is not None
 
 
-def _split(text: str, file: str) -> Iterator[_Chunk]:
+def split_statements(text: str, file: str) -> Iterator[Chunk]:
     """Cut ``text`` into statements, noting unclosed strings, templates and brackets.
 
     One pass over the text; a generator, so reading can stop early (too many errors) without
     scanning ahead. Long because it is one state machine: the line, the brackets, the chunk.
     """
     scan = _scanner().match
-    current: _Chunk | None = None
+    current: Chunk | None = None
     outer: _Problem | None = None  # the outermost open bracket
     depth, line, line_start, pos, at_line_start = 0, 1, 0, 0, True
     while pos < len(text):
@@ -132,7 +145,7 @@ def _split(text: str, file: str) -> Iterator[_Chunk]:
             if current is not None:
                 current.end, current.unclosed = pos, outer if depth else None
                 yield current
-            current = _Chunk(pos, line, indented=text[pos] in " \t\r\f")
+            current = Chunk(pos, line, indented=text[pos] in " \t\r\f")
             depth = 0
         at_line_start = False
         match = scan(text, pos)
@@ -151,7 +164,7 @@ def _split(text: str, file: str) -> Iterator[_Chunk]:
                                  "close it, or indent the lines that continue the statement")
             elif depth == MAX_DEPTH + 1 and current is not None:
                 current.problems.append(_Problem(start, _point(file, line, col), "E103",
-                                                 _TOO_DEEP, "flatten the document"))
+                                                 TOO_DEEP, "flatten the document"))
         elif kind in ("open", "quote") and current is not None:
             message = ("this `{{` has no matching `}}` on the same line" if kind == "open"
                        else 'this string has no closing `"` on the same line')
@@ -164,11 +177,24 @@ def _split(text: str, file: str) -> Iterator[_Chunk]:
         yield current
 
 
+def refused_help(kind: NodeKind) -> str | None:
+    """The help line of a clause that a node of ``kind`` does not take."""
+    match kind:
+        case NodeKind.APPROVAL:
+            return "an approval node takes `reason`, `context` and `form`"
+        case NodeKind.WORKFLOW:
+            return "retries and timeouts belong to the tasks of the sub-workflow"
+        case NodeKind.TASK:
+            return None
+        case _:
+            assert_never(kind)
+
+
 def _point(file: str, line: int, col: int) -> Span:
     return Span(file, line, col, line, col)
 
 
-def _word(name: str) -> str:
+def describe_terminal(name: str) -> str:
     if name in _TERMINAL_WORDS:
         return _TERMINAL_WORDS[name]
     pattern = parser().get_terminal(name).pattern
@@ -183,17 +209,17 @@ def _expected(names: set[str]) -> str:
     if len(clauses) > 3:
         names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW"}
         words.append("a clause (" + ", ".join(c for c in CLAUSES if c.upper() in clauses) + ")")
-    words += sorted(_word(name) for name in names - {"$END"})
+    words += sorted(describe_terminal(name) for name in names - {"$END"})
     words += ["end of line"] if "$END" in names else []
     return words[0] if len(words) == 1 else "one of: " + ", ".join(words)
 
 
-def _shown(value: str) -> str:
+def shorten(value: str) -> str:
     value = value.replace("\n", " ")
     return value if len(value) <= 30 else value[:27] + "..."
 
 
-def _syntax_error(reader: Reporter, chunk: _Chunk, exc: UnexpectedInput) -> None:
+def report_syntax_error(reader: Reporter, chunk: Chunk, exc: UnexpectedInput) -> None:
     """Report a Lark error as E102, or the scanner's better explanation of it."""
     interactive = getattr(exc, "interactive_parser", None)
     accepts_of: Callable[[], set[str]] | None = getattr(interactive, "accepts", None)
@@ -205,7 +231,7 @@ def _syntax_error(reader: Reporter, chunk: _Chunk, exc: UnexpectedInput) -> None
     elif isinstance(exc, UnexpectedToken):  # tokens never span lines
         token = exc.token
         line, col, end, offset = token.line, token.column, token.end_column - 1, token.start_pos
-        found = f"`{_shown(str(token))}`"
+        found = f"`{shorten(str(token))}`"
     else:
         assert isinstance(exc, UnexpectedCharacters)
         line, col, end, offset = exc.line, exc.column, exc.column, exc.pos_in_stream
@@ -264,7 +290,7 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
         return "indent the line to continue the statement above it"
     if not re.fullmatch(r"[A-Za-z_]\w*", word):
         return None
-    keywords = [w.strip("`") for w in map(_word, accepts) if re.fullmatch(r"`\w+`", w)]
+    keywords = [w.strip("`") for w in map(describe_terminal, accepts) if re.fullmatch(r"`\w+`", w)]
     close = did_you_mean(word, keywords)
     if close is None and accepts >= _VALUE_START:
         return f'quote a string (`"{word}"`) or write a template (`{{{{ {word} }}}}`)'
@@ -273,12 +299,12 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
 
 _KEYWORD_PREFIX = re.compile(
     r"(?<![\w.])(after|approval|backoff|concurrency|context|description|false|for_each|form"
-    r"|idempotent|input|inputs|loop|max|null|on_exhausted|output|reason|retry|task|tether"
+    r"|idempotent|input|inputs|loop|max|null|on_exhausted|output|reason|retry|secrets|task|tether"
     r"|timeout|to|trigger|true|when|while|with|workflow)(\w+)"
 )
 
 
-def _split_keyword(text: str, tree: Tree[Token]) -> tuple[int, str] | None:
+def split_keyword(text: str, tree: Tree[Token]) -> tuple[int, str] | None:
     """A word the contextual lexer split into a keyword and a name (``afterr`` -> after r).
 
     Keywords are literal terminals, which need no word boundary: where the parser accepts
@@ -296,3 +322,27 @@ def _in_literal(text: str, offset: int) -> bool:
     """Whether ``offset`` is inside a quoted string or a template (a rough, safe test)."""
     before = text[:offset]
     return before.count('"') % 2 == 1 or before.count("{{") > before.count("}}")
+
+
+__all__ = [
+    "APPROVAL_PARTS",
+    "CLAUSES",
+    "CLAUSE_KEYS",
+    "CLAUSE_PARTS",
+    "CLAUSE_WORDS",
+    "CONSTANTS",
+    "HEADER_STATEMENTS",
+    "MAX_SYNTAX_ERRORS",
+    "NODE_STATEMENTS",
+    "STATEMENTS",
+    "TOO_DEEP",
+    "Chunk",
+    "Reporter",
+    "describe_terminal",
+    "parser",
+    "refused_help",
+    "report_syntax_error",
+    "shorten",
+    "split_keyword",
+    "split_statements",
+]

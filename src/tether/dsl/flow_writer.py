@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Any
+from typing import Any, assert_never
 
 from tether.dsl.document import FORMAT_VERSION, WorkflowDoc, dump_document
 from tether.dsl.flow_syntax import parser
+from tether.kinds import KIND_NAMES, NodeKind
 
 INDENT = "    "
 WIDTH = 100
@@ -120,14 +121,24 @@ def _fields(form: dict[str, Any]) -> str:
     return _container("(", ")", items, INDENT, len(INDENT + "form "))
 
 
+def _kind(node: dict[str, Any]) -> NodeKind:
+    """The kind a node gives a value (a valid document gives exactly one)."""
+    given = (kind for kind in NodeKind if node.get(kind.value) is not None)
+    return next(given, NodeKind.APPROVAL)  # an approval's parts may all be clauses
+
+
 def _head(node_id: str, node: dict[str, Any]) -> str:
-    if node.get("task") is not None:
-        task = node["task"]
-        head = f"task {node_id} = {task if _bare('TASK_NAME', task) else quoted(task)}"
-    elif node.get("workflow") is not None:
-        head = f"workflow {node_id} = {quoted(node['workflow'])}"
-    else:
-        return f"approval {node_id}"
+    kind = _kind(node)
+    match kind:
+        case NodeKind.TASK:
+            task = node["task"]
+            head = f"task {node_id} = {task if _bare('TASK_NAME', task) else quoted(task)}"
+        case NodeKind.WORKFLOW:
+            head = f"workflow {node_id} = {quoted(node['workflow'])}"
+        case NodeKind.APPROVAL:
+            return f"approval {node_id}"
+        case _:
+            assert_never(kind)
     args = node.get("with")
     return head if args is None else head + _container("(", ")", _pairs(args, INDENT), "",
                                                        len(head))
@@ -171,6 +182,12 @@ def _loop(loop: dict[str, Any] | None) -> str:
     return text
 
 
+def _secrets(names: list[str] | None) -> str:
+    if names is None:
+        return "secrets null"
+    return "secrets " + (", ".join(word(name) for name in names) if names else "[]")
+
+
 def _needs(needs: list[str] | None) -> str:
     if needs is None:
         return "after null"
@@ -193,8 +210,7 @@ def _clauses(node: dict[str, Any]) -> list[str]:
     ):
         if key in node:
             lines.append(text(node[key]))
-    lines += [f"{kind} null" for kind in ("task", "approval", "workflow")
-              if kind in node and node[kind] is None]
+    lines += [f"{kind} null" for kind in KIND_NAMES if kind in node and node[kind] is None]
     if "with" in node and node["with"] is None:
         lines.append("with null")
     return lines
@@ -236,6 +252,8 @@ def write_flow(doc: WorkflowDoc) -> str:
         lines.append("inputs " + value(inputs))  # `inputs {}` or `inputs null`
     lines += [f"input {_spec(name, spec, '', len('input '))}"
               for name, spec in (inputs or {}).items()]
+    if "secrets" in data:
+        lines.append(_secrets(data["secrets"]))
     blocks = ["\n".join(lines)]
     nodes = [_node(node_id, node) for node_id, node in data["nodes"].items()]
     blocks.append(("\n\n" if any("\n" in node for node in nodes) else "\n").join(nodes))

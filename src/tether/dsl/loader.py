@@ -10,6 +10,7 @@ from tether.dsl.ast import Syntax, Workflow
 from tether.dsl.source import RawDocument, position
 from tether.dsl.validate import validate
 from tether.errors import WorkflowError
+from tether.files import NotRegularFile, read_regular_file
 
 YAML_SUFFIXES = (".yaml", ".yml")
 FLOW_SUFFIXES = (".flow",)
@@ -69,10 +70,13 @@ def read_workflow(
         help = "workflow files end in .yaml, .yml or .flow"
         return None, [make("E100", message, Span.whole_file(file), help=help)]
     try:
-        data = Path(path).read_bytes()
+        data = read_regular_file(path)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return None, [make("E100", f"cannot read the file: {reason}", Span.whole_file(file))]
+    except NotRegularFile as exc:
+        return None, [make("E100", f"`{Path(file).name}` {exc}", Span.whole_file(file),
+                           help="a workflow is a regular file of text")]
     text, problems = decode(data, file)
     if text is None:
         return None, problems
@@ -94,6 +98,7 @@ def workflow_from_text(
         location=location.resolve() if location is not None else None,
         broken_nodes=validated.broken_nodes,
         broken_inputs=validated.broken_inputs,
+        valid=raw.ok,
     )
     return workflow, raw.diagnostics
 

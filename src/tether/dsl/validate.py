@@ -8,7 +8,6 @@ validated again, so the compiler can still report graph and template problems in
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,11 +15,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from tether.diagnostics import Diagnostic, make
+from tether.diagnostics import Diagnostic, Related, make
 from tether.dsl.document import (
     FORMAT_VERSION,
     ID_RE,
     INPUT_TYPES,
+    SECRET_RE,
     ApprovalSpec,
     InputSpec,
     LoopSpec,
@@ -29,9 +29,10 @@ from tether.dsl.document import (
     WorkflowDoc,
 )
 from tether.dsl.source import Path, RawDocument, SourceMap
-
-DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+from tether.durations import DURATION_RE, MAX_SECONDS, DurationError, parse_duration
+from tether.jsontypes import article, json_type_name, matches_type
+from tether.kinds import KIND_NAMES, KINDS, NodeKind
+from tether.suggest import did_you_mean
 
 _TYPE_NAMES = {
     "string_type": "a string",
@@ -46,55 +47,8 @@ _TYPE_NAMES = {
 }
 
 
-def parse_duration(text: str) -> float | None:
-    """Seconds in a duration like ``500ms``, ``30s``, ``5m``, ``2h``, ``1d``; None if invalid."""
-    match = DURATION_RE.match(text.strip())
-    if match is None:
-        return None
-    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    return seconds if seconds > 0 else None
 
 
-def json_type_name(value: object) -> str:
-    """The JSON name of a value's type, as used in messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def matches_type(value: object, type_name: str) -> bool:
-    """Whether a JSON value has the input type ``type_name``."""
-    if type_name == "string":
-        return isinstance(value, str)
-    if type_name == "boolean":
-        return isinstance(value, bool)
-    if type_name == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if type_name == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if type_name == "object":
-        return isinstance(value, dict)
-    if type_name == "array":
-        return isinstance(value, list)
-    return False
-
-
-def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str | None:
-    """A help line suggesting the closest of ``choices``, if any is close enough."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean `{close[0]}`?" if close else None
 
 
 def describe(path: Path) -> str:
@@ -143,10 +97,12 @@ class _Mapper:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def add(self, code: str, message: str, path: Path, *, key: bool = False,
-            help: str | None = None) -> None:
+            help: str | None = None, related: tuple[tuple[Path, str], ...] = ()) -> None:
         span = self.source.key(path) if key else self.source.value(path)
         node_id = str(path[1]) if len(path) >= 2 and path[0] == "nodes" else None
-        self.diagnostics.append(make(code, message, span, help=help, node_id=node_id))
+        notes = [Related(self.source.value(at), note) for at, note in related]
+        self.diagnostics.append(make(code, message, span, help=help, node_id=node_id,
+                                     related=notes))
 
     def error(self, err: ErrorDetails) -> None:
         path: Path = tuple(err["loc"])
@@ -259,6 +215,27 @@ def _check_document(data: dict[str, Any], mapper: _Mapper) -> None:
     for node_id, node in _entries(data.get("nodes")):
         _check_id(mapper, node_id, ("nodes", node_id), "node id")
         _check_node(mapper, node_id, node)
+    if isinstance(data.get("secrets"), list):
+        _check_secrets(mapper, data["secrets"])
+
+
+def _check_secrets(mapper: _Mapper, names: list[Any]) -> None:
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            continue
+        if not SECRET_RE.match(name):
+            suggestion = re.sub(r"[^A-Z0-9_]", "_", name.upper()) or "KEY"
+            suggestion = "_" + suggestion if suggestion[0].isdigit() else suggestion
+            mapper.add("E800", f"invalid secret name `{name}`", ("secrets", i),
+                       help="a secret is named like an environment variable: upper-case "
+                       f"letters, digits and underscores, e.g. `{suggestion}`")
+        elif name in first:
+            mapper.add("E800", f"secret `{name}` is declared twice", ("secrets", i),
+                       related=((("secrets", first[name]), f"`{name}` is first declared here"),),
+                       help="remove one of them")
+        else:
+            first[name] = i
 
 
 def _entries(section: object) -> list[tuple[str, dict[str, Any]]]:
@@ -274,10 +251,6 @@ def _check_id(mapper: _Mapper, name: str, path: Path, what: str) -> None:
                    help=f"use lowercase letters, digits and underscores, e.g. `{suggestion}`")
 
 
-def article(type_name: str) -> str:
-    """``an integer``, ``a string``: an input type with its article."""
-    return ("an " if type_name[0] in "aeiou" else "a ") + type_name
-
 
 def _check_default(mapper: _Mapper, spec: dict[str, Any], path: Path) -> None:
     type_name, default = spec.get("type"), spec.get("default")
@@ -288,26 +261,22 @@ def _check_default(mapper: _Mapper, spec: dict[str, Any], path: Path) -> None:
                    f"not {json_type_name(default)}", (*path, "default"))
 
 
-_MISPLACED = {
-    "approval": ("with", "retry", "timeout", "idempotent", "for_each", "concurrency"),
-    "workflow": ("retry", "timeout", "idempotent"),
-}
-
-
 def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
     path: Path = ("nodes", node_id)
-    given = [k for k in ("task", "approval", "workflow") if node.get(k) is not None]
+    given = [kind for kind in NodeKind if node.get(kind.value) is not None]
     if len(given) != 1:
-        message = (f"node `{node_id}` has none of task, approval, workflow" if not given
+        message = (f"node `{node_id}` has none of {', '.join(KIND_NAMES)}" if not given
                    else f"node `{node_id}` has {' and '.join(given)}; a node has exactly one")
         mapper.add("E205", message, path, key=True,
-                   help="give exactly one of `task:`, `approval:`, `workflow:`")
-    kind = given[0] if len(given) == 1 else ""
-    for key in _MISPLACED.get(kind, ()):
-        if key in node:
-            mapper.add("E208", f"`{key}` does not apply to {article(kind)} node",
-                       (*path, key), key=True)
-    if "concurrency" in node and node.get("for_each") is None and kind != "approval":
+                   help="give exactly one of " + ", ".join(f"`{k}:`" for k in KIND_NAMES))
+    kind = KINDS[given[0]] if len(given) == 1 else None
+    if kind is not None:
+        for key in kind.refuses:
+            if key in node:
+                mapper.add("E208", f"`{key}` does not apply to {kind.noun}", (*path, key),
+                           key=True)
+    takes_concurrency = kind is None or kind.takes("concurrency")
+    if "concurrency" in node and node.get("for_each") is None and takes_concurrency:
         mapper.add("E208", "`concurrency` applies only together with `for_each`",
                    (*path, "concurrency"), key=True, help="add `for_each:` or remove it")
     if isinstance(node.get("timeout"), str):
@@ -328,9 +297,17 @@ def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
 
 
 def _check_duration(mapper: _Mapper, text: str, path: Path) -> None:
-    if parse_duration(text) is None:
-        mapper.add("E207", f"invalid duration `{text}`", path,
-                   help="write a positive number and a unit: 500ms, 30s, 5m, 2h, 1d")
+    try:
+        parse_duration(text)
+    except DurationError:
+        mapper.add("E207", f"invalid duration `{text}`", path, help=_duration_help(text))
 
 
-__all__ = ["INPUT_TYPES", "Validated", "describe", "did_you_mean", "parse_duration", "validate"]
+def _duration_help(text: str) -> str:
+    match = DURATION_RE.match(text.strip())
+    if match is not None and float(match.group(1)) > 0:  # well formed: too long
+        return f"a duration is at most {MAX_SECONDS / 86400:g} days"
+    return "write a positive number and a unit: 500ms, 30s, 5m, 2h, 1d, 2w"
+
+
+__all__ = ["Validated", "describe", "validate"]

@@ -23,6 +23,9 @@ except AttributeError:  # pragma: no cover - PyYAML without libyaml
     _Loader = yaml.SafeLoader
 
 MAX_VALUES = 1_000_000
+# The largest integer Python turns into text (sys.int_info.default_max_str_digits): a longer
+# one could be read (as hex, say) but never written into a plan.
+MAX_INT_BITS = math.ceil(4300 * math.log2(10))
 
 _STR = "tag:yaml.org,2002:str"
 _JSON_SCALARS = {
@@ -36,6 +39,10 @@ _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MERGE = "tag:yaml.org,2002:merge"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 def _span(file: str, node: yaml.Node) -> Span:
@@ -134,7 +141,15 @@ class _Walker:
         if node.tag not in _JSON_SCALARS:
             self.unsupported_tag(node)
             return str(node.value)
-        value = self.constructor.construct_object(node)
+        try:
+            value = self.constructor.construct_object(node)
+        except ValueError:  # an integer longer than Python converts (4,300 digits)
+            value = None
+        if (value is None and node.tag == "tag:yaml.org,2002:int") or (
+                isinstance(value, int) and value.bit_length() > MAX_INT_BITS):
+            self.error("E105", f"`{_shown(str(node.value))}` is too large to be a JSON number",
+                       node, help="quote it to keep it as a string")
+            return None
         if isinstance(value, float) and not math.isfinite(value):
             self.error(
                 "E105",

@@ -23,13 +23,13 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.compiler.plan import Plan, PlanNode
+from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, NotJSONError
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.context import RunContext
 from tether.runtime.events import Event
-from tether.runtime.executors import executor_for
+from tether.runtime.executors import execute
 from tether.runtime.foreach import ForEach
 from tether.runtime.invoke import Bodies, NodeFailure
 from tether.runtime.journal import Journal
@@ -252,7 +252,7 @@ class Level:
 
     # -- units -------------------------------------------------------------------------------
     async def _execute(self, node: PlanNode, *, inline: bool) -> UnitResult:
-        if node.for_each is not None:
+        if isinstance(node, TaskNode | WorkflowNode) and node.for_each is not None:
             return await ForEach(self, node).run()
         return await self.unit(node, unit_path(node.id), node.id, inline=inline)
 
@@ -261,7 +261,7 @@ class Level:
         """Run one unit (a node, or one element of a for_each) with its kind's executor."""
         unit = Unit(self, node, path, address, item, has_item, inline)
         try:
-            return await executor_for(node).run(unit)
+            return await execute(unit)
         except RenderError as exc:
             raise NodeFailure(NodeError("TemplateError", str(exc), node.id)) from None
         except NotJSONError as exc:

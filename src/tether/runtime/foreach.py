@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import PlanNode
+from tether.compiler.plan import TaskNode, WorkflowNode
 from tether.errors import InterruptSignal
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import RenderError, render
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class ForEach:
     """The elements of one for_each node."""
 
-    def __init__(self, level: Level, node: PlanNode) -> None:
+    def __init__(self, level: Level, node: TaskNode | WorkflowNode) -> None:
         self.level = level
         self.node = node
         self.failure: NodeFailure | None = None

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from tether.compiler.plan import PlanInput, PlanNode
-from tether.dsl.validate import article, json_type_name, matches_type
+from tether.compiler.plan import PlanInput, TaskNode
 from tether.errors import InterruptSignal, NotJSONError
+from tether.jsontypes import article, json_type_name, matches_type
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
 from tether.runtime.state import NodeError
@@ -100,7 +100,7 @@ class Bodies:
         concurrent.futures.wait(list(self.running))
 
 
-async def call_task(fn: Callable[..., Any], node: PlanNode, args: dict[str, Any],
+async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
                     scope: UnitScope, semaphore: asyncio.Semaphore | None,
                     bodies: Bodies) -> tuple[Any, str]:
     """Run a task unit to its JSON result, retrying per the node's policy.
@@ -138,7 +138,7 @@ async def call_task(fn: Callable[..., Any], node: PlanNode, args: dict[str, Any]
     raise NodeFailure(error) from None
 
 
-async def _attempt(fn: Callable[..., Any], node: PlanNode, args: dict[str, Any],
+async def _attempt(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
                    bodies: Bodies, *, inline: bool) -> Any:
     call = functools.partial(fn, **args)
     if node.idempotent:

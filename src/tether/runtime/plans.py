@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tether.compiler.plan import Plan
+from tether.compiler.plan import Plan, TaskNode, WorkflowNode
 from tether.errors import TaskError, TetherError
 from tether.stores.base import Checkpointer
 from tether.stores.records import RunRecord
@@ -53,9 +53,9 @@ def stored_plan(store: Checkpointer, run: RunRecord) -> Plan:
 
 def task_names(plan: Plan) -> set[str]:
     """Every task a plan (and its sub-plans) calls."""
-    names = {n.task for n in plan.nodes if n.task}
+    names = {n.task for n in plan.nodes if isinstance(n, TaskNode)}
     for node in plan.nodes:
-        if node.workflow is not None:
+        if isinstance(node, WorkflowNode):
             names |= task_names(node.workflow.plan)
     return names
 

@@ -9,8 +9,8 @@ from jinja2 import Undefined
 from jinja2.exceptions import SecurityError, TemplateError
 
 from tether.compiler.plan import Plan
-from tether.dsl.expressions import compiled, has_markup
 from tether.status import UnitStatus
+from tether.templating import compiled, has_markup
 
 
 class RenderError(Exception):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import Plan
+from tether.compiler.plan import ApprovalNode, Plan
 from tether.errors import AlreadyResumed, ResumeError, ResumeValueError
 from tether.paths import StatePath
 from tether.runtime.answers import adopt_waits, apply_decisions
@@ -179,7 +179,7 @@ class Resumption:
         except KeyError:
             return
         node = level.node(split_address(target.node_id)[0])
-        if node.approval is not None and node.approval.form is not None:
+        if isinstance(node, ApprovalNode) and node.approval.form is not None:
             _, problems = check_values(node.approval.form, self.answer, "field")
             if problems:
                 raise ResumeValueError(self.execution_id, node.id, problems)

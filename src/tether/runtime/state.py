@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tether.compiler.plan import Plan
+from tether.compiler.plan import Plan, WorkflowNode
 from tether.paths import StatePath, ensure_path, find_path
 from tether.status import FINISHED, NOT_OK, UnitStatus
 
@@ -279,7 +279,7 @@ class RunState:
                 continue
             path = (*prefix, "nodes", node_id)
             yield plan, path, UnitState(entry)
-            sub_plan = node.workflow.plan if node.workflow is not None else None
+            sub_plan = node.workflow.plan if isinstance(node, WorkflowNode) else None
             for key, item in (entry.get("items") or {}).items():
                 yield plan, (*path, "items", key), UnitState(item)
                 if sub_plan is not None and "sub" in item:
@@ -296,7 +296,7 @@ class RunState:
         path: StatePath = ()
         for node_id, item in parse_agent_path(agent_path):
             node = plan.node(node_id)
-            if node.workflow is None:
+            if not isinstance(node, WorkflowNode):
                 raise KeyError(agent_path)
             plan = node.workflow.plan
             path = (*path, *unit_path(node_id, item), "sub")

@@ -9,13 +9,15 @@ failed), :class:`~tether.errors.InterruptSignal` (the unit asks a human) or
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from tether.compiler.plan import PlanNode
 from tether.paths import StatePath
 
 if TYPE_CHECKING:
     from tether.runtime.execution import Level
+
+N_contra = TypeVar("N_contra", contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,10 @@ class Unit:
         return self.level.names(self.node, item=self.item, has_item=self.has_item)
 
 
-class Executor(Protocol):
-    """Runs units of one node kind."""
+class Executor(Protocol[N_contra]):
+    """Runs units of one node kind (``N``: that kind's plan node type)."""
 
-    async def run(self, unit: Unit) -> UnitResult:
-        """Execute ``unit`` to its result (see the module docstring for the other ways out)."""
+    async def run(self, unit: Unit, node: N_contra) -> UnitResult:
+        """Execute ``unit`` of ``node`` to its result (see the module docstring for the other
+        ways out)."""
         ...

@@ -147,16 +147,17 @@ def example_tasks() -> dict[str, Callable[..., Any]]:
 
 def idempotent_tasks_of(plan: Any) -> set[str]:
     """Task names whose bodies must run once per run: idempotent nodes and @idempotent."""
+    from tether.compiler.plan import TaskNode, WorkflowNode
     from tether.runtime.registry import REGISTRY
 
     names: set[str] = set()
 
     def visit(level: Any) -> None:
         for node in level.nodes:
-            if node.task and (node.idempotent or getattr(
+            if isinstance(node, TaskNode) and (node.idempotent or getattr(
                     REGISTRY.get(node.task), "__tether_idempotent__", False)):
                 names.add(node.task)
-            if node.workflow is not None:
+            if isinstance(node, WorkflowNode):
                 visit(node.workflow.plan)
     visit(plan)
     return names

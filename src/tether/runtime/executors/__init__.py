@@ -1,6 +1,6 @@
 """One executor per node kind, behind the :class:`~tether.runtime.units.Executor` protocol.
 
-Adding a kind means one new module here and one line in :func:`executor_for`; the scheduler
+Adding a kind means one new module here and one case in :func:`execute`; the scheduler
 (``execution.py``) never looks at a node's kind.
 """
 
@@ -8,29 +8,29 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from tether.compiler.plan import PlanNode
+from tether.compiler.plan import ApprovalNode, TaskNode, WorkflowNode
 from tether.runtime.executors.approval import ApprovalExecutor
 from tether.runtime.executors.task import TaskExecutor
 from tether.runtime.executors.workflow import WorkflowExecutor
-from tether.runtime.units import Executor
+from tether.runtime.units import Unit, UnitResult
 
 _TASK = TaskExecutor()
 _APPROVAL = ApprovalExecutor()
 _WORKFLOW = WorkflowExecutor()
 
 
-def executor_for(node: PlanNode) -> Executor:
-    """The executor of ``node``'s kind."""
-    kind = node.kind
-    match kind:
-        case "task":
-            return _TASK
-        case "approval":
-            return _APPROVAL
-        case "workflow":
-            return _WORKFLOW
+async def execute(unit: Unit) -> UnitResult:
+    """Run ``unit`` with the executor of its node's kind."""
+    node = unit.node
+    match node:
+        case TaskNode():
+            return await _TASK.run(unit, node)
+        case ApprovalNode():
+            return await _APPROVAL.run(unit, node)
+        case WorkflowNode():
+            return await _WORKFLOW.run(unit, node)
         case _:
-            assert_never(kind)
+            assert_never(node)
 
 
-__all__ = ["executor_for"]
+__all__ = ["execute"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tether.compiler.plan import ApprovalNode
 from tether.runtime.context import UNIT, UnitScope, interrupt
 from tether.runtime.invoke import NodeFailure, check_values
 from tether.runtime.render import render
@@ -14,10 +15,9 @@ class ApprovalExecutor:
     """Asks (``interrupt()`` with the rendered reason and frozen context); on resume, returns
     the answer, checked against the form."""
 
-    async def run(self, unit: Unit) -> UnitResult:
-        node, level = unit.node, unit.level
+    async def run(self, unit: Unit, node: ApprovalNode) -> UnitResult:
+        level = unit.level
         approval = node.approval
-        assert approval is not None
         names = unit.names()
         reason = render(approval.reason, names, "approval.reason")
         context = render(approval.context, names, "approval.context")

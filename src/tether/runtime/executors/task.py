@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tether.compiler.plan import TaskNode
 from tether.runtime.context import UnitScope
 from tether.runtime.invoke import call_task
 from tether.runtime.render import render
@@ -12,11 +13,11 @@ from tether.runtime.values import to_json
 class TaskExecutor:
     """Calls the node's task with its ``with:`` arguments, under its retry policy."""
 
-    async def run(self, unit: Unit) -> UnitResult:
-        node, level = unit.node, unit.level
+    async def run(self, unit: Unit, node: TaskNode) -> UnitResult:
+        level = unit.level
         args = render(node.args, unit.names(), "with")
         to_json(args, f"the arguments of node '{node.id}'", node_id=node.id)
-        fn = level.session.tasks[node.task or ""]
+        fn = level.session.tasks[node.task]
         answers = level.answers(unit.path)
         scope = UnitScope(unit.address, level.agent_path, answers)
         semaphore = None if unit.inline else level.session.semaphore

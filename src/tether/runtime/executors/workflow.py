@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tether.compiler.plan import WorkflowNode
 from tether.runtime.invoke import NodeFailure, check_values
 from tether.runtime.render import render
 from tether.runtime.state import NodeError
@@ -14,9 +15,8 @@ class WorkflowExecutor:
     """Runs the embedded plan in the unit's ``sub`` state; its checkpoints carry the nested
     ``agent_path`` (``workflow:<parent>/node:<node>[/item:<i>]``)."""
 
-    async def run(self, unit: Unit) -> UnitResult:
-        node, level = unit.node, unit.level
-        assert node.workflow is not None
+    async def run(self, unit: Unit, node: WorkflowNode) -> UnitResult:
+        level = unit.level
         plan = node.workflow.plan
         given = render(node.args, unit.names(), "with")
         inputs, problems = check_values(plan.inputs, given, "input")

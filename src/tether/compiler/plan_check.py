@@ -1,0 +1,130 @@
+"""Validation of a plan read from a file: the graph and the settings, not only the schema.
+
+A plan file can be edited by hand, and its fingerprint recomputed by anyone, so the runtime
+cannot trust it because it parses. :func:`check_plan` verifies what the compiler guarantees:
+unique ids, indices in order, every ``needs``/``waits_for``/loop reference to an existing
+node that comes earlier (so the graph has no cycle but its declared loops), bounds on
+retries, timeouts, backoffs, concurrency and loops, and every embedded sub-plan likewise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from tether.compiler.limits import (
+    MAX_EXPANDED_NODES,
+    MAX_SUBWORKFLOW_DEPTH,
+    expanded_size,
+    nesting_depth,
+)
+from tether.compiler.plan import Plan, PlanLoop, PlanNode, TaskNode, WorkflowNode, fingerprint_of
+from tether.dsl.document import SECRET_RE
+from tether.durations import MAX_SECONDS
+from tether.errors import PlanError
+
+
+def check_plan(plan: Plan) -> None:
+    """Raise :class:`PlanError` naming the first node (and sub-plan) that is not valid."""
+    if expanded_size(plan) > MAX_EXPANDED_NODES:
+        raise PlanError(f"the plan has more than {MAX_EXPANDED_NODES:,} nodes with its "
+                        "sub-workflows embedded")
+    if nesting_depth(plan) > MAX_SUBWORKFLOW_DEPTH:
+        raise PlanError(f"the plan nests sub-workflows more than {MAX_SUBWORKFLOW_DEPTH} "
+                        "levels deep")
+    _check(plan, "")
+
+
+def _check(plan: Plan, where: str) -> None:
+    for problem in _problems(plan):
+        raise PlanError(f"invalid plan{where}: {problem}")
+    for node in plan.nodes:
+        if isinstance(node, WorkflowNode):
+            sub = node.workflow.plan
+            inner = f"{where} in the sub-workflow of node '{node.id}'"
+            _check(sub, inner)
+            if sub.fingerprint != fingerprint_of(sub):
+                raise PlanError(f"invalid plan{inner}: its fingerprint does not match its "
+                                "content")
+
+
+def _problems(plan: Plan) -> Iterator[str]:
+    index: dict[str, int] = {}
+    for position, node in enumerate(plan.nodes):
+        if node.id in index:
+            yield f"two nodes have the id '{node.id}'"
+        if node.index != position:
+            yield f"node '{node.id}' has index {node.index} at position {position}"
+        index[node.id] = position
+    for node in plan.nodes:
+        yield from (f"node '{node.id}': {p}" for p in _node_problems(node, index))
+    yield from _generation_problems(plan, index)
+    yield from _secret_problems(plan.secrets)
+
+
+def _secret_problems(names: tuple[str, ...]) -> Iterator[str]:
+    """Secret names are environment variable names (the runtime reads them), each once."""
+    for i, name in enumerate(names):
+        if not SECRET_RE.match(name):
+            yield f"secret name '{name}' is not valid"
+        elif name in names[:i]:
+            yield f"secret '{name}' is declared twice"
+
+
+def _node_problems(node: PlanNode, index: dict[str, int]) -> Iterator[str]:
+    for key, deps in (("needs", node.needs), ("waits_for", node.waits_for)):
+        for dep in deps:
+            if dep not in index:
+                yield f"`{key}` names '{dep}', which is not a node of the plan"
+            elif index[dep] >= node.index:
+                yield (f"`{key}` names '{dep}', which does not come before it: the graph "
+                       "has a cycle or is out of order")
+    missing = set(node.needs) - set(node.waits_for)
+    if missing:
+        yield f"`waits_for` lacks {', '.join(sorted(missing))} of its `needs`"
+    for closer in node.loops:
+        if closer not in index:
+            yield f"`loops` names '{closer}', which is not a node of the plan"
+    if node.loop is not None:
+        yield from _loop_problems(node, node.loop, index)
+    yield from _setting_problems(node)
+
+
+def _loop_problems(node: PlanNode, loop: PlanLoop, index: dict[str, int]) -> Iterator[str]:
+    if loop.to not in index:
+        yield f"`loop.to` names '{loop.to}', which is not a node of the plan"
+    elif index[loop.to] > node.index:
+        yield f"`loop.to` names '{loop.to}', which comes after the node closing the loop"
+    if loop.max_iterations < 1:
+        yield f"`loop.max_iterations` must be at least 1, not {loop.max_iterations}"
+    unknown = [member for member in loop.body if member not in index]
+    if unknown:
+        yield f"the loop's body names '{unknown[0]}', which is not a node of the plan"
+    elif node.id not in loop.body or loop.to not in loop.body:
+        yield "the loop's body must hold its node and `loop.to`"
+
+
+def _setting_problems(node: PlanNode) -> Iterator[str]:
+    if isinstance(node, TaskNode):
+        if node.retry is not None:
+            if node.retry.max_attempts < 1:
+                yield f"`retry.max_attempts` must be at least 1, not {node.retry.max_attempts}"
+            yield from _duration("retry.backoff", node.retry.backoff)
+        if node.timeout is not None:
+            yield from _duration("timeout", node.timeout)
+    if isinstance(node, TaskNode | WorkflowNode) and node.concurrency is not None \
+            and node.concurrency < 1:
+        yield f"`concurrency` must be at least 1, not {node.concurrency}"
+
+
+def _duration(name: str, seconds: float) -> Iterator[str]:
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+        yield f"`{name}` must be more than 0 and at most 366 days of seconds, not {seconds}"
+
+
+def _generation_problems(plan: Plan, index: dict[str, int]) -> Iterator[str]:
+    if not plan.generations:
+        return
+    listed = [node_id for generation in plan.generations for node_id in generation]
+    if sorted(listed) != sorted(index):
+        yield "`generations` must list every node exactly once"

@@ -1,0 +1,169 @@
+"""Templates render within a budget of time and size; nothing unbounded runs at compile time.
+
+Time limits are tested with a small deadline so the suite stays fast; a template that would
+run for hours without the budget would hit pytest's timeout instead of passing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tether.errors import TemplateLimit, TetherError
+from tether.templating import TemplateBudget, compiled, evaluate
+
+QUICK = TemplateBudget(seconds=0.2)
+NAMES = {"inputs": {"amount": 150, "numbers": [1, 2, 3], "name": "Ada"}}
+
+HOSTILE_TIME = [
+    "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "{% set x %}{% for i in range(100000) %}{% for j in range(100000) %}a{% endfor %}"
+    "{% endfor %}{% endset %}{{ x|length }}",
+    "{{ range(100000)|select('in', range(100000)|list)|list|length }}",
+]
+HOSTILE_SIZE = [
+    "{{ 9**(9**9) }}",
+    "{{ ('a'*(3*10**9))|length }}",
+    "{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s * 2 %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "{{ [1] * 10**9 }}",
+    "{{ 'x'|center(10**9) }}",
+    "{{ 'x'.ljust(10**9) }}",
+    "{{ 'x'.zfill(10**9) }}",
+    "{{ '{:>999999999}'.format(1) }}",
+    "{{ '{:>{w}}'.format(1, w=10**9) }}",
+    "{{ ('{:>999999999}'|safe).format(1) }}",
+    "{{ '%999999999d' % 1 }}",
+    "{{ '%.999999999f' % 1.5 }}",
+    "{{ '%0999999999d'|format(1) }}",
+    "{{ range(100000)|join('x' * 100000) }}",
+    "{{ ('x' * 100000).join(range(100000)|map('string')) }}",
+    "{{ ('a' * 1000)|replace('a', 'b' * 10000) }}",
+    "{{ ('a\\n' * 1000)|indent(10**6) }}",
+    "{{ ('a ' * 1000)|wordwrap(1, wrapstring='x' * 10000) }}",
+    "{{ [1]|batch(10**9, 0)|list }}",
+    "{{ [1]|slice(10**9)|list }}",
+    "{{ lipsum(10**6) }}",
+    "{{ ([range(100000)|list] * 1000)|string|length }}",
+    "{% for i in range(2000) %}{{ 'x' * 1000 }}{% endfor %}",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_TIME)
+def test_a_template_that_would_run_for_hours_stops_at_its_deadline(text: str) -> None:
+    with pytest.raises(TemplateLimit) as caught:
+        evaluate(text, NAMES, QUICK)
+    assert caught.value.limit == "time"
+    assert "rendering took longer than 0.2s" in str(caught.value)
+
+
+@pytest.mark.parametrize("text", HOSTILE_SIZE)
+def test_a_template_that_would_allocate_without_bound_is_refused(text: str) -> None:
+    with pytest.raises(TemplateLimit) as caught:
+        evaluate(text, NAMES)
+    assert caught.value.limit == "size"
+    assert isinstance(caught.value, TetherError) and caught.value.node_id is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("{{ inputs.amount }}", 150),
+    ("{{ inputs.numbers }}", [1, 2, 3]),
+    ("{{ inputs.amount > 100 }}", True),
+    ("{{ inputs.numbers + [4] }}", [1, 2, 3, 4]),
+    ("{{ 'ab' * 3 }}", "ababab"),
+    ("{{ 2 ** 100 }}", 2 ** 100),
+    ("{{ '%05d' % 42 }}", "00042"),
+    ("{{ '{:>4}'.format(7) }}", "   7"),
+    ("{{ inputs.numbers|join(', ') }}", "1, 2, 3"),
+    ("{{ [[1], [2, 3]]|sum(start=[]) }}", [1, 2, 3]),
+    ("{{ (([[1]] * 100000)|sum(start=[]))|length }}", 100000),
+    ("Hello {{ inputs.name ~ '!' }}", "Hello Ada!"),
+    ("{% for i in inputs.numbers %}{{ i }}{% endfor %}", "123"),
+    ("no markup", "no markup"),
+])
+def test_ordinary_templates_render_as_before_native_values_included(text: str,
+                                                                    expected: object) -> None:
+    assert evaluate(text, NAMES) == expected
+
+
+def test_the_size_cap_is_the_callers_to_set() -> None:
+    small = TemplateBudget(max_size=10)
+    assert evaluate("{{ 'a' * 10 }}", {}, small) == "a" * 10
+    with pytest.raises(TemplateLimit, match="the limit is 10"):
+        evaluate("{{ 'a' * 11 }}", {}, small)
+    with pytest.raises(TemplateLimit, match="output is longer than 10"):
+        evaluate("{% for i in range(11) %}a{% endfor %}", {}, small)
+
+
+def test_a_value_the_template_only_reads_passes_through_whatever_its_size() -> None:
+    big = list(range(2_000_000))
+    assert evaluate("{{ inputs.big }}", {"inputs": {"big": big}}) is big
+    assert evaluate("{{ inputs.big|length }}", {"inputs": {"big": big}}) == 2_000_000
+    with pytest.raises(TemplateLimit):
+        evaluate("{{ [inputs.big, inputs.big] }}", {"inputs": {"big": big}})
+
+
+def test_a_budget_needs_a_positive_time_and_size() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        TemplateBudget(seconds=0)
+    with pytest.raises(ValueError, match="positive"):
+        TemplateBudget(max_size=0)
+
+
+def test_compiling_evaluates_nothing_so_constant_expressions_cannot_hang_it() -> None:
+    """The compiled function exists before anything is computed; calling it is refused."""
+    for text in ("{{ 9**(9**9) }}", "x {{ 'a'|center(1000000000) }}", "{{ 'x' * 10**10 }}"):
+        evaluator = compiled(text)
+        with pytest.raises(TemplateLimit):
+            evaluator({})
+
+
+HOSTILE_WORKFLOW = """\
+tether: 1
+name: hostile
+nodes:
+  power:
+    task: t.power
+    when: "{{ 9**(9**9) > 1 }}"
+    with:
+      a: "{{ 9**(9**9) }}"
+      b: "{{ ('a'*(3*10**9))|length }}"
+      c: "x {{ 'a'|center(1000000000) }}"
+      d: "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+  repeat:
+    task: t.repeat
+    when: "{{ ('a' * 10**10)|length > 1 }}"
+    loop: {to: repeat, while: "{{ 'x'.ljust(10**9)|length > 0 }}", max_iterations: 2}
+"""
+
+
+def test_check_finishes_on_templates_that_would_never_finish(tmp_path: Path) -> None:
+    """`tether check` in a fresh process: it only analyses templates, and evaluating a
+    constant guard is budgeted. The timeout is generous: the check takes well under a second,
+    an unbounded one would take hours."""
+    (tmp_path / "hostile.yaml").write_text(HOSTILE_WORKFLOW)
+    result = subprocess.run(
+        [sys.executable, "-m", "tether", "check", "--color", "never", "hostile.yaml"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_compiling_a_plan_with_hostile_templates_finishes(tmp_path: Path) -> None:
+    (tmp_path / "hostile.yaml").write_text(HOSTILE_WORKFLOW)
+    script = textwrap.dedent("""
+        import sys, tether
+        plan = tether.compile(sys.argv[1])
+        print(len(plan.nodes))
+    """)
+    result = subprocess.run([sys.executable, "-c", script, "hostile.yaml"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "2", result.stderr
