@@ -197,6 +197,9 @@ def load_yaml(text: str) -> Any:
     return None if node is None else _YAMLWalker().value(node, 0)
 
 
+_COLLECTIONS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
 class _YAMLWalker:
     def __init__(self) -> None:
         from yaml.constructor import SafeConstructor
@@ -212,6 +215,9 @@ class _YAMLWalker:
             raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
         if self.count > MAX_VALUES:
             raise ValueError(f"expands to more than {MAX_VALUES:,} values (YAML aliases?)")
+        if isinstance(node, yaml.CollectionNode) and node.tag not in _COLLECTIONS:
+            raise ValueError(f"line {node.start_mark.line + 1}: the tag {node.tag} has no "
+                             "JSON form")
         if isinstance(node, yaml.MappingNode):
             return self.mapping(node, depth)
         if isinstance(node, yaml.SequenceNode):
