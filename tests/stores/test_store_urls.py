@@ -14,7 +14,6 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from conftest import postgres_url
 from tether.errors import StoreError, StoreURLError, TetherError
 from tether.stores.open import open_checkpointer
 from tether.stores.postgres import PostgresCheckpointer
@@ -110,36 +109,38 @@ def test_a_real_driver_error_quoting_the_password_is_masked_through_its_chain() 
 # --------------------------------------------------------------------------- PostgreSQL
 
 
-def _pg_url(password: str | None = None, **query: str) -> str:
-    url = make_url(postgres_url())
+def _pg_url(server: str, password: str | None = None, **query: str) -> str:
+    url = make_url(server)
     if password is not None:
         url = url.set(password=password)
     return url.update_query_dict(query).render_as_string(hide_password=False)
 
 
-def _relations(name: str) -> list[str]:
-    with psycopg.connect(postgres_url(), autocommit=True) as connection:
+def _relations(server: str, name: str) -> list[str]:
+    with psycopg.connect(server, autocommit=True) as connection:
         rows = connection.execute("SELECT relname FROM pg_class WHERE relname = %s",
                                   (name,)).fetchall()
     return [r[0] for r in rows]
 
 
-def test_a_schema_that_is_not_an_identifier_never_reaches_the_server() -> None:
+def test_a_schema_that_is_not_an_identifier_never_reaches_the_server(
+        pg_schema: tuple[str, str]) -> None:
     """The injection from the issue is refused, by the URL and by the constructor; the
     table it tries to create does not exist afterwards."""
+    server, _ = pg_schema
     table = f"pwned_{uuid.uuid4().hex[:8]}"
     evil = f'x";COMMIT;CREATE TABLE {table}(i int);--'
     with pytest.raises(StoreURLError):
-        open_checkpointer(_pg_url(schema=evil))
+        open_checkpointer(_pg_url(server, schema=evil))
     with pytest.raises(StoreURLError):
-        PostgresCheckpointer(postgres_url(), schema=evil)
-    assert _relations(table) == []
+        PostgresCheckpointer(server, schema=evil)
+    assert _relations(server, table) == []
 
 
 def test_schema_is_quoted_by_the_dialect(pg_schema: tuple[str, str]) -> None:
     """A valid schema name in mixed case is created and used exactly as written."""
     url, schema = pg_schema
-    store = open_checkpointer(_pg_url(schema=schema))
+    store = open_checkpointer(_pg_url(url, schema=schema))
     store.close()
     with psycopg.connect(url, autocommit=True) as connection:
         found = connection.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
@@ -151,9 +152,9 @@ def test_a_password_with_a_space_connects_or_fails_without_showing_it(
         pg_schema: tuple[str, str]) -> None:
     """The hot connection gets the password as a keyword (not a URI libpq would echo):
     against the real server it works (trust auth) or fails without the password."""
-    _, schema = pg_schema
+    server, schema = pg_schema
     try:
-        store = open_checkpointer(_pg_url(password=SECRET, schema=schema))
+        store = open_checkpointer(_pg_url(server, password=SECRET, schema=schema))
     except TetherError as exc:
         assert "s3cr3t" not in "".join(traceback.format_exception(exc))
     else:
@@ -170,10 +171,10 @@ def test_an_unreachable_server_error_never_shows_the_password() -> None:
     assert "s3cr3t" not in printed and "unreachable" in str(caught.value)
 
 
-def test_read_only_open_does_not_create_a_missing_schema() -> None:
-    schema = f"t_{uuid.uuid4().hex[:16]}"
+def test_read_only_open_does_not_create_a_missing_schema(pg_schema: tuple[str, str]) -> None:
+    server, schema = pg_schema
     with pytest.raises(StoreError, match=f"the database has no schema '{schema}'"):
-        open_checkpointer(_pg_url(schema=schema), create=False)
-    with psycopg.connect(postgres_url(), autocommit=True) as connection:
+        open_checkpointer(_pg_url(server, schema=schema), create=False)
+    with psycopg.connect(server, autocommit=True) as connection:
         assert connection.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
                                   (schema,)).fetchone() is None
