@@ -69,7 +69,8 @@ nasty_text = st.one_of(
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
     lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    | st.dictionaries(st.text(max_size=8) | st.sampled_from(
+        ["self", "approved", "values", "__class__", "nodes", "inputs"]), children, max_size=4),
     max_leaves=15,
 )
 json_text = st.one_of(json_values.map(json.dumps), nasty_text,

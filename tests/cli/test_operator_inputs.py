@@ -162,6 +162,15 @@ def test_bad_resume_values_and_fork_patches_change_nothing(project: Path) -> Non
     assert done.returncode == 0, done.stderr
 
 
+def test_a_resume_value_may_name_any_field(project: Path) -> None:
+    """Keys such as `self` are answers like any other (not Python keywords of Resume)."""
+    run_id = paused_run(project)
+    done = tether(project, "resume", run_id, "--tasks", "t.py", "--json",
+                  "--value", '{"self": 1, "values": 2, "approved": true}')
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "completed"
+
+
 def test_values_too_large_for_a_command_line_are_refused_in_process(
         project: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
