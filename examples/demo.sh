@@ -8,8 +8,10 @@ export TETHER_EXAMPLE_LEDGER=.tether/demo-ledger.jsonl
 tasks=examples/refund/tasks.py
 mkdir -p .tether
 
-echo "== tether check examples/"
-tether check examples/
+echo "== tether check --import-tasks examples/"
+# --import-tasks: also check task names and arguments against the modules listed in
+# [tool.tether] tasks of pyproject.toml (check imports no code without it)
+tether check --import-tasks examples/
 echo
 echo "== tether run examples/refund/refund.yaml --input amount=250 --input account=ACC-42"
 set +e

@@ -17,6 +17,7 @@
     ├── AlreadyResumed         the run finished, or another resumer holds it
     ├── LeaseLost              this attempt no longer owns the run (another took it over)
     ├── TemplateLimit          a template exceeded its time or size budget
+    ├── StoreURLError          (also a ValueError) a store URL that cannot be used
     └── StoreError             the checkpoint store failed
         ├── SchemaVersionError the database schema is newer than this tether
         └── StoreUnavailable   the store could not be reached (after retrying where safe)
@@ -222,6 +223,15 @@ class TemplateLimit(TetherError):
         """The same limit, placed at a node and field."""
         return TemplateLimit(self.limit, self.detail, node_id=node_id or self.node_id,
                              field=field or self.field)
+
+
+class StoreURLError(TetherError, ValueError):
+    """A store URL that cannot be used: unknown scheme, bad port or option. ``parameter``
+    names the part at fault; the message never holds the password."""
+
+    def __init__(self, message: str, *, parameter: str) -> None:
+        self.parameter = parameter
+        super().__init__(message)
 
 
 class StoreError(TetherError):

@@ -312,30 +312,96 @@ def test_a_task_module_that_fails_to_import_is_one_clean_line(project: Path) -> 
 
 
 def test_pyproject_tasks_are_relative_to_the_pyproject(project: Path) -> None:
+    """With --import-tasks, the pyproject's modules are found relative to it."""
     write(project, "pyproject.toml", '[tool.tether]\ntasks = ["lib/mytasks.py"]\n')
     write(project, "lib/mytasks.py", TASKS_MODULE)
     write(project, "flows/w.yaml", CLEAN.replace("billing.lookup", "billing.nope"))
-    result = tether("check", "w.yaml", cwd=project / "flows")
+    result = tether("check", "--import-tasks", "w.yaml", cwd=project / "flows")
     assert result.returncode == 1
     assert "error[E600]: unknown task `billing.nope`" in result.stdout
 
 
-def test_tasks_option_overrides_pyproject(project: Path) -> None:
+def test_check_ignores_pyproject_tasks_unless_asked(project: Path) -> None:
+    """No flag: the pyproject's task list is not read; --import-tasks reads it; --tasks adds
+    modules of its own."""
     write(project, "pyproject.toml", '[tool.tether]\ntasks = ["missing_module"]\n')
     write(project, "mytasks.py", TASKS_MODULE)
     write(project, "w.yaml", CLEAN)
+    assert tether("check", "w.yaml", cwd=project).returncode == 0
     assert tether("check", "--tasks", "mytasks.py", "w.yaml", cwd=project).returncode == 0
-    failing = tether("check", "w.yaml", cwd=project)
+    failing = tether("check", "--import-tasks", "w.yaml", cwd=project)
     assert failing.returncode == 1
     assert failing.stderr.startswith("error[E603]: cannot import task module 'missing_module'")
 
 
 def test_broken_pyproject_is_one_clean_line(project: Path) -> None:
+    """A pyproject that is not TOML: ignored by a plain check, one line with --import-tasks."""
     write(project, "pyproject.toml", "[tool.tether\n")
     write(project, "w.yaml", CLEAN)
-    result = tether("check", "w.yaml", cwd=project)
+    assert tether("check", "w.yaml", cwd=project).returncode == 0
+    result = tether("check", "--import-tasks", "w.yaml", cwd=project)
     assert result.returncode == 1
     assert result.stderr.startswith("error: cannot read ") and "Traceback" not in result.stderr
+
+
+def test_import_tasks_without_a_task_list_is_a_usage_error(project: Path) -> None:
+    write(project, "w.yaml", CLEAN)
+    result = tether("check", "--import-tasks", "w.yaml", cwd=project)
+    assert result.returncode == 2
+    assert "--import-tasks: no pyproject.toml found, so there is no [tool.tether] tasks" \
+        in result.stderr
+    write(project, "pyproject.toml", "[project]\nname = 'x'\n")
+    result = tether("compile", "--import-tasks", "w.yaml", cwd=project)
+    assert result.returncode == 2
+    assert "pyproject.toml has no [tool.tether] tasks to import" in result.stderr
+
+
+EVIL_TASKS = TASKS_MODULE + """\
+from pathlib import Path
+Path(__file__).with_name("IMPORTED").write_text("user code ran")
+"""
+
+
+@pytest.mark.parametrize("command", [
+    ["check", "flows/w.yaml"], ["check", "flows"], ["compile", "flows/w.yaml"],
+    ["graph", "flows/w.yaml"], ["fmt", "flows/w.yaml"], ["schema"],
+    ["check", "--skip-non-workflows", "flows/w.yaml"],
+], ids=" ".join)
+def test_authoring_commands_never_import_the_pyproject_task_modules(
+        project: Path, command: list[str]) -> None:
+    """A pull request's pyproject.toml names a module that would write a marker file: no
+    authoring command imports it (run from the project and from a subdirectory)."""
+    write(project, "pyproject.toml", '[tool.tether]\ntasks = ["evil.py"]\n')
+    write(project, "evil.py", EVIL_TASKS)
+    write(project, "flows/w.yaml", CLEAN)
+    for cwd, prefix in ((project, ""), (project / "flows", "../")):
+        args = [prefix + a if a.startswith("flows") else a for a in command]
+        result = tether(*args, cwd=cwd)
+        assert result.returncode == 0, result.stderr
+        assert not (project / "IMPORTED").exists()
+
+
+def test_import_tasks_does_import_the_pyproject_task_modules(project: Path) -> None:
+    """The marker test above can fail: with --import-tasks the module runs."""
+    write(project, "pyproject.toml", '[tool.tether]\ntasks = ["evil.py"]\n')
+    write(project, "evil.py", EVIL_TASKS)
+    write(project, "w.yaml", CLEAN)
+    assert tether("compile", "--import-tasks", "w.yaml", cwd=project).returncode == 0
+    assert (project / "IMPORTED").read_text() == "user code ran"
+
+
+def test_help_says_which_commands_run_user_code(project: Path) -> None:
+    """check/compile: nothing without --tasks/--import-tasks; run/resume/fork: say they
+    read pyproject.toml."""
+    runner = CliRunner()
+    for command in ("check", "compile"):
+        help_text = " ".join(runner.invoke(cli, [command, "--help"]).output.split())
+        assert "No user code is imported unless --tasks or --import-tasks" in help_text
+        assert "--import-tasks" in help_text
+    for command in ("run", "resume", "fork"):
+        help_text = " ".join(runner.invoke(cli, [command, "--help"]).output.split())
+        assert "[tool.tether] tasks in the nearest pyproject.toml" in help_text
+        assert "Running user code is this command's job" in help_text
 
 
 # --------------------------------------------------------------------------- pre-commit

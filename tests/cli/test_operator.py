@@ -183,7 +183,7 @@ def test_inputs_are_read_by_their_declared_type(project: Path) -> None:
     assert start(project, "1e2").returncode == 0
     bad = start(project, "lots")
     assert bad.returncode == 2
-    assert "--input amount (number) is not valid JSON" in bad.stderr
+    assert "Invalid value for --input amount (number): not valid JSON" in bad.stderr
     missing = tether(project, "run", "approve.yaml", "--tasks", "ops_tasks.py")
     assert missing.returncode == 1
     assert "missing required input 'amount'" in missing.stderr
@@ -191,12 +191,12 @@ def test_inputs_are_read_by_their_declared_type(project: Path) -> None:
 
 def test_clean_errors_for_unknown_runs_and_missing_tasks(project: Path) -> None:
     """No traceback: an unknown execution id, and a workflow whose tasks are not imported."""
-    unknown = tether(project, "resume", "nope")
-    assert unknown.returncode == 1
-    assert unknown.stderr.strip() == "error: no run with execution id 'nope'"
     no_tasks = tether(project, "run", "approve.yaml", "--input", "amount=1")
     assert no_tasks.returncode == 1
     assert "ops.apply, ops.prepare" in no_tasks.stderr and "--tasks" in no_tasks.stderr
+    unknown = tether(project, "resume", "nope")
+    assert unknown.returncode == 1
+    assert unknown.stderr.strip() == "error: no run with execution id 'nope'"
     assert "Traceback" not in unknown.stderr + no_tasks.stderr
 
 

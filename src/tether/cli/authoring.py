@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from tether.cli.options import (
+    checking_tasks,
     color_option,
     format_option,
-    load_tasks_or_exit,
+    import_tasks_option,
     strict_option,
     tasks_option,
     use_color,
@@ -167,6 +168,7 @@ def emit_check_result(diags: list[Diagnostic], files: int, output_format: str,
 @format_option("text", "json", "sarif", "github")
 @strict_option
 @tasks_option
+@import_tasks_option
 @color_option
 @click.option(
     "--skip-non-workflows", is_flag=True,
@@ -174,17 +176,18 @@ def emit_check_result(diags: list[Diagnostic], files: int, output_format: str,
     "first key is not `tether:`) instead of reporting them. For pre-commit.",
 )
 def check(paths: tuple[str, ...], output_format: str, strict: bool, tasks: tuple[str, ...],
-          color: str, skip_non_workflows: bool) -> None:
+          import_tasks: bool, color: str, skip_non_workflows: bool) -> None:
     """Check workflow files without running them (for CI).
 
     PATHS are files or directories; in a directory, *.flow files and YAML files whose first
     key is `tether:` are checked. Exit 0 when clean (warnings allowed), 1 when errors are
-    found (or warnings, with --strict).
+    found (or warnings, with --strict). No user code is imported unless --tasks or
+    --import-tasks asks for it.
     """
     from tether.compiler import check as check_files
 
     files = files_to_check(paths, skip_non_workflows)
-    registry = load_tasks_or_exit(tasks)
+    registry = checking_tasks(tasks, import_tasks)
     diags = check_files(files, tasks=registry)
     emit_check_result(diags, len(files), output_format.lower(), color)
     failed = any(d.is_error for d in diags) or (strict and bool(diags))
@@ -198,13 +201,16 @@ def check(paths: tuple[str, ...], output_format: str, strict: bool, tasks: tuple
 @click.argument("file", type=ExistingFile)
 @output_option
 @tasks_option
+@import_tasks_option
 @color_option
-def compile_command(file: str, output: str | None, tasks: tuple[str, ...], color: str) -> None:
+def compile_command(file: str, output: str | None, tasks: tuple[str, ...], import_tasks: bool,
+                    color: str) -> None:
     """Compile a workflow file to its plan (JSON).
 
-    On errors, the diagnostics are printed on stderr and the exit code is 1.
+    On errors, the diagnostics are printed on stderr and the exit code is 1. No user code is
+    imported unless --tasks or --import-tasks asks for it.
     """
-    registry = load_tasks_or_exit(tasks)
+    registry = checking_tasks(tasks, import_tasks)
     plan = compile_or_exit(file, color, registry)
     write_output(output, plan.to_json())
 

@@ -11,10 +11,14 @@ command succeeded                           0
 command reported problems (``ctx.exit``)    1      (the command's own output)
 :class:`~tether.errors.WorkflowError`       1      the diagnostics, rendered as text
 other :class:`~tether.errors.TetherError`   1      ``error: <message>``
+:class:`~tether.errors.StoreURLError`       2      ``error: <message>``
 click usage error (bad option, no path)     2      usage, ``Error: <message>``
 any other exception                         3      ``internal error: <Type>: <message> ...``
 Ctrl-C                                      130
 ==========================================  =====  ==========================================
+
+Messages are data (they quote ids, values, paths): every one is printed with its control
+characters escaped (``tether.cli.terminal.printable``).
 """
 
 from __future__ import annotations
@@ -27,14 +31,14 @@ from collections.abc import Sequence
 
 import click
 
-from tether.errors import TetherError, WorkflowError
+from tether.cli.terminal import printable
+from tether.errors import StoreURLError, TetherError, WorkflowError
 
 # Modules that add commands to the group; each defines ``register(group)``.
-# Operator commands (run, resume, fork, runs, show, pending, prune) go in "tether.cli.operator":
-# add it to this tuple when it exists.
 COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.authoring",
     "tether.cli.operator",
+    "tether.cli.inspect",
 )
 
 EXIT_OK = 0
@@ -97,6 +101,7 @@ def handle_error(exc: BaseException) -> int:
         click.echo("Aborted!", err=True)
         return EXIT_PROBLEMS
     if isinstance(exc, click.ClickException):
+        vars(exc)["message"] = printable(exc.message)  # it quotes what the user typed
         exc.show()
         return exc.exit_code
     if isinstance(exc, BrokenPipeError):
@@ -106,10 +111,10 @@ def handle_error(exc: BaseException) -> int:
     if isinstance(exc, WorkflowError):
         return _report_workflow_error(exc)
     if isinstance(exc, TetherError):
-        click.echo(f"error: {exc}", err=True)
-        return EXIT_PROBLEMS
+        click.echo(f"error: {printable(exc)}", err=True)
+        return EXIT_USAGE if isinstance(exc, StoreURLError) else EXIT_PROBLEMS
     hint = "" if _debug() else " (set TETHER_DEBUG=1 for a traceback)"
-    click.echo(f"internal error: {type(exc).__name__}: {exc}{hint}", err=True)
+    click.echo(f"internal error: {type(exc).__name__}: {printable(exc)}{hint}", err=True)
     return EXIT_INTERNAL
 
 
@@ -118,7 +123,7 @@ def _system_exit_code(exc: SystemExit) -> int:
         return EXIT_OK
     if isinstance(exc.code, int):
         return exc.code
-    click.echo(str(exc.code), err=True)
+    click.echo(printable(exc.code), err=True)
     return EXIT_PROBLEMS
 
 
@@ -129,7 +134,7 @@ def _report_workflow_error(exc: WorkflowError) -> int:
         click.echo(render_text(exc.diagnostics), err=True, nl=False)
         click.echo(summary(exc.diagnostics), err=True)
     else:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {printable(exc)}", err=True)
     return EXIT_PROBLEMS
 
 

@@ -17,11 +17,15 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from tether.errors import TaskError, TetherError
+from tether.cli.terminal import printable
+from tether.errors import StoreURLError, TaskError, TetherError
+
+if TYPE_CHECKING:
+    from tether.stores.base import Checkpointer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,7 +49,20 @@ strict_option = click.option(
 tasks_option = click.option(
     "--tasks", "tasks", multiple=True, metavar="MODULE",
     help="Import task modules (dotted names or .py paths) to check task names and "
-    "arguments; repeatable. Default: [tool.tether] tasks in the nearest pyproject.toml.",
+    "arguments; repeatable. Without --tasks or --import-tasks no user code is imported.",
+)
+
+import_tasks_option = click.option(
+    "--import-tasks", is_flag=True,
+    help="Also import the modules listed in [tool.tether] tasks of the nearest "
+    "pyproject.toml (this runs their code).",
+)
+
+run_tasks_option = click.option(
+    "--tasks", "tasks", multiple=True, metavar="MODULE",
+    help="Import task modules (dotted names or .py paths); repeatable. Default: "
+    "[tool.tether] tasks in the nearest pyproject.toml. Running user code is this command's "
+    "job: it imports them even without this option.",
 )
 
 color_option = click.option(
@@ -55,8 +72,36 @@ color_option = click.option(
 
 db_option = click.option(
     "--db", "db", envvar="TETHER_DB", default=DEFAULT_DB, show_default=True, metavar="URL",
-    help="The checkpoint store (sqlite:///path or postgresql+psycopg://...); env TETHER_DB.",
+    help="The checkpoint store (sqlite:///path or postgresql://...); env TETHER_DB.",
 )
+
+
+def open_store(url: str, *, create: bool = False) -> Checkpointer:
+    """The store ``--db`` names. Only ``run`` passes ``create=True``: every other command
+    needs an existing database, and a missing one is an error naming it (nothing is made).
+    A URL that cannot be used is a usage error (exit 2) naming the part at fault."""
+    from tether.stores.open import open_checkpointer
+
+    try:
+        return open_checkpointer(url, create=create)
+    except StoreURLError as exc:
+        raise click.BadParameter(printable(exc), param_hint="--db") from None
+
+
+def check_id_option(what: str) -> Callable[[click.Context, click.Parameter, str | None],
+                                           str | None]:
+    """A click callback refusing an id that no run can have (see ``check_execution_id``)."""
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        from tether.runtime.ids import check_id
+
+        if value is not None:
+            try:
+                check_id(value, what)
+            except TetherError as exc:
+                raise click.BadParameter(printable(exc)) from None
+        return value
+
+    return callback
 
 
 def use_color(choice: str, stream: IO[str] | None = None) -> bool:
@@ -101,34 +146,48 @@ def configured_tasks(pyproject: Path) -> list[str]:
     return tasks
 
 
-def load_tasks(modules: tuple[str, ...] | list[str]) -> Mapping[str, Callable[..., Any]] | None:
-    """Import the task modules given, else those of the nearest pyproject; None if neither.
+def load_tasks(modules: tuple[str, ...] | list[str], *, from_pyproject: bool = False,
+               ) -> Mapping[str, Callable[..., Any]] | None:
+    """Import the task modules given and, with ``from_pyproject``, those listed in the
+    nearest ``pyproject.toml``; None when there are none.
 
     Modules from ``--tasks`` are relative to the working directory; modules from
     ``pyproject.toml`` are relative to the directory that holds it. Raises
     :class:`~tether.errors.TaskError` (diagnostic E603) when a module fails to import.
     """
-    base: Path | None = None
-    wanted = list(modules)
-    if not wanted:
-        pyproject = find_pyproject()
-        if pyproject is None:
-            return None
-        wanted, base = configured_tasks(pyproject), pyproject.parent
-    if not wanted:
-        return None
     from tether.runtime.registry import REGISTRY, import_tasks
 
-    import_tasks(wanted, base)
+    configured: list[str] = []
+    pyproject = find_pyproject() if from_pyproject else None
+    if pyproject is not None:
+        configured = configured_tasks(pyproject)
+    if not modules and not configured:
+        return None
+    if configured and pyproject is not None:
+        import_tasks(configured, pyproject.parent)
+    if modules:
+        import_tasks(list(modules), None)
     return REGISTRY
 
 
-def load_tasks_or_exit(
-    modules: tuple[str, ...] | list[str],
-) -> Mapping[str, Callable[..., Any]] | None:
+def load_tasks_or_exit(modules: tuple[str, ...] | list[str], *, from_pyproject: bool = False,
+                       ) -> Mapping[str, Callable[..., Any]] | None:
     """:func:`load_tasks`; an import failure prints ``error[E603]: ...`` and exits 1."""
     try:
-        return load_tasks(modules)
+        return load_tasks(modules, from_pyproject=from_pyproject)
     except TaskError as exc:
-        click.echo(f"error[E603]: {exc}", err=True)
+        click.echo(f"error[E603]: {printable(exc)}", err=True)
         raise click.exceptions.Exit(1) from exc
+
+
+def checking_tasks(modules: tuple[str, ...], import_tasks: bool,
+                   ) -> Mapping[str, Callable[..., Any]] | None:
+    """The task registry ``check`` and ``compile`` check against: only the modules they were
+    told to import (``--tasks``, and ``--import-tasks`` for the pyproject's list)."""
+    if import_tasks:
+        pyproject = find_pyproject()
+        if pyproject is None or not configured_tasks(pyproject):
+            where = f"{pyproject} has" if pyproject else "no pyproject.toml found, so there is"
+            raise click.UsageError(f"--import-tasks: {where} no [tool.tether] tasks "
+                                   "to import")
+    return load_tasks_or_exit(modules, from_pyproject=import_tasks)

@@ -29,7 +29,7 @@ class Resume(Mapping[str, Any]):
 
     __slots__ = ("_values",)
 
-    def __init__(self, **values: Any) -> None:
+    def __init__(self, /, **values: Any) -> None:  # "self" may be a field
         object.__setattr__(self, "_values", dict(values))
 
     def __getattr__(self, name: str) -> Any:

@@ -1,5 +1,9 @@
 """Identifiers: execution ids and time-ordered, unique checkpoint ids.
 
+Execution ids may also be chosen by the caller (``--execution-id``); :func:`check_execution_id`
+says which ones are acceptable: 1 to 200 printable characters, so an id can always be shown,
+copied and pasted back into a command.
+
 Both are UUIDv7 strings (RFC 9562): 48 bits of Unix milliseconds, then random bits, so they
 sort by creation time as text. Checkpoint ids are also strictly increasing within a process
 (the generator never hands out an id lower than one it handed out, or than the newest id of
@@ -13,6 +17,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+
+from tether.errors import TetherError
+
+MAX_EXECUTION_ID_LENGTH = 200
 
 _MASK_62 = (1 << 62) - 1
 _VERSION_AND_VARIANT = (0x7 << 76) | (0b10 << 62)
@@ -85,3 +93,26 @@ def new_execution_id() -> str:
 def new_checkpoint_id(after: str | None = None) -> str:
     """A fresh checkpoint id, greater than ``after`` when given."""
     return IDS.next(after)
+
+
+def check_execution_id(text: str) -> None:
+    """Refuse an execution id that is empty, longer than 200 characters, or holds a character
+    that is not printable (control characters, NUL, line breaks, format characters, lone
+    surrogates).
+
+    Raises :class:`~tether.errors.TetherError` with a message that says what is wrong.
+    """
+    check_id(text, "an execution id")
+
+
+def check_id(text: str, what: str) -> None:
+    """:func:`check_execution_id` for any kind of id; ``what`` names it in the message."""
+    if not text:
+        raise TetherError(f"{what} cannot be empty")
+    if len(text) > MAX_EXECUTION_ID_LENGTH:
+        raise TetherError(f"{what} is at most {MAX_EXECUTION_ID_LENGTH} characters; "
+                          f"this one has {len(text):,}")
+    bad = next((c for c in text if not c.isprintable()), None)
+    if bad is not None:
+        raise TetherError(f"{what} must be printable text; this one holds {bad!a} at "
+                          f"position {text.index(bad) + 1}")

@@ -22,7 +22,7 @@ from tether.runtime.bridge import run_sync
 from tether.runtime.context import Resume
 from tether.runtime.driver import Driver
 from tether.runtime.events import Event
-from tether.runtime.ids import new_execution_id
+from tether.runtime.ids import check_execution_id, new_execution_id
 from tether.runtime.invoke import check_values
 from tether.runtime.journal import SNAPSHOT_EVERY, Journal
 from tether.runtime.pinning import check_compatible, check_same_plan
@@ -38,7 +38,6 @@ from tether.stores.records import Checkpoint, RunRecord, utc
 
 __all__ = ["RunResult", "Runner", "load_plan"]
 
-MAX_ID = 200  # the execution id columns of the stores (schema.py) hold at most this
 MAX_LEASE_SECONDS = 86400.0
 
 
@@ -241,14 +240,6 @@ class Runner:
         if self.plan is not None:
             check_same_plan(run.execution_id, stored, self.plan)
         return stored
-
-
-def check_execution_id(execution_id: str) -> None:
-    """Refuse an execution id that a store cannot hold or a terminal would misprint."""
-    if not 0 < len(execution_id) <= MAX_ID or not execution_id.isprintable():
-        raise TetherError(f"the execution id {execution_id[:60]!r} cannot be used: it must have "
-                          f"1 to {MAX_ID} printable characters (no control characters, line "
-                          "breaks or NUL)")
 
 
 def utc_now() -> datetime:

@@ -31,6 +31,8 @@ from tether.stores.records import (
 _UNKNOWN: Any = object()
 _EPOCH = datetime.fromtimestamp(0, tz=UTC)
 _MAX_AGE = timedelta(days=365 * 200)  # older than any run: prune nothing by underflow
+_Page = list[Checkpoint]  # (``list`` is a method name inside Checkpointer)
+_PageRows = list[CheckpointRow]
 
 
 class Checkpointer(abc.ABC):
@@ -290,3 +292,22 @@ class Checkpointer(abc.ABC):
     def rows(self, execution_id: str) -> Sequence[CheckpointRow]:
         """The stored rows of a run (for inspection and tests)."""
         return self._rows(execution_id)
+
+    # -- paging (tether show) ----------------------------------------------------------------
+    def page(self, execution_id: str, after: str | None = None,
+             limit: int = 200) -> _Page:
+        """Up to ``limit`` checkpoints of a run whose id is greater than ``after``, oldest
+        first, with full snapshots. Reads the page and the chain its first row starts from
+        (at most one snapshot interval), never the whole run: memory is bounded by ``limit``."""
+        rows = self._page_rows(execution_id, after, limit)
+        if not rows:
+            return []
+        chain = self._rows(execution_id, rows[0].base_id, rows[0].checkpoint_id)[:-1]
+        return fold([*chain, *rows], self._inputs(execution_id))[len(chain):]
+
+    def _page_rows(self, execution_id: str, after: str | None,
+                   limit: int) -> _PageRows:
+        """Up to ``limit`` rows with ``checkpoint_id > after``, in checkpoint id order (a
+        store overrides this with a query that reads only those rows)."""
+        return [r for r in self._rows(execution_id)
+                if after is None or r.checkpoint_id > after][:limit]

@@ -148,6 +148,12 @@ class InMemoryCheckpointer(Checkpointer):
     def _rows_of(self, execution_id: str) -> list[CheckpointRow]:
         return self._chains.get(execution_id, [])
 
+    def _page_rows(self, execution_id: str, after: str | None,
+                   limit: int) -> list[CheckpointRow]:
+        with self._lock:
+            return _page(self._rows_of(execution_id), self._ids.get(execution_id, []), after,
+                         limit)
+
     def _row(self, execution_id: str, checkpoint_id: str) -> CheckpointRow | None:
         with self._lock:
             return next((r for r in self._rows_of(execution_id)
@@ -294,3 +300,10 @@ def _copy(run: RunRecord) -> RunRecord:
 
 def _copy_decision(decision: Decision) -> Decision:
     return dataclasses.replace(decision, value=_copy_json(decision.value))
+
+
+def _page(rows: list[CheckpointRow], ids: list[str], after: str | None,
+          limit: int) -> list[CheckpointRow]:
+    """``rows[i:i + limit]`` from the first id greater than ``after`` (``ids`` is sorted)."""
+    start = 0 if after is None else bisect.bisect_right(ids, after)
+    return rows[start:start + limit]

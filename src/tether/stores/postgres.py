@@ -7,21 +7,27 @@ dedicated autocommit connection: one round trip per checkpoint. While the server
 unreachable (a restart, a dropped connection), operations are retried on a fresh connection for
 up to ``retry_seconds`` (see ``retry.py``); a checkpoint write whose first attempt did commit is
 recognised by its unique id, so no checkpoint is written twice or half.
+
+The schema name must be a plain identifier and is quoted by the dialect wherever it is written
+into SQL. The password is never shown: not in ``repr()``, and not in any error, whose message
+and causes are masked (libpq can quote the connection string in its messages).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Insert, Table, create_engine
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
 
-from tether.errors import StoreError
+from tether.errors import StoreError, StoreURLError
 from tether.stores.sql import SQLCheckpointer
+from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
 
@@ -34,33 +40,49 @@ def normalise_url(url: str) -> str:
     return url
 
 
+def _parse(dsn: str | URL) -> StoreURL:
+    parsed = parse_store_url(dsn)
+    if parsed.kind != "postgresql":
+        raise StoreURLError(f"{parsed} is not a PostgreSQL URL", parameter="scheme")
+    return parsed
+
+
 class PostgresCheckpointer(SQLCheckpointer):
     """Checkpointer in a PostgreSQL database (psycopg 3), optionally in its own schema."""
 
     paramstyle = "%s"
 
-    def __init__(self, dsn_or_engine: str | Engine, *, schema: str | None = None,
-                 pool_size: int = 5, max_overflow: int = 10, connect_timeout: int = 10,
-                 retry_seconds: float = 15.0) -> None:
+    def __init__(self, dsn_or_engine: str | URL | Engine, *, schema: str | None = None,
+                 pool_size: int = 5, max_overflow: int = 10, connect_timeout: int | None = None,
+                 retry_seconds: float | None = None, create: bool = True) -> None:
+        """``schema``, ``connect_timeout`` and ``retry_seconds`` default to the URL's options
+        (``?schema=``, ...), then to no schema, 10 s and 15 s. With ``create=False`` a schema
+        that does not exist is an error instead of being created."""
         try:
             import psycopg
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise StoreError("PostgreSQL needs psycopg 3: pip install 'tether[postgres]'") \
                 from exc
         self._psycopg = psycopg
-        self.schema = schema
-        self.retry_seconds = retry_seconds
-        if isinstance(dsn_or_engine, str):
-            engine = create_engine(
-                normalise_url(dsn_or_engine), pool_size=pool_size, max_overflow=max_overflow,
-                pool_pre_ping=True, connect_args={"connect_timeout": connect_timeout})
+        if isinstance(dsn_or_engine, Engine):
+            engine, parsed = dsn_or_engine, None
         else:
-            engine = dsn_or_engine
-        if schema is not None:
-            engine = engine.execution_options(schema_translate_map={None: schema})
-        self._conninfo = make_url(str(engine.url.render_as_string(hide_password=False))) \
-            .set(drivername="postgresql").render_as_string(hide_password=False)
-        self._connect_timeout = connect_timeout
+            parsed = _parse(dsn_or_engine)
+            schema = schema if schema is not None else parsed.schema
+            engine = create_engine(
+                parsed.url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
+                connect_args={"connect_timeout": connect_timeout or parsed.connect_timeout})
+        self.schema = check_identifier(schema) if schema is not None else None
+        self.retry_seconds = retry_seconds if retry_seconds is not None else (
+            parsed.retry_seconds if parsed else 15.0)
+        self._create = create
+        if self.schema is not None:
+            engine = engine.execution_options(schema_translate_map={None: self.schema})
+        self._password = engine.url.password
+        self._connect_args = {
+            **engine.url.translate_connect_args(database="dbname", username="user"),
+            **engine.url.query,
+            "connect_timeout": connect_timeout or (parsed.connect_timeout if parsed else 10)}
         self._hot_connection: Any = None
         self._hot_lock = threading.Lock()
         super().__init__(engine)
@@ -69,12 +91,26 @@ class PostgresCheckpointer(SQLCheckpointer):
         schema = f", schema={self.schema!r}" if self.schema else ""
         return f"PostgresCheckpointer({self.engine.url.render_as_string()!r}{schema})"
 
+    def _quoted_schema(self) -> str:
+        assert self.schema is not None
+        return str(self.engine.dialect.identifier_preparer.quote_identifier(self.schema))
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """The shared mapping of driver errors, with the password masked in the message of
+        the error and of everything chained to it."""
+        try:
+            with super()._errors(what):
+                yield
+        except Exception as exc:
+            redact_exception(exc, self._password)
+            raise
+
     def _hot(self) -> Any:
         if self._hot_connection is None or self._hot_connection.closed:
-            connection = self._psycopg.connect(self._conninfo, autocommit=True,
-                                               connect_timeout=self._connect_timeout)
+            connection = self._psycopg.connect(autocommit=True, **self._connect_args)
             if self.schema:
-                connection.execute(f'SET search_path TO "{self.schema}"')
+                connection.execute(f"SET search_path TO {self._quoted_schema()}")
             self._hot_connection = connection
         return self._hot_connection
 
@@ -103,8 +139,14 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     def _lock_schema(self, connection: Connection) -> None:
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")
-        if self.schema:
-            connection.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+        if not self.schema:
+            return
+        if self._create:
+            connection.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {self._quoted_schema()}")
+        elif connection.exec_driver_sql("SELECT 1 FROM pg_namespace WHERE nspname = %(name)s",
+                                        {"name": self.schema}).first() is None:
+            raise StoreError(f"the database has no schema {self.schema!r} (nothing was "
+                             "created; check the URL's ?schema=)")
 
     def _is_duplicate(self, exc: BaseException) -> bool:
         original = getattr(exc, "orig", exc)

@@ -465,6 +465,22 @@ class SQLCheckpointer(Checkpointer):
         return [CheckpointRow(*row) for row in rows]
 
     @transient()
+    def _page_rows(self, execution_id: str, after: str | None,
+                   limit: int) -> list[CheckpointRow]:
+        """One keyset page: ``checkpoint_id > after ORDER BY checkpoint_id LIMIT n``."""
+        def build() -> ClauseElement:
+            low = or_(bindparam("after", type_=checkpoints.c.checkpoint_id.type).is_(None),
+                      checkpoints.c.checkpoint_id > bindparam("after"))
+            return select(*checkpoints.columns).where(and_(
+                checkpoints.c.execution_id == _EID, low)).order_by(
+                checkpoints.c.checkpoint_id).limit(bindparam("n"))
+
+        with self._cursor(f"reading checkpoints of run {execution_id}") as cursor:
+            rows = self._execute(cursor, "page_rows", build, eid=execution_id, after=after,
+                                 n=limit).fetchall()
+        return [CheckpointRow(*row) for row in rows]
+
+    @transient()
     def _row(self, execution_id: str, checkpoint_id: str) -> CheckpointRow | None:
         with self._cursor(f"reading checkpoint {checkpoint_id}") as cursor:
             row = self._execute(cursor, "row", lambda: select(*checkpoints.columns).where(and_(

@@ -9,6 +9,11 @@ Concurrency: one connection per process, serialised by a lock; write transaction
 ``BEGIN IMMEDIATE``, which takes SQLite's write lock up front, so a read-then-write never
 deadlocks and the claim of a pending interrupt is atomic across processes. ``busy_timeout``
 makes writers wait for the lock instead of failing with "database is locked".
+
+Files: a database file tether creates is made ``0600`` (SQLite gives its ``-wal`` and ``-shm``
+files the same mode) and each directory it creates for it ``0700``: runs hold inputs and
+outputs. Existing files and directories keep their modes. With ``create=False`` (the read-only
+commands) nothing is created: a missing file is an error naming it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import contextlib
 import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -25,15 +31,44 @@ from sqlalchemy import Connection, Insert, Table, create_engine
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.pool import StaticPool
 
-from tether.errors import StoreUnavailable
+from tether.errors import StoreError, StoreUnavailable
 from tether.stores.sql import SQLCheckpointer
 
 Durability = Literal["normal", "full"]
 
 
-def _connect(path: str, timeout: float, durability: Durability) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, timeout=timeout, isolation_level=None,
-                                 check_same_thread=False)
+def _make_private(path: str) -> None:
+    """Create the database file ``0600`` and its missing directories ``0700`` (exactly: the
+    umask does not loosen them); leave whatever exists as it is."""
+    target = Path(path).absolute()
+    for directory in reversed([d for d in target.parents if not d.exists()]):
+        with contextlib.suppress(FileExistsError):  # another process made it just now
+            directory.mkdir(mode=0o700)
+            os.chmod(directory, 0o700)
+    try:
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.fchmod(descriptor, 0o600)
+    os.close(descriptor)
+
+
+def _existing(path: str) -> str:
+    """A URI that opens ``path`` read-write without creating it (``mode=rw``)."""
+    if not Path(path).is_file():
+        raise StoreError(f"no database at {path} (nothing was created; check --db or "
+                         "TETHER_DB)")
+    return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw"
+
+
+def _connect(path: str, timeout: float, durability: Durability,
+             create: bool = True) -> sqlite3.Connection:
+    if path == ":memory:" or create:
+        connection = sqlite3.connect(path, timeout=timeout, isolation_level=None,
+                                     check_same_thread=False)
+    else:
+        connection = sqlite3.connect(_existing(path), timeout=timeout, isolation_level=None,
+                                     check_same_thread=False, uri=True)
     connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     deadline = time.monotonic() + timeout
     while True:
@@ -49,21 +84,26 @@ def _connect(path: str, timeout: float, durability: Durability) -> sqlite3.Conne
 
 
 class SQLiteCheckpointer(SQLCheckpointer):
-    """Checkpointer in a SQLite file (created, with its directory, if missing)."""
+    """Checkpointer in a SQLite file (created ``0600``, with its directory ``0700``, if
+    missing; with ``create=False`` a missing file is a :class:`~tether.errors.StoreError`)."""
 
     paramstyle = "?"
     _can_drop_columns = sqlite3.sqlite_version_info >= (3, 35, 0)
 
     def __init__(self, path: str | os.PathLike[str] = ".tether/tether.db", *,
-                 durability: Durability = "normal", timeout: float = 30.0) -> None:
+                 durability: Durability = "normal", timeout: float = 30.0,
+                 create: bool = True) -> None:
         self.path = os.fspath(path)
         if durability not in ("normal", "full"):
             raise ValueError("durability must be 'normal' or 'full'")
         self.durability = durability
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._connection = _connect(self.path, timeout, durability)
+            if self.path != ":memory:" and create:
+                _make_private(self.path)
+            self._connection = _connect(self.path, timeout, durability, create)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot create the SQLite database {self.path}: "
+                                   f"{exc.strerror or exc}") from exc
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open the SQLite database {self.path}: {exc}") \
                 from exc
