@@ -56,19 +56,12 @@ class AnthropicWire:
     name: WireProtocol = "anthropic"
     path = "/v1/messages"
 
-    def check_request(self, body: Any) -> WireError | None:
+    def check_request(self, body: Any, request_id: str) -> WireError | None:
         """The 400 the real API answers to ``body``, or ``None`` if it would accept it."""
-        if not isinstance(body, dict):
-            return invalid("Input should be a valid dictionary or object")
-        if body.get("stream"):
-            return invalid(STREAM_REFUSED)
-        for required in ("model", "max_tokens", "messages"):
-            if body.get(required) is None:
-                return invalid(f"{required}: Field required")
-        return (_check_fields(body)
-                or _check_tools(body.get("tools"))
-                or _check_turns(body["messages"])
-                or _check_tool_pairs(body["messages"], bool(body.get("tools"))))
+        problem = _check_request(body)
+        if problem is None:
+            return None
+        return invalid(problem.message, request_id)
 
     def declared_tools(self, body: Any) -> list[str]:
         """The names of the tools the request declares."""
@@ -106,6 +99,20 @@ class AnthropicWire:
                                         if step.status >= 500 else "Invalid request")
         error = self.error(step.status, step.message or default, request_id)
         return WireError(error.status, error.body, error.message, retry_headers(step))
+
+
+def _check_request(body: Any) -> WireError | None:
+    if not isinstance(body, dict):
+        return invalid("Input should be a valid dictionary or object")
+    if body.get("stream"):
+        return invalid(STREAM_REFUSED)
+    for required in ("model", "max_tokens", "messages"):
+        if body.get(required) is None:
+            return invalid(f"{required}: Field required")
+    return (_check_fields(body)
+            or _check_tools(body.get("tools"))
+            or _check_turns(body["messages"])
+            or _check_tool_pairs(body["messages"], bool(body.get("tools"))))
 
 
 def _check_fields(body: dict[str, Any]) -> WireError | None:

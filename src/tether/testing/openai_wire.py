@@ -58,7 +58,7 @@ class OpenAIWire:
     name: WireProtocol = "openai"
     path = "/v1/chat/completions"
 
-    def check_request(self, body: Any) -> WireError | None:
+    def check_request(self, body: Any, request_id: str) -> WireError | None:
         """The 400 the real API answers to ``body``, or ``None`` if it would accept it."""
         if not isinstance(body, dict):
             return invalid("We could not parse the JSON body of your request.")

@@ -95,7 +95,7 @@ class ScriptedModelServer:
         """Start listening (in a background thread); returns the server."""
         if self._httpd is None:
             self._httpd = _HTTPServer(self._address, _Handler, self)
-            self._thread = threading.Thread(target=self._httpd.serve_forever,
+            self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
                                             name="tether-scripted-model", daemon=True)
             self._thread.start()
         return self
@@ -198,7 +198,7 @@ class ScriptedModelServer:
 
     def _choose(self, wire: Wire, request: RecordedRequest
                 ) -> tuple[WireError | None, Step | None, int | None]:
-        refused = wire.check_request(request.body)
+        refused = wire.check_request(request.body, _request_id(request))
         if refused:
             return refused, None, None
         chosen = self._script.peek(request)

@@ -29,7 +29,7 @@ class Wire(Protocol):
     name: WireProtocol
     path: str
 
-    def check_request(self, body: Any) -> WireError | None:
+    def check_request(self, body: Any, request_id: str) -> WireError | None:
         """The 400 the real API answers to ``body``, or ``None`` if it would accept it."""
         ...
 
