@@ -16,6 +16,7 @@ from tether.errors import InterruptSignal
 from tether.runtime.values import to_json
 
 if TYPE_CHECKING:
+    from tether.runtime.secrets import Masker
     from tether.stores.base import Checkpointer
 
 
@@ -73,6 +74,7 @@ class RunContext:
     execution_id: str
     store: Checkpointer | None
     owner: str | None = None
+    masker: Masker | None = None
     memo: dict[str, str] = field(default_factory=dict)  # idempotency cache without a store
     lock: threading.Lock = field(default_factory=threading.Lock)
 

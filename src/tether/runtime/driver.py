@@ -30,9 +30,11 @@ from tether.runtime.execution import Level, RunFailure, Session, Suspended
 from tether.runtime.idempotent import forget_locks
 from tether.runtime.journal import Journal
 from tether.runtime.results import RunResult
+from tether.runtime.secrets import Masker, SecretsView, declared
 from tether.runtime.state import NodeError, RunState
 from tether.runtime.values import dumps
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
+from tether.templating import DEFAULT_BUDGET, TemplateBudget
 
 
 class Driver:
@@ -41,16 +43,22 @@ class Driver:
     def __init__(self, execution_id: str, plan: Plan, state: RunState,
                  journal: Journal | None, attempt: Attempt,
                  tasks: Mapping[str, Callable[..., Any]], max_concurrency: int,
-                 listener: Callable[[Event], None] | None) -> None:
+                 listener: Callable[[Event], None] | None,
+                 budget: TemplateBudget = DEFAULT_BUDGET) -> None:
         self.execution_id = execution_id
         self.plan = plan
         self.state = state
         self.journal = journal
         self.attempt = attempt
         store = journal.store if journal is not None else None
+        names = declared(plan)
+        self.masker = Masker(names) if names else None
+        if journal is not None:
+            journal.masker = self.masker
         self.session = Session(
             execution_id, journal, tasks, asyncio.Semaphore(max_concurrency),
-            max_concurrency, RunContext(execution_id, store, attempt.owner), attempt, listener)
+            max_concurrency, RunContext(execution_id, store, attempt.owner, self.masker),
+            attempt, listener, budget=budget, secrets=SecretsView(names) if names else None)
 
     async def drive(self) -> RunResult:
         token = RUN.set(self.session.run)
@@ -120,10 +128,18 @@ class Driver:
     def _paused(self) -> RunResult:
         assert self.journal is not None
         pending = tuple(self.journal.store.list_pending(self.execution_id))
-        return RunResult(RunStatus.PAUSED, self.execution_id, None, self.state.data, pending)
+        return RunResult(RunStatus.PAUSED, self.execution_id, None, self._shown(self.state.data),
+                         pending)
+
+    def _shown(self, value: Any) -> Any:
+        """``value`` as a result may show it: without any secret's value."""
+        return self.masker.value(value) if self.masker is not None else value
 
     def _end(self, status: RunStatus, output: Any, error: NodeError | None) -> RunResult:
         journal = self.journal
+        if error is not None and self.masker is not None:
+            error = NodeError.from_json(self.masker.value(error.to_json()), error.node_id)
+        output = self._shown(output)
         if journal is not None:
             payload = dumps(error.to_json() if error is not None else output)
             journal.check()
@@ -137,4 +153,5 @@ class Driver:
             except BaseException:
                 journal.undo()
                 raise
-        return RunResult(status, self.execution_id, output, self.state.data, (), error)
+        return RunResult(status, self.execution_id, output, self._shown(self.state.data), (),
+                         error)

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import json
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
-from tether.errors import InterruptSignal, NotJSONError
+from tether.errors import InterruptSignal, NotJSONError, TemplateLimit
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.context import RunContext
@@ -33,12 +34,14 @@ from tether.runtime.executors import execute
 from tether.runtime.foreach import ForEach
 from tether.runtime.invoke import Bodies, NodeFailure
 from tether.runtime.journal import Journal
-from tether.runtime.render import RenderError, namespace, render, truthy
+from tether.runtime.render import RenderError, failure_of, namespace, render, truthy
+from tether.runtime.secrets import SecretsView
 from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
 from tether.runtime.units import Suspended, Unit, UnitResult
 from tether.runtime.values import dumps, to_json
 from tether.status import FINISHED, NOT_OK, CheckpointStatus, StepType, UnitStatus
 from tether.stores.records import PendingInterrupt, utc
+from tether.templating import DEFAULT_BUDGET, TemplateBudget
 
 __all__ = ["Event", "Level", "RunFailure", "Session", "Suspended"]
 
@@ -67,6 +70,8 @@ class Session:
     listener: Callable[[Event], None] | None = None
     pending: list[PendingInterrupt] = field(default_factory=list)
     bodies: Bodies = field(default_factory=Bodies)
+    budget: TemplateBudget = DEFAULT_BUDGET
+    secrets: SecretsView | None = None
 
     def emit(self, event: Event) -> None:
         if self.listener is not None:
@@ -203,8 +208,8 @@ class Level:
         """Decide whether ``node`` runs; record it skipped (or failed) when it does not."""
         try:
             decision = self._decide(node)
-        except RenderError as exc:
-            self._fail(node, NodeError("TemplateError", str(exc), node.id))
+        except (RenderError, TemplateLimit) as exc:
+            self._fail(node, failure_of(exc, node.id))
             ready.finished(node.id)
             return False
         if decision != UnitStatus.RUNNING:
@@ -221,7 +226,8 @@ class Level:
             if not (all(ok) if node.trigger == "all_success" else any(ok)):
                 return UnitStatus.UPSTREAM_FAILED if any(s in NOT_OK for s in statuses) \
                     else UnitStatus.SKIPPED
-        if node.when is not None and not truthy(node.when, self.names(node), "when"):
+        if node.when is not None and not truthy(node.when, self.names(node), "when",
+                                                self.session.budget):
             return UnitStatus.SKIPPED
         return UnitStatus.RUNNING
 
@@ -262,10 +268,8 @@ class Level:
         unit = Unit(self, node, path, address, item, has_item, inline)
         try:
             return await execute(unit)
-        except RenderError as exc:
-            raise NodeFailure(NodeError("TemplateError", str(exc), node.id)) from None
-        except NotJSONError as exc:
-            raise NodeFailure(NodeError("NotJSONError", str(exc), node.id)) from None
+        except (RenderError, NotJSONError, TemplateLimit) as exc:
+            raise NodeFailure(failure_of(exc, node.id)) from None
         except RunFailure as exc:
             raise NodeFailure(_child_error(node, exc.error)) from None
 
@@ -275,7 +279,7 @@ class Level:
         if iteration is None and node.loops:
             iteration = self.state.counter(node.loops[0])
         return namespace(self.plan, self.state.data, item=item, has_item=has_item,
-                         iteration=iteration)
+                         iteration=iteration, secrets=self.session.secrets)
 
     def answers(self, path: StatePath) -> list[Any]:
         """The answers given to the unit at ``path`` (for its ``interrupt()`` calls)."""
@@ -317,9 +321,9 @@ class Level:
                           step_type=StepType.HITL_PAUSE, status=CheckpointStatus.INTERRUPTED,
                           agent_path=self.agent_path, counters=self.state.counters, full=True,
                           reason=signal.reason, context_json=dumps(signal.context))
+        context = json.loads(row.interrupt_context) if row.interrupt_context else None
         pending = PendingInterrupt(journal.execution_id, checkpoint_id, address,
-                                   self.agent_path, signal.reason, signal.context,
-                                   utc(row.created_at))
+                                   self.agent_path, signal.reason, context, utc(row.created_at))
         try:
             journal.store.record_interrupt(row, pending, journal.owner)
         except BaseException:
@@ -340,8 +344,8 @@ class Level:
         if node.loop is not None:
             try:
                 restarted = self._close_loop(node)
-            except RenderError as exc:
-                self.state.unit(node.id).fail(NodeError("TemplateError", str(exc), node.id))
+            except (RenderError, TemplateLimit) as exc:
+                self.state.unit(node.id).fail(failure_of(exc, node.id))
                 self.mark(("nodes", node.id))
         error = self.state.unit(node.id).error
         if error is not None:
@@ -356,7 +360,8 @@ class Level:
         loop = node.loop
         assert loop is not None
         current = self.state.counter(node.id)
-        if not truthy(loop.while_, self.names(node, iteration=current), "loop.while"):
+        if not truthy(loop.while_, self.names(node, iteration=current), "loop.while",
+                      self.session.budget):
             return False
         if current >= loop.max_iterations:
             if loop.on_exhausted == "fail":
@@ -381,9 +386,12 @@ class Level:
         if self.plan.output is None:
             return None
         try:
-            value = render(self.plan.output, namespace(self.plan, self.state.data), "output")
+            value = render(self.plan.output, namespace(self.plan, self.state.data), "output",
+                           self.session.budget)
             output, _ = to_json(value, "the workflow's output")
-        except (RenderError, NotJSONError) as exc:
+        except TemplateLimit as exc:
+            raise RunFailure(failure_of(exc, None)) from None
+        except (RenderError, NotJSONError) as exc:  # run-level: named by their own type
             raise RunFailure(NodeError(type(exc).__name__, str(exc), None)) from None
         return output
 

@@ -14,9 +14,9 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from tether.compiler.plan import TaskNode, WorkflowNode
-from tether.errors import InterruptSignal
+from tether.errors import InterruptSignal, TemplateLimit
 from tether.runtime.invoke import NodeFailure
-from tether.runtime.render import RenderError, render
+from tether.runtime.render import RenderError, failure_of, render
 from tether.runtime.state import NodeError, completed_entry
 from tether.runtime.units import Suspended, UnitResult
 from tether.runtime.values import dumps
@@ -37,9 +37,10 @@ class ForEach:
 
     def _items(self) -> list[Any]:
         try:
-            items = render(self.node.for_each, self.level.names(self.node), "for_each")
-        except RenderError as exc:
-            raise NodeFailure(NodeError("TemplateError", str(exc), self.node.id)) from None
+            items = render(self.node.for_each, self.level.names(self.node), "for_each",
+                           self.level.session.budget)
+        except (RenderError, TemplateLimit) as exc:
+            raise NodeFailure(failure_of(exc, self.node.id)) from None
         if not isinstance(items, list):
             raise NodeFailure(NodeError(
                 "TypeError", f"for_each of node '{self.node.id}' must be a list, not "

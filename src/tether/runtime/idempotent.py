@@ -84,6 +84,8 @@ def _lookup(run: RunContext, key: str) -> str | None:
 
 
 def _remember(run: RunContext, key: str, text: str) -> str:
+    if run.masker is not None:
+        text = run.masker.text(text) or text
     if run.store is None:
         with run.lock:
             return run.memo.setdefault(key, text)

@@ -102,12 +102,13 @@ class Bodies:
 
 async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
                     scope: UnitScope, semaphore: asyncio.Semaphore | None,
-                    bodies: Bodies) -> tuple[Any, str]:
+                    bodies: Bodies, *, spent: float = 0.0) -> tuple[Any, str]:
     """Run a task unit to its JSON result, retrying per the node's policy.
 
     ``semaphore`` bounds concurrent bodies; None means the call is inline (the only unit
-    running). Suspensions pass through at once; results that are not JSON fail the unit
-    without retrying (the same call would return the same value).
+    running). ``spent``: seconds of the node's timeout already used (rendering its arguments)
+    before the first attempt. Suspensions pass through at once; results that are not JSON
+    fail the unit without retrying (the same call would return the same value).
     """
     attempts = node.retry.max_attempts if node.retry else 1
     last: BaseException | None = None
@@ -115,11 +116,13 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
         scope.asked = 0
         token = UNIT.set(scope)
         try:
+            limit = None if node.timeout is None else node.timeout - (
+                spent if attempt == 1 else 0.0)
             if semaphore is None:
-                result = await _attempt(fn, node, args, bodies, inline=True)
+                result = await _attempt(fn, node, args, bodies, limit, inline=True)
             else:
                 async with semaphore:
-                    result = await _attempt(fn, node, args, bodies, inline=False)
+                    result = await _attempt(fn, node, args, bodies, limit, inline=False)
             return to_json(result, f"the output of node '{node.id}'", node_id=node.id)
         except (InterruptSignal, NotJSONError, NodeFailure, KeyboardInterrupt):
             raise
@@ -139,22 +142,25 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
 
 
 async def _attempt(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
-                   bodies: Bodies, *, inline: bool) -> Any:
+                   bodies: Bodies, limit: float | None, *, inline: bool) -> Any:
     call = functools.partial(fn, **args)
     if node.idempotent:
         call = functools.partial(cached_call, fn, args)
     if is_async(fn):
         coroutine = call()
-    elif inline and node.timeout is None:
+    elif inline and limit is None:
         result = call()
         return await result if inspect.isawaitable(result) else result
     else:
         coroutine = bodies.call(call)
-    if node.timeout is None:
+    if limit is None:
         result = await coroutine
     else:
         try:
-            result = await asyncio.wait_for(coroutine, node.timeout)
+            if limit <= 0:
+                coroutine.close()
+                raise TimeoutError
+            result = await asyncio.wait_for(coroutine, limit)
         except TimeoutError:
             raise TimeoutError(f"node '{node.id}' timed out after {node.timeout:g}s") from None
     if inspect.isawaitable(result):

@@ -25,6 +25,7 @@ from tether.stores.records import CheckpointRow
 
 if TYPE_CHECKING:
     from tether.runtime.attempt import Attempt
+    from tether.runtime.secrets import Masker
 
 SNAPSHOT_EVERY = 1000
 MIN_SNAPSHOT_GAP = 4096  # bytes of deltas before a snapshot is worth writing again
@@ -51,6 +52,7 @@ class Journal:
                  attempt: Attempt | None = None) -> None:
         self.store = store
         self.attempt = attempt
+        self.masker: Masker | None = None
         self.owner = attempt.owner if attempt is not None else None
         self.execution_id = execution_id
         self.state = state
@@ -101,6 +103,11 @@ class Journal:
             self.delta_bytes += len(state_json)
         self.last_id = checkpoint_id
         self.pending, self.dirty = self.dirty, {}
+        input_json = _json(node_input)
+        if self.masker is not None:  # no secret's value is ever written
+            mask = self.masker.text
+            state_json, input_json = mask(state_json) or "{}", mask(input_json)
+            node_output_json, context_json = mask(node_output_json), mask(context_json)
         return CheckpointRow(
             execution_id=self.execution_id,
             checkpoint_id=checkpoint_id,
@@ -112,7 +119,7 @@ class Journal:
             base_id=self.base_id,
             is_full=full,
             state=state_json,
-            node_input=_json(node_input),
+            node_input=input_json,
             node_output=node_output_json,
             iteration_counters=dumps(counters) if counters else "{}",
             interrupt_reason=reason,

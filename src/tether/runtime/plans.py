@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tether.compiler.plan import Plan, TaskNode, WorkflowNode
 from tether.errors import TaskError, TetherError
+from tether.files import NotRegularFile, read_regular_file
 from tether.stores.base import Checkpointer
 from tether.stores.records import RunRecord
 
@@ -23,7 +24,9 @@ def load_plan(source: PlanSource) -> Plan:
     path = Path(source)
     if path.suffix.lower() == ".json":
         try:
-            return Plan.from_json(path.read_bytes())
+            return Plan.from_json(read_regular_file(path))
+        except NotRegularFile as exc:
+            raise TetherError(f"cannot read plan {path}: it {exc}") from None
         except OSError as exc:
             raise TetherError(f"cannot read plan {path}: {exc.strerror}") from None
     from tether.compiler import compile as compile_workflow

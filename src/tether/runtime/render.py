@@ -9,8 +9,11 @@ from jinja2 import Undefined
 from jinja2.exceptions import SecurityError, TemplateError
 
 from tether.compiler.plan import Plan
+from tether.errors import NotJSONError, TemplateLimit
+from tether.runtime.secrets import SecretsView
+from tether.runtime.state import NodeError
 from tether.status import UnitStatus
-from tether.templating import compiled, has_markup
+from tether.templating import TemplateBudget, compiled, has_markup
 
 
 class RenderError(Exception):
@@ -79,10 +82,13 @@ class NodesView(Names):
 
 
 def namespace(plan: Plan, state: dict[str, Any], *, item: Any = None, has_item: bool = False,
-              iteration: int | None = None) -> dict[str, Any]:
+              iteration: int | None = None,
+              secrets: SecretsView | None = None) -> dict[str, Any]:
     """The names a template of ``plan`` can read in ``state``."""
     names: dict[str, Any] = {"inputs": Names(state["inputs"]),
                              "nodes": NodesView(plan, state["nodes"])}
+    if secrets is not None:
+        names["secrets"] = secrets
     if has_item:
         names["item"] = item
     if iteration is not None:
@@ -90,13 +96,17 @@ def namespace(plan: Plan, state: dict[str, Any], *, item: Any = None, has_item: 
     return names
 
 
-def render(value: Any, names: dict[str, Any], where: str) -> Any:
-    """``value`` with every template string evaluated (native values for ``{{ expr }}``)."""
+def render(value: Any, names: dict[str, Any], where: str,
+           budget: TemplateBudget | None = None) -> Any:
+    """``value`` with every template string evaluated (native values for ``{{ expr }}``),
+    each within ``budget``; :class:`~tether.errors.TemplateLimit` names ``where``."""
     if isinstance(value, str):
         if not has_markup(value):
             return value
         try:
-            result = compiled(value)(names)
+            result = compiled(value)(names, budget)
+        except TemplateLimit as exc:
+            raise exc.at(None, where) from None
         except SecurityError as exc:
             raise RenderError(where, f"refused by the template sandbox: {exc}") from None
         except TemplateError as exc:
@@ -105,9 +115,9 @@ def render(value: Any, names: dict[str, Any], where: str) -> Any:
             raise RenderError(where, f"{type(exc).__name__}: {exc}") from None
         return _plain(result, where)
     if isinstance(value, list):
-        return [render(v, names, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [render(v, names, f"{where}[{i}]", budget) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: render(v, names, f"{where}.{k}") for k, v in value.items()}
+        return {k: render(v, names, f"{where}.{k}", budget) for k, v in value.items()}
     return value
 
 
@@ -128,6 +138,16 @@ def _plain(value: Any, where: str) -> Any:
     return value
 
 
-def truthy(value: Any, names: dict[str, Any], where: str) -> bool:
+def truthy(value: Any, names: dict[str, Any], where: str,
+           budget: TemplateBudget | None = None) -> bool:
     """The truth of a condition."""
-    return bool(render(value, names, where))
+    return bool(render(value, names, where, budget))
+
+
+def failure_of(exc: RenderError | NotJSONError | TemplateLimit,
+               node_id: str | None) -> NodeError:
+    """The error of a unit whose template or value failed."""
+    if isinstance(exc, TemplateLimit):
+        return NodeError("TemplateLimit", str(exc.at(node_id, exc.field)), node_id)
+    kind = "TemplateError" if isinstance(exc, RenderError) else type(exc).__name__
+    return NodeError(kind, str(exc), node_id)

@@ -30,11 +30,13 @@ from tether.runtime.plans import PlanSource, check_tasks, load_plan, remember, s
 from tether.runtime.registry import resolve_tasks
 from tether.runtime.results import RunResult
 from tether.runtime.resume import Prepared, Resumption
+from tether.runtime.secrets import masker_for
 from tether.runtime.state import RunState
 from tether.runtime.values import to_json
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 from tether.stores.base import Checkpointer
 from tether.stores.records import Checkpoint, RunRecord, utc
+from tether.templating import DEFAULT_BUDGET, TemplateBudget
 
 __all__ = ["RunResult", "Runner", "load_plan"]
 
@@ -56,6 +58,9 @@ class Runner:
             third of that while the attempt runs): how long a crashed attempt on another host
             (or in another container) holds a run before another may take it over.
         on_event: called with an :class:`Event` as units start and finish.
+        template_budget: what one template render may spend (default 1 s and 1,000,000
+            characters); a render also counts toward its node's ``timeout``. Going over is a
+            ``TemplateLimit`` failure of the node, naming the field.
     """
 
     def __init__(self, plan_or_path: PlanSource | None = None,
@@ -63,7 +68,8 @@ class Runner:
                  tasks: Mapping[str, Callable[..., Any]] | Iterable[str] | None = None, *,
                  max_concurrency: int = 16, lease_seconds: float = 30.0,
                  snapshot_every: int = SNAPSHOT_EVERY,
-                 on_event: Callable[[Event], None] | None = None) -> None:
+                 on_event: Callable[[Event], None] | None = None,
+                 template_budget: TemplateBudget | None = None) -> None:
         if not 0 < lease_seconds <= MAX_LEASE_SECONDS:
             raise ValueError(f"lease_seconds must be above 0 and at most {MAX_LEASE_SECONDS:g}")
         self.plan = load_plan(plan_or_path) if plan_or_path is not None else None
@@ -75,6 +81,7 @@ class Runner:
         self.lease_seconds = lease_seconds
         self.snapshot_every = snapshot_every
         self.on_event = on_event
+        self.template_budget = template_budget or DEFAULT_BUDGET
 
     # -- sync twins --------------------------------------------------------------------------
     def run(self, inputs: Mapping[str, Any] | None = None,
@@ -107,6 +114,9 @@ class Runner:
         if problems:
             raise InputError(problems)
         values, _ = to_json(values, "the run's inputs")
+        masker = masker_for(plan)
+        if masker is not None:  # a secret's value is never stored, not even as an input
+            values = masker.value(values)
         if execution_id is not None:
             check_execution_id(execution_id)
         execution_id = execution_id or new_execution_id()
@@ -214,7 +224,7 @@ class Runner:
     async def _drive(self, execution_id: str, plan: Plan, state: RunState,
                      journal: Journal | None, attempt: Attempt) -> RunResult:
         driver = Driver(execution_id, plan, state, journal, attempt, self.tasks,
-                        self.max_concurrency, self.on_event)
+                        self.max_concurrency, self.on_event, self.template_budget)
         return await driver.drive()
 
     # -- helpers -----------------------------------------------------------------------------

@@ -51,6 +51,13 @@ def to_json(value: Any, what: str, *, node_id: str | None = None) -> tuple[Any, 
                            node_id=node_id) from None
     if "\\u0000" in text and _NUL.search(text):
         raise NotJSONError(what, "a string contains a NUL character (\\u0000)", node_id=node_id)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start]
+            raise NotJSONError(what, f"a string holds a lone surrogate ({bad!a}), which no "
+                               "store can keep as UTF-8", node_id=node_id) from None
     decoded = json.loads(text)
     if not _same_keys(value, decoded):
         raise NotJSONError(what, "a mapping has a key that is not a string", node_id=node_id)

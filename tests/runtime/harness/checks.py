@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.tasks import canonical
-from tether.compiler.plan import Plan
+from tether.compiler.plan import Plan, TaskNode
 from tether.runtime.state import locate_unit
 from tether.stores.base import Checkpointer
 from tether.stores.records import CheckpointRow
@@ -25,7 +25,8 @@ Unit = tuple[str, str]
 def task_of(plan: Plan, agent_path: str, address: str) -> str | None:
     """The task a unit calls (None for approvals, sub-workflow and for_each summary rows)."""
     level, _ = locate_unit(plan, {"nodes": {}}, agent_path, address)
-    return level.node(address.partition("/item:")[0]).task
+    node = level.node(address.partition("/item:")[0])
+    return node.task if isinstance(node, TaskNode) else None
 
 
 def unit_of(plan: Plan, row: CheckpointRow) -> Unit | None:

@@ -19,8 +19,9 @@ class ApprovalExecutor:
         level = unit.level
         approval = node.approval
         names = unit.names()
-        reason = render(approval.reason, names, "approval.reason")
-        context = render(approval.context, names, "approval.context")
+        budget = level.session.budget
+        reason = render(approval.reason, names, "approval.reason", budget)
+        context = render(approval.context, names, "approval.context", budget)
         answers = level.answers(unit.path)
         token = UNIT.set(UnitScope(unit.address, level.agent_path, answers))
         try:

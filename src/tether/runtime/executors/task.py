@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 from tether.compiler.plan import TaskNode
 from tether.runtime.context import UnitScope
 from tether.runtime.invoke import call_task
 from tether.runtime.render import render
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import to_json
+from tether.templating import TemplateBudget
 
 
 class TaskExecutor:
@@ -15,11 +18,16 @@ class TaskExecutor:
 
     async def run(self, unit: Unit, node: TaskNode) -> UnitResult:
         level = unit.level
-        args = render(node.args, unit.names(), "with")
+        started = time.monotonic()
+        budget = level.session.budget
+        if node.timeout is not None and node.timeout < budget.seconds:
+            budget = TemplateBudget(node.timeout, budget.max_size)  # it counts toward the node's
+        args = render(node.args, unit.names(), "with", budget)
         to_json(args, f"the arguments of node '{node.id}'", node_id=node.id)
         fn = level.session.tasks[node.task]
         answers = level.answers(unit.path)
         scope = UnitScope(unit.address, level.agent_path, answers)
         semaphore = None if unit.inline else level.session.semaphore
-        output, text = await call_task(fn, node, args, scope, semaphore, level.session.bodies)
+        output, text = await call_task(fn, node, args, scope, semaphore, level.session.bodies,
+                                       spent=time.monotonic() - started)
         return UnitResult(output, text, args)

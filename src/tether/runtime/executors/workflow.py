@@ -18,7 +18,7 @@ class WorkflowExecutor:
     async def run(self, unit: Unit, node: WorkflowNode) -> UnitResult:
         level = unit.level
         plan = node.workflow.plan
-        given = render(node.args, unit.names(), "with")
+        given = render(node.args, unit.names(), "with", level.session.budget)
         inputs, problems = check_values(plan.inputs, given, "input")
         if problems:
             raise NodeFailure(NodeError(
