@@ -21,8 +21,11 @@ from tether.stores.records import (
     CheckpointRow,
     Claim,
     Decision,
+    PendingCursor,
+    PendingEntry,
     PendingInterrupt,
     PruneResult,
+    RunCursor,
     RunRecord,
     fold,
     fold_last,
@@ -67,9 +70,26 @@ class Checkpointer(abc.ABC):
     def get_run(self, execution_id: str) -> RunRecord | None:
         """The run, or None."""
 
-    @abc.abstractmethod
     def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
         """Runs, newest first, optionally only those with ``status``."""
+        return self.find_runs(status=status, limit=limit)
+
+    @abc.abstractmethod
+    def find_runs(self, *, status: str | None = None, workflow: str | None = None,
+                  before: RunCursor | None = None, limit: int = 50) -> list[RunRecord]:
+        """Up to ``limit`` runs, newest first (``created_at``, then execution id, both
+        descending), only those with ``status`` and of ``workflow`` when given, and only those
+        that sort after ``before`` (keyset paging: pass :meth:`RunCursor.created` of a page's
+        last run for the next page)."""
+
+    @abc.abstractmethod
+    def runs_changed(self, after: RunCursor | None = None, limit: int = 500,
+                     ) -> list[RunRecord]:
+        """Up to ``limit`` runs in the order of their last status change (``updated_at``,
+        then execution id, ascending), after ``after`` (:meth:`RunCursor.updated` of the last
+        one seen). How a process watches what other processes do to runs in a shared store;
+        ``updated_at`` is the writer's clock, so a watcher re-reads a window behind its
+        cursor to catch writers whose clock or commit lagged."""
 
     @abc.abstractmethod
     def get_plan(self, fingerprint: str) -> str | None:
@@ -143,6 +163,13 @@ class Checkpointer(abc.ABC):
     @abc.abstractmethod
     def list_pending(self, execution_id: str | None = None) -> list[PendingInterrupt]:
         """Pending interrupts (of one run, or of every run), oldest first."""
+
+    @abc.abstractmethod
+    def pending_page(self, before: PendingCursor | None = None,
+                     limit: int = 50) -> list[PendingEntry]:
+        """Up to ``limit`` pending interrupts of every run, newest first (``created_at``, then
+        execution id and checkpoint id, descending), after ``before``, each with its run's
+        workflow name (the approvals inbox)."""
 
     def get_pending(self, execution_id: str) -> PendingInterrupt | None:
         """The run's oldest pending interrupt, if any."""
