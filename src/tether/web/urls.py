@@ -1,0 +1,19 @@
+"""The console's addresses. Execution ids may hold any printable character (``/``, ``?``,
+``#``, spaces): every id in a path is percent-encoded whole, and routes read it back with
+Starlette's ``path`` convertor."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+
+def quote_id(text: str) -> str:
+    return quote(text, safe="")
+
+
+def run_url(execution_id: str) -> str:
+    return f"/runs/{quote_id(execution_id)}"
+
+
+def approval_url(execution_id: str, checkpoint_id: str) -> str:
+    return f"/runs/{quote_id(execution_id)}/approvals/{quote_id(checkpoint_id)}"
