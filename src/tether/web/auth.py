@@ -16,7 +16,6 @@ is refused as well.
 
 from __future__ import annotations
 
-import getpass
 import secrets
 from dataclasses import dataclass
 from typing import Literal
@@ -54,13 +53,6 @@ class Forbidden(Exception):
 
 class Unauthenticated(Exception):
     """A request without valid credentials (HTTP 401, or the login page)."""
-
-
-def local_user_name() -> str:
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "local"
 
 
 class Guard:
