@@ -117,3 +117,23 @@ def test_a_run_with_two_pending_units_shows_both_in_the_inbox(store: Checkpointe
     store.record_interrupt(second, pending_for(second), None)
     assert [(e.pending.node_id, e.workflow) for e in store.pending_page()] == \
         [("right", "pair"), ("left", "pair")]
+
+
+def test_page_rows_and_last_row_are_the_stored_rows_unfolded(store: Checkpointer) -> None:
+    """The timeline's reads: page_rows are slices of rows(), last_row its last entry (or the
+    last before the run_end marker)."""
+    from helpers import journal_history
+
+    eid = new_run(store)
+    journal_history(store, eid, [{"node": f"n{i}", "value": i} for i in range(7)],
+                    snapshot_every=3)
+    stored = list(store.rows(eid))
+    assert store.page_rows(eid) == stored
+    assert store.page_rows(eid, stored[2].checkpoint_id, 3) == stored[3:6]
+    assert store.page_rows(eid, stored[-1].checkpoint_id) == []
+    assert store.last_row(eid) == stored[-1]
+    marker = run_end(eid)
+    store.finish_run(marker, "completed", None, None)
+    assert store.last_row(eid) == marker
+    assert store.last_row(eid, skip_run_end=True) == stored[-1]
+    assert store.last_row("no-such-run") is None

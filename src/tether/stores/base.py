@@ -332,6 +332,19 @@ class Checkpointer(abc.ABC):
         chain = self._rows(execution_id, rows[0].base_id, rows[0].checkpoint_id)[:-1]
         return fold([*chain, *rows], self._inputs(execution_id))[len(chain):]
 
+    def page_rows(self, execution_id: str, after: str | None = None,
+                  limit: int = 200) -> _PageRows:
+        """The stored rows of :meth:`page`, without folding snapshots (a row's ``state`` may
+        be a delta): for timelines that show each step, not the state after it. One keyset
+        query on the SQL stores."""
+        return self._page_rows(execution_id, after, limit)
+
+    def last_row(self, execution_id: str, *, skip_run_end: bool = False,
+                 ) -> CheckpointRow | None:
+        """The newest stored row of a run (optionally the newest that is not a run_end
+        marker), without folding its snapshot; served by the primary key."""
+        return self._last_row(execution_id, skip_run_end=skip_run_end)
+
     def _page_rows(self, execution_id: str, after: str | None,
                    limit: int) -> _PageRows:
         """Up to ``limit`` rows with ``checkpoint_id > after``, in checkpoint id order (a

@@ -15,13 +15,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from tether.stores.records import Checkpoint, Decision, PendingInterrupt, RunRecord
+from tether.stores.records import Decision, PendingInterrupt, RunRecord
 from tether.web.app import web_of
 from tether.web.auth import CSRF_HEADER, Forbidden, Identity, Unauthenticated
-from tether.web.console import AlreadyAnswered, Invalid, Recorded
+from tether.web.console import AlreadyAnswered, Invalid, Recorded, Step, timeline
 from tether.web.forms import Decision as Button
 from tether.web.urls import approval_url, run_url
 
@@ -112,7 +112,7 @@ class CheckpointOut(BaseModel):
     decision: DecisionOut | None = None
 
     @classmethod
-    def of(cls, c: Checkpoint, decision: Decision | None) -> CheckpointOut:
+    def of(cls, c: Step, decision: Decision | None) -> CheckpointOut:
         return cls(checkpoint_id=c.checkpoint_id, parent_checkpoint_id=c.parent_checkpoint_id,
                    node_id=c.node_id, node_index=c.node_index, step_type=c.step_type,
                    status=c.status, agent_path=c.agent_path, created_at=c.created_at,
@@ -200,16 +200,21 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 # -- auth ---------------------------------------------------------------------------------------
-def reader(request: Request) -> Identity:
+async def reader(request: Request) -> Identity:
+    """The caller (a dependency: no I/O, so it runs on the event loop)."""
+    return _reader(request)
+
+
+def _reader(request: Request) -> Identity:
     who = web_of(request).guard.identify(request)
     if who is None:
         raise Unauthenticated("send Authorization: Bearer <token>")
     return who
 
 
-def writer(request: Request) -> Identity:
+async def writer(request: Request) -> Identity:
     """A caller allowed to act, whose request is not a cross-site forgery."""
-    who = reader(request)
+    who = _reader(request)
     guard = web_of(request).guard
     guard.check_origin(request)
     if who.via == "session":
@@ -228,12 +233,19 @@ Writer = Depends(writer)
 
 # -- lists and reads ----------------------------------------------------------------------------
 @router.get("/pending", response_model=PendingList, responses=_ERRORS)
-def pending(request: Request, before: str | None = None,
-            limit: int = Query(50, ge=1, le=500), who: Identity = Reader) -> PendingList:
-    """Pending interrupts (approvals and agent tool pauses), newest first."""
+async def pending(request: Request, before: str | None = None,
+                  limit: int = Query(50, ge=1, le=500), who: Identity = Reader) -> Response:
+    """Pending interrupts (approvals and agent tool pauses), newest first.
+
+    The hot path of integrations that poll: one indexed query, answered on the event loop
+    (no thread hop) and serialised once by pydantic."""
     page = web_of(request).console.inbox(before, limit)
-    return PendingList(items=[PendingOut.of(e.pending, e.workflow) for e in page.items],
-                       next=page.next)
+    return _json(PendingList(items=[PendingOut.of(e.pending, e.workflow)
+                                    for e in page.items], next=page.next))
+
+
+def _json(model: BaseModel) -> Response:
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 @router.get("/runs", response_model=RunList, responses=_ERRORS)
@@ -271,11 +283,10 @@ def checkpoints(request: Request, execution_id: str, after: str | None = None,
     """The run's checkpoint timeline, oldest first, a page at a time."""
     console = web_of(request).console
     console.get_run(execution_id)
-    rows = console.store.page(execution_id, after or None, limit + 1)
-    decisions = {d.checkpoint_id: d for d in console.store.decisions(execution_id)}
-    return CheckpointList(
-        items=[CheckpointOut.of(c, decisions.get(c.checkpoint_id)) for c in rows[:limit]],
-        next=rows[limit - 1].checkpoint_id if len(rows) > limit else None)
+    steps, nxt = timeline(console.store, execution_id, after or None, limit,
+                          console.store.decisions(execution_id))
+    return CheckpointList(items=[CheckpointOut.of(r.step, r.decision) for r in steps],
+                          next=nxt)
 
 
 # -- actions ------------------------------------------------------------------------------------

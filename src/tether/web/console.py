@@ -23,12 +23,13 @@ from tether.runtime.resume import approval_node
 from tether.status import RUN_END, RunStatus
 from tether.stores.base import Checkpointer
 from tether.stores.records import (
-    Checkpoint,
+    CheckpointRow,
     Decision,
     PendingCursor,
     PendingInterrupt,
     RunCursor,
     RunRecord,
+    utc,
 )
 from tether.web.auth import Identity
 from tether.web.fleet import Fleet
@@ -124,9 +125,55 @@ Outcome = Recorded | AlreadyAnswered | Invalid
 
 
 @dataclass(frozen=True)
+class Step:
+    """One checkpoint as the timeline shows it: the stored row with its JSON fields read,
+    but no state snapshot folded (a run with a large state pages fast)."""
+
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    node_id: str
+    node_index: int
+    step_type: str
+    status: str
+    agent_path: str
+    created_at: datetime
+    node_input: Any
+    node_output: Any
+    interrupt_reason: str | None
+    interrupt_context: Any
+
+    @classmethod
+    def of(cls, row: CheckpointRow) -> Step:
+        return cls(row.checkpoint_id, row.parent_checkpoint_id, row.node_id, row.node_index,
+                   row.step_type, row.status, row.agent_path, utc(row.created_at),
+                   _loads(row.node_input), _loads(row.node_output), row.interrupt_reason,
+                   _loads(row.interrupt_context))
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # shown as it is stored
+
+
+@dataclass(frozen=True)
 class TimelineRow:
-    checkpoint: Checkpoint
+    step: Step
     decision: Decision | None
+
+
+def timeline(store: Checkpointer, execution_id: str, after: str | None, limit: int,
+             decisions: list[Decision]) -> tuple[list[TimelineRow], str | None]:
+    """A page of the run's steps with the decision each interrupted step got, and the
+    ``after`` of the next page (None on the last)."""
+    by_checkpoint = {d.checkpoint_id: d for d in decisions}
+    rows = store.page_rows(execution_id, after, limit + 1)
+    nxt = rows[limit - 1].checkpoint_id if len(rows) > limit else None
+    return [TimelineRow(Step.of(r), by_checkpoint.get(r.checkpoint_id))
+            for r in rows[:limit]], nxt
 
 
 @dataclass(frozen=True)
@@ -222,17 +269,13 @@ class Console:
                     if isinstance(v, dict)}
         if plan is not None and run.status == RunStatus.RUNNING:
             _mark_running(plan, statuses)
-        final = self.store.get_last(execution_id)
-        output = final.node_output if final is not None and final.node_id == RUN_END and \
-            final.status == "completed" else None
+        final = self.store.last_row(execution_id)
+        output = _loads(final.node_output) if final is not None and \
+            final.node_id == RUN_END and final.status == "completed" else None
         decisions = self.store.decisions(execution_id)
-        by_checkpoint = {d.checkpoint_id: d for d in decisions}
-        rows = self.store.page(execution_id, after, TIMELINE_PAGE + 1)
-        nxt = rows[TIMELINE_PAGE - 1].checkpoint_id if len(rows) > TIMELINE_PAGE else None
-        timeline = [TimelineRow(c, by_checkpoint.get(c.checkpoint_id))
-                    for c in rows[:TIMELINE_PAGE]]
+        steps, nxt = timeline(self.store, execution_id, after, TIMELINE_PAGE, decisions)
         return RunView(run, plan, statuses, output, self.store.list_pending(execution_id),
-                       decisions, timeline, nxt, after)
+                       decisions, steps, nxt, after)
 
     # -- acting ------------------------------------------------------------------------------
     def answer(self, execution_id: str, checkpoint_id: str, who: Identity,

@@ -4,11 +4,15 @@ Starlette's ``path`` convertor."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
+
+_SAFE = re.compile(r"[A-Za-z0-9_.~-]+")
 
 
 def quote_id(text: str) -> str:
-    return quote(text, safe="")
+    """``text`` percent-encoded for one path segment (ids made by tether need nothing)."""
+    return text if _SAFE.fullmatch(text) and text not in (".", "..") else quote(text, safe="")
 
 
 def run_url(execution_id: str) -> str:
