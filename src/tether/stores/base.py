@@ -84,12 +84,15 @@ class Checkpointer(abc.ABC):
 
     @abc.abstractmethod
     def runs_changed(self, after: RunCursor | None = None, limit: int = 500,
-                     ) -> list[RunRecord]:
+                     ) -> tuple[list[RunRecord], RunCursor | None]:
         """Up to ``limit`` runs in the order of their last status change (``updated_at``,
-        then execution id, ascending), after ``after`` (:meth:`RunCursor.updated` of the last
-        one seen). How a process watches what other processes do to runs in a shared store;
-        ``updated_at`` is the writer's clock, so a watcher re-reads a window behind its
-        cursor to catch writers whose clock or commit lagged."""
+        then execution id, ascending) after ``after``, and the cursor after the last of them
+        (None when there are none): pass it back for the next page. The cursor holds the
+        stored time exactly (a :class:`RunRecord`'s datetime keeps only microseconds).
+
+        How a process watches what other processes do to runs in a shared store;
+        ``updated_at`` is the writer's clock, so a watcher re-reads a window behind its cursor
+        to catch writers whose clock or commit lagged."""
 
     @abc.abstractmethod
     def get_plan(self, fingerprint: str) -> str | None:

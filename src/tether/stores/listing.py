@@ -44,18 +44,12 @@ def find_runs_statement(*, status: bool, workflow: bool, before: bool) -> Clause
 
 
 def runs_changed_statement(*, after: bool) -> ClauseElement:
-    """Runs in the order they changed; binds ``low``, ``high`` and ``eid`` (with ``after``),
-    and ``n``.
-
-    ``updated_at`` is written from ``time.time()`` (finer than a microsecond) but read back
-    as a datetime (a microsecond): a cursor's time stands for the half-open microsecond
-    ``[low, high)`` around it, inside which rows are ordered by execution id.
-    """
+    """Runs in the order they changed; binds ``at`` and ``eid`` (with ``after``), ``n``.
+    ``at`` is the stored time of the cursor's run, read exactly (not through a datetime)."""
     query = select(*runs.columns)
     if after:
-        query = query.where(or_(runs.c.updated_at >= bindparam("high"), and_(
-            runs.c.updated_at >= bindparam("low"),
-            runs.c.execution_id > bindparam("eid"))))
+        query = query.where(_after((runs.c.updated_at, runs.c.execution_id), ("at", "eid"),
+                                   descending=False))
     return query.order_by(runs.c.updated_at, runs.c.execution_id).limit(bindparam("n"))
 
 

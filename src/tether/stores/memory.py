@@ -75,12 +75,13 @@ class InMemoryCheckpointer(Checkpointer):
         return [_copy(r) for r in runs[:max(0, limit)]]
 
     def runs_changed(self, after: RunCursor | None = None, limit: int = 500,
-                     ) -> list[RunRecord]:
+                     ) -> tuple[list[RunRecord], RunCursor | None]:
         with self._lock:
             runs = [r for r in self._runs.values()
                     if after is None or RunCursor.updated(r) > after]
         runs.sort(key=RunCursor.updated)
-        return [_copy(r) for r in runs[:max(0, limit)]]
+        found = [_copy(r) for r in runs[:max(0, limit)]]
+        return found, RunCursor.updated(found[-1]) if found else None
 
     def get_plan(self, fingerprint: str) -> str | None:
         with self._lock:

@@ -266,10 +266,11 @@ class PruneResult:
 
 
 class RunCursor(NamedTuple):
-    """Where a page of runs ended: the last run's time (Unix seconds as stored: ``created_at``
-    for :meth:`~tether.stores.base.Checkpointer.find_runs`, ``updated_at`` for
-    :meth:`~tether.stores.base.Checkpointer.runs_changed`) and its execution id. The next
-    page holds the runs that sort after it, so paging never skips or repeats a run."""
+    """Where a page of runs ended: the last run's time (Unix seconds: ``created_at`` for
+    :meth:`~tether.stores.base.Checkpointer.find_runs`, ``updated_at`` for
+    :meth:`~tether.stores.base.Checkpointer.runs_changed`, which returns its cursor with the
+    stored value) and its execution id. The next page holds the runs that sort after it, so
+    paging never skips or repeats a run."""
 
     at: float
     execution_id: str

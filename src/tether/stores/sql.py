@@ -345,16 +345,20 @@ class SQLCheckpointer(Checkpointer):
 
     @transient()
     def runs_changed(self, after: RunCursor | None = None, limit: int = 500,
-                     ) -> list[RunRecord]:
+                     ) -> tuple[list[RunRecord], RunCursor | None]:
         values: dict[str, Any] = {"n": max(0, limit)}
-        if after is not None:  # the microsecond the cursor's datetime stands for
-            values.update(low=after.at - 5e-7, high=after.at + 5e-7, eid=after.execution_id)
+        if after is not None:
+            values.update(at=after.at, eid=after.execution_id)
         with self._cursor("listing changed runs") as cursor:
             rows = self._execute(
                 cursor, f"runs_changed:{after is not None}",
                 lambda: listing.runs_changed_statement(after=after is not None),
                 **values).fetchall()
-        return [self._to_run(row) for row in rows]
+        if not rows:
+            return [], None
+        last = dict(zip(_RUN_FIELDS, rows[-1], strict=True))
+        return [self._to_run(row) for row in rows], RunCursor(last["updated_at"],
+                                                              last["execution_id"])
 
     @transient()
     def get_plan(self, fingerprint: str) -> str | None:

@@ -116,22 +116,20 @@ class Notifier:
     def scan(self) -> int:
         """Queue the events of changes since the last scan; how many were queued."""
         queued = 0
-        after = RunCursor(self._cursor.at - LOOKBACK_SECONDS, "")
-        while True:
-            runs = self.store.runs_changed(after, limit=500)
+        after: RunCursor | None = RunCursor(self._cursor.at - LOOKBACK_SECONDS, "")
+        while after is not None:
+            runs, nxt = self.store.runs_changed(after, limit=500)
             for run in runs:
                 queued += self._consider(run)
-            if len(runs) < 500:
-                break
-            after = RunCursor.updated(runs[-1])
+            if nxt is not None and nxt > self._cursor:
+                self._cursor = nxt
+            after = nxt if len(runs) == 500 else None
         horizon = self._cursor.at - 2 * LOOKBACK_SECONDS
         self._sent = {k: t for k, t in self._sent.items() if t >= horizon}
         return queued
 
     def _consider(self, run: RunRecord) -> int:
         changed = run.updated_at.timestamp()
-        if changed > self._cursor.at:
-            self._cursor = RunCursor(changed, run.execution_id)
         name = _EVENTS.get(run.status)
         if name is None or changed < self._start:
             return 0
