@@ -278,3 +278,34 @@ def test_pages_without_a_session_go_to_the_login_page(auth_server: Server) -> No
     response = auth_server.get("/inbox", user=None, follow_redirects=False)
     assert response.status_code == 303
     assert response.headers["location"].startswith("/login?next=")
+
+
+def test_page_forms_refuse_a_missing_or_foreign_csrf_token(auth_server: Server,
+                                                           module_project: Project) -> None:
+    """The approval form of a signed-in browser: no token, another browser's token, or a
+    foreign Origin is 403 and records nothing; its own token is accepted."""
+    eid, cid = module_project.pause()
+    page = approval_path(eid, cid, api=False)
+    form = {"decision": "approve", "field.limit": "4"}
+
+    def signed_in() -> tuple[httpx.Client, str]:
+        client = httpx.Client(base_url=auth_server.url, timeout=20)
+        token = client.get("/login").text.split('name="csrf_token" value="')[1].split('"')[0]
+        client.post("/login", data={"csrf_token": token, "token": TOKENS["bob"]})
+        shown = client.get(page).text
+        return client, shown.split('name="csrf_token" value="')[1].split('"')[0]
+
+    first, mine = signed_in()
+    second, theirs = signed_in()
+    second.close()
+    try:
+        assert first.post(page, data=form).status_code == 403
+        assert first.post(page, data={**form, "csrf_token": theirs}).status_code == 403
+        assert first.post(page, data={**form, "csrf_token": mine},
+                          headers={"Origin": "http://evil.example"}).status_code == 403
+        assert module_project.store.list_pending(eid)
+        done = first.post(page, data={**form, "csrf_token": mine})
+        assert done.status_code == 303 and done.headers["location"].endswith("?done=answered")
+    finally:
+        first.close()
+    assert module_project.store.decisions(eid)[0].resolver == "bob"
