@@ -141,3 +141,12 @@ def test_a_fork_with_a_state_patch_runs_as_a_new_branch(worker: Server,
     assert detail["parent_execution_id"] == eid
     assert detail["pending"][0]["context"]["amount"] == 900
     assert _status(worker, eid) == "paused"  # the original is untouched
+
+
+def test_a_patch_the_plan_cannot_run_is_422_naming_the_patch(worker: Server,
+                                                             module_project: Project) -> None:
+    eid, _ = module_project.pause()
+    for patch in ({"nodes": None}, {"inputs": {"amount": "lots"}}):
+        response = worker.post(f"/api{run_url(eid)}/fork", {"patch": patch})
+        assert response.status_code == 422, response.text
+        assert response.json()["errors"][0]["field"] == "patch"

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from tether.compiler.plan import Plan
-from tether.errors import TetherError
+from tether.errors import CheckpointNotFound, ForkError, InputError, TetherError
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
 from tether.status import RUN_END, RunStatus
@@ -344,7 +344,12 @@ class Console:
             if found.node_id == RUN_END:
                 raise BadRequest("checkpoint_id", "that is the run's end marker, not a "
                                  "point to fork from")
-        return self.fleet.fork(execution_id, checkpoint_id or None, patch)
+        try:
+            return self.fleet.fork(execution_id, checkpoint_id or None, patch)
+        except (ForkError, InputError) as exc:
+            raise BadRequest("patch", str(exc)) from None
+        except CheckpointNotFound as exc:
+            raise NotFound(str(exc)) from None
 
     def cancel(self, execution_id: str, who: Identity) -> None:
         run = self.get_run(execution_id)
