@@ -32,6 +32,7 @@ so that a task's ``except Exception:`` cannot swallow it; only the runner catche
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -94,8 +95,8 @@ class PlanMismatch(PlanError):
 class InputError(TetherError):
     """Run inputs that do not match the plan's declared inputs."""
 
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
         super().__init__("invalid inputs: " + "; ".join(problems))
 
 
@@ -175,8 +176,8 @@ ChainResumeError = ResumeError
 class ResumeValueError(ResumeError):
     """Resume values that do not match the approval node's form; nothing was changed."""
 
-    def __init__(self, execution_id: str, node_id: str, problems: list[str]) -> None:
-        self.problems = problems
+    def __init__(self, execution_id: str, node_id: str, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
         super().__init__(
             execution_id,
             f"the resume values for node '{node_id}' do not match its form: "

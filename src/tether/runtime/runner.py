@@ -184,9 +184,9 @@ class Runner:
                 raise ForkError(execution_id, problems)
         data, _ = to_json(state.data, "the forked state")
         state = RunState(data)
-        values, problems = check_values(chosen.inputs, state.inputs, "input")
-        if problems:
-            raise InputError(problems)
+        values, wrong = check_values(chosen.inputs, state.inputs, "input")
+        if wrong:
+            raise InputError(wrong)
         state.data["inputs"] = values
         if chosen.fingerprint != run.plan_fingerprint:
             check_compatible(execution_id, stored_plan(store, run), chosen, state.data)
