@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tether.compiler.plan import ApprovalNode, Plan
 from tether.errors import AlreadyResumed, ResumeError, ResumeValueError
 from tether.paths import StatePath
+from tether.runtime.agent.answers import approval_problems
 from tether.runtime.answers import adopt_waits, apply_decisions
 from tether.runtime.attempt import Attempt
 from tether.runtime.context import Resume
@@ -174,6 +175,9 @@ class Resumption:
 
     def _validate(self, plan: Plan, target: PendingInterrupt) -> None:
         assert self.answer is not None
+        problems = approval_problems(self.runner.tasks, target, self.answer)
+        if problems:
+            raise ResumeValueError(self.execution_id, target.node_id, problems)
         try:
             level, _ = RunState({}).locate(plan, target.agent_path, target.node_id)
         except KeyError:

@@ -48,6 +48,7 @@ from tether.runtime.agent.tools import (
     did_not_run,
     error_result,
     result_text,
+    without_tool_blocks,
 )
 from tether.runtime.context import UnitScope
 from tether.runtime.invoke import NodeFailure
@@ -126,17 +127,17 @@ class AgentRun:
                     node_output_json=None if output is None else dumps(output))
 
     def record_usage(self, state: AgentState, input_tokens: int, output_tokens: int) -> None:
-        """Count a model call's tokens on the node's state and on the run's total."""
-        from tether.agents.conversation import Usage
-
-        self.top.record_usage(state.agent, state.turn, Usage(input_tokens=input_tokens,
-                                                             output_tokens=output_tokens))
+        """Count a model call's tokens in the run state's ``usage``: the run's totals, and
+        one entry per call (node, agent, turn), so every later checkpoint shows them."""
         level = self.unit.level
         journal = level.session.journal
         root = journal.state if journal is not None else level.state.data
-        total = root.setdefault("usage", {"input_tokens": 0, "output_tokens": 0})
-        total["input_tokens"] = int(total.get("input_tokens", 0)) + input_tokens
-        total["output_tokens"] = int(total.get("output_tokens", 0)) + output_tokens
+        usage = root.setdefault("usage", {"input_tokens": 0, "output_tokens": 0, "calls": []})
+        usage["input_tokens"] = int(usage.get("input_tokens", 0)) + input_tokens
+        usage["output_tokens"] = int(usage.get("output_tokens", 0)) + output_tokens
+        usage.setdefault("calls", []).append(
+            {"node": self.node.id, "agent": state.agent, "turn": state.turn,
+             "input_tokens": input_tokens, "output_tokens": output_tokens})
         if journal is not None:
             journal.mark(("usage",))
 
@@ -207,18 +208,19 @@ class AgentLoop:
         attempts = retry.max_attempts if retry else DEFAULT_ATTEMPTS
         backoff = retry.backoff if retry else DEFAULT_BACKOFF
         address = f"{state.agent}/turn:{state.turn}"
+        sent = history if specs else without_tool_blocks(history)
         for attempt in range(1, attempts + 1):
             self.run.row(state, address, StepType.LLM_CALL, state.path, view=True,
                          node_input={"model": f"{agent.model.provider}:{agent.model.name}",
                                      "attempt": attempt})
             try:
-                reply = await model.complete(system=system, messages=history.messages,
+                reply = await model.complete(system=system, messages=sent.messages,
                                              tools=list(specs.values()))
                 break
             except ModelError as exc:
                 if not exc.retryable or attempt == attempts:
                     raise NodeFailure(NodeError("ModelError", str(exc), self.run.node.id,
-                                                attempts if attempts > 1 else None)) from None
+                                                attempt if attempt > 1 else None)) from None
                 wait = max(backoff * 2 ** (attempt - 1), exc.retry_after or 0.0)
                 await asyncio.sleep(min(wait, MAX_WAIT))
         state.set_conversation(history.append(reply.message))

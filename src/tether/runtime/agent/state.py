@@ -5,7 +5,6 @@ of its supervisor that asked it)::
 
     {"agent": "<agent id holding the conversation>", "path": "<its agent_path>",
      "messages": [...], "turn": N, "start": S, "phase": "model" | "tools" | "final",
-     "usage": [{"agent", "turn", "input_tokens", "output_tokens"}, ...],
      "active": "<call id being dispatched>", "pause": "approval" | "tool",
      "calls": {"<call id>": {"decision": {...}, "answers": [...], "resumed": true,
                              "worker": <state of the worker asked>}},
@@ -21,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from tether.agents.conversation import Conversation, Usage, UserMessage
+from tether.agents.conversation import Conversation, UserMessage
 
 Phase = Literal["model", "tools", "final"]
 PauseKind = Literal["approval", "tool"]
@@ -39,7 +38,7 @@ class AgentState:
     def new(cls, agent: str, path: str, prompt: str | None) -> AgentState:
         messages = [UserMessage(content=prompt).model_dump(mode="json")] if prompt else []
         return cls({"agent": agent, "path": path, "messages": messages, "turn": 0, "start": 0,
-                    "phase": "model", "usage": [], "calls": {}})
+                    "phase": "model", "calls": {}})
 
     # -- where the loop is -----------------------------------------------------------------
     @property
@@ -94,12 +93,6 @@ class AgentState:
 
     def set_conversation(self, conversation: Conversation) -> None:
         self.data["messages"] = conversation.to_data()
-
-    def record_usage(self, agent: str, turn: int, usage: Usage) -> None:
-        """The tokens of one model call (a worker's calls are recorded on the node's state)."""
-        self.data.setdefault("usage", []).append(
-            {"agent": agent, "turn": turn, "input_tokens": usage.input_tokens,
-             "output_tokens": usage.output_tokens})
 
     # -- tool calls of the turn ----------------------------------------------------------------
     def call(self, call_id: str) -> dict[str, Any]:
@@ -168,11 +161,3 @@ class AgentState:
         self.data["consumed"] = len(answers)
         return fresh
 
-
-def usage_of(data: dict[str, Any]) -> Usage:
-    """The tokens the model calls recorded in a stored agent state used."""
-    total = Usage()
-    for entry in data.get("usage") or ():
-        total += Usage(input_tokens=int(entry.get("input_tokens", 0)),
-                       output_tokens=int(entry.get("output_tokens", 0)))
-    return total

@@ -9,7 +9,13 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tether.agents.conversation import ToolCall, ToolResult
+from tether.agents.conversation import (
+    AssistantMessage,
+    Conversation,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from tether.agents.tools import ToolSpec, handoff_tool, tool_spec, worker_tool
 from tether.compiler.plan import PlanAgent
 from tether.runtime.context import UNIT, UnitScope
@@ -79,3 +85,25 @@ def did_not_run(call: ToolCall, why: str) -> ToolResult:
 SIBLING_PAUSED = "the run paused at another tool call of this turn and was resumed there"
 INTERRUPTED = "the run stopped before this call finished (a crash, a cancel or a pause)"
 HANDED_OVER = "the conversation was handed over to another agent first"
+
+
+def without_tool_blocks(history: Conversation) -> Conversation:
+    """The history with its tool calls and results written as text, for a model offered no
+    tools (a handoff target without tools): Anthropic refuses tool blocks in a request that
+    declares no tools. The stored history keeps its calls; only the request differs."""
+    if not any(isinstance(m, ToolResult) or (isinstance(m, AssistantMessage) and m.tool_calls)
+               for m in history):
+        return history
+    out: list[UserMessage | AssistantMessage | ToolResult] = []
+    for message in history:
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            asked = "; ".join(f"called {c.name}({json.dumps(dict(c.arguments))})"
+                              for c in message.tool_calls)
+            out.append(AssistantMessage(text=(message.text + "\n" if message.text else "")
+                                        + f"[{asked}]"))
+        elif isinstance(message, ToolResult):
+            out.append(UserMessage(content=f"[result of {message.tool_name}: "
+                                   f"{message.content}]"))
+        else:
+            out.append(message)
+    return Conversation(out)
