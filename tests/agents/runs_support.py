@@ -33,7 +33,8 @@ def write_workflow(directory: Path, nodes: dict[str, Any], *, name: str = "agent
     unless ``output`` says otherwise."""
     doc: dict[str, Any] = {"tether": 1, "name": name, "inputs": {"request": {"type": "string"}},
                            "nodes": nodes}
-    doc["output"] = output if output is not None else "{{ nodes.%s.output }}" % next(iter(nodes))
+    first = next(iter(nodes))
+    doc["output"] = output if output is not None else "{{ nodes." + first + ".output }}"
     path = directory / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
