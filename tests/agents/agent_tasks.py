@@ -51,3 +51,10 @@ def block(invoice: str) -> str:
     while not release.exists():
         time.sleep(0.01)
     return f"{invoice} done"
+
+
+@tether.task("shop.echo")
+def echo(text: str) -> str:
+    """Say ``text`` back."""
+    _log("echo")
+    return text

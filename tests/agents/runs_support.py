@@ -90,3 +90,16 @@ def tool_results(server: ScriptedModelServer, index: int, provider: str) -> list
                                   "content": block.get("content"),
                                   "is_error": block.get("is_error", False)})
     return found
+
+
+DIAGONAL = [("openai", "sqlite"), ("anthropic", "postgres")]
+"""Provider and store pairs for the tests that start processes: each provider and each SQL
+store once (the in-process tests run the whole matrix)."""
+
+
+def url_for(backend: str, tmp_path: Path, request: Any) -> str:
+    """A store URL for ``backend`` that child processes can open."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path / 'tether.db'}"
+    url, schema = request.getfixturevalue("pg_schema")
+    return f"{url}?schema={schema}"

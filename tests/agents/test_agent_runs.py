@@ -13,6 +13,7 @@ import agent_tasks
 import pytest
 from agents_support import PROVIDERS
 from runs_support import (
+    DIAGONAL,
     TASKS,
     agent,
     agent_rows,
@@ -22,6 +23,7 @@ from runs_support import (
     shape,
     tether_cli,
     tool_results,
+    url_for,
     write_workflow,
 )
 
@@ -110,9 +112,10 @@ def _calls_of(server: ScriptedModelServer, index: int, provider: str) -> list[di
     raise AssertionError("no assistant message")
 
 
+@pytest.mark.parametrize(("wire", "backend"), DIAGONAL)
 def test_a_pause_in_the_first_tool_resumed_by_a_new_process(
-        tmp_path: Path, server: ScriptedModelServer, provider: str, shared_url: str,
-        log: Path) -> None:
+        tmp_path: Path, server: ScriptedModelServer, wire: str, backend: str, log: Path,
+        request: pytest.FixtureRequest) -> None:
     """The tool's interrupt() pauses the run (hitl_pause row at the tool's address, pending
     with its frozen context); a new process resumes it: the tool runs again and gets the
     answer, its sibling is answered "did not run", and the model is called once per turn."""
@@ -121,6 +124,7 @@ def test_a_pause_in_the_first_tool_resumed_by_a_new_process(
                                   call("shop_charge", invoice="INV-9", amount=900))),
         ScriptedReply(text="Reviewed; not charged yet."),
     ])
+    provider, shared_url = wire, url_for(backend, tmp_path, request)
     path = write_workflow(tmp_path, {"payer": {"agent": agent(
         provider, server, prompt="{{ inputs.request }}", tools=["shop.review", "shop.charge"])}})
     common = ["--db", shared_url, "--tasks", str(TASKS), "--json"]
