@@ -312,3 +312,29 @@ def test_a_handoff_writes_a_handoff_row_and_continues_under_the_target(
     assert rows[1].node_output == {"from": "triage", "to": "disputes", "turn": 0}
     history = messages(server, 1)
     assert history[0]["content"] == "INV-4 is wrong" and len(history) == 3
+
+
+def test_an_agent_in_a_sub_workflow_nests_its_agent_path_and_resumes(
+        tmp_path: Path, server: ScriptedModelServer, store: Any, log: Path) -> None:
+    """Inside a sub-workflow the agent's paths extend the sub-run's: the approval pause is
+    answered by address and the run completes."""
+    server.add_replies([
+        ScriptedReply(tool_calls=(call("shop_charge", invoice="INV-6", amount=60),)),
+        ScriptedReply(text="Charged."),
+    ])
+    write_workflow(tmp_path, {"payer": {"agent": agent(
+        "openai", server, prompt="{{ inputs.request }}", tools=["shop.charge"],
+        approve_tools=["shop.charge"])}}, name="inner")
+    outer = tmp_path / "outer.yaml"
+    outer.write_text("tether: 1\nname: outer\nnodes:\n  sub:\n    workflow: inner.yaml\n"
+                     "    with: {request: Pay INV-6}\noutput: '{{ nodes.sub.output }}'\n")
+    runner = Runner(outer, store, TOOLS)
+    paused = runner.run()
+    (pending,) = paused.pending
+    assert pending.agent_path == "workflow:outer/node:sub/agent:payer/tool:shop.charge"
+    done = runner.resume(paused.execution_id, Resume(approved=True),
+                         node="payer/turn:0/tool:shop.charge")
+    assert done.status == "completed" and done.output == "Charged."
+    assert calls(log) == ["charge INV-6 60"]
+    assert {c.agent_path for c in agent_rows(store, done.execution_id)
+            if c.step_type == "llm_call"} == {"workflow:outer/node:sub/agent:payer"}

@@ -182,7 +182,7 @@ class Resumption:
             level, _ = RunState({}).locate(plan, target.agent_path, target.node_id)
         except KeyError:
             return
-        node = level.node(split_address(target.node_id)[0])
+        node = level.by_id.get(split_address(target.node_id)[0])  # None: an agent's pause
         if isinstance(node, ApprovalNode) and node.approval.form is not None:
             _, problems = check_values(node.approval.form, self.answer, "field")
             if problems:
