@@ -338,3 +338,35 @@ def test_an_agent_in_a_sub_workflow_nests_its_agent_path_and_resumes(
     assert calls(log) == ["charge INV-6 60"]
     assert {c.agent_path for c in agent_rows(store, done.execution_id)
             if c.step_type == "llm_call"} == {"workflow:outer/node:sub/agent:payer"}
+
+
+def test_a_pause_inside_a_worker_is_answered_where_it_waits(
+        tmp_path: Path, server: ScriptedModelServer, store: Any, log: Path) -> None:
+    """A worker's tool pauses the whole run (agent_path agent:<s>/worker:<w>/tool:<t>); the
+    answer reaches that tool; the worker finishes, and the supervisor's other call of the
+    turn is answered "did not run"."""
+    server.add_replies([
+        ScriptedReply(tool_calls=(call("researcher", request="Check INV-8"),
+                                  call("shop_charge", invoice="INV-8", amount=80))),
+        ScriptedReply(tool_calls=(call("shop_review", invoice="INV-8"),)),
+        ScriptedReply(text="INV-8 approved by the manager."),
+        ScriptedReply(text="Checked; charging next turn."),
+    ])
+    path = write_workflow(tmp_path, {
+        "boss": {"agent": agent("anthropic", server, prompt="go",
+                                tools=["researcher", "shop.charge"])},
+        "researcher": {"agent": agent("anthropic", server, tools=["shop.review"])},
+    })
+    runner = Runner(path, store, TOOLS)
+    paused = runner.run({"request": "x"})
+    (pending,) = paused.pending
+    assert (pending.node_id, pending.agent_path) == (
+        "researcher/turn:0/tool:shop.review", "agent:boss/worker:researcher/tool:shop.review")
+    done = runner.resume(paused.execution_id, Resume(approved=True))
+    assert done.status == "completed", done.error
+    assert done.output == "Checked; charging next turn."
+    assert calls(log) == ["review INV-8", "review INV-8"]
+    boss_results = tool_results(server, 3, "anthropic")
+    assert boss_results[0]["content"] == "INV-8 approved by the manager."
+    assert "did not run" in boss_results[1]["content"] and boss_results[1]["is_error"]
+    assert len(server.requests) == 4
