@@ -66,13 +66,21 @@ REASK = ("Your answer is not valid: {problem}. Answer again with only a JSON val
          "matches the required schema.")
 
 
+def render_text(unit: Unit, names: dict[str, Any], template: str | None,
+                field_name: str) -> str:
+    """A prompt or instructions rendered as text (a value that is not a string as JSON)."""
+    if template is None:
+        return ""
+    value = render(template, names, field_name, unit.level.session.budget)
+    return value if isinstance(value, str) else dumps(value)
+
+
 @dataclass
 class AgentRun:
     """What every loop of one agent unit shares: the unit, its node, the models opened."""
 
     unit: Unit
     node: AgentNode
-    top: AgentState
     names: dict[str, Any]
     models: dict[str, Model] = field(default_factory=dict)
 
@@ -100,10 +108,7 @@ class AgentRun:
             await model.aclose()
 
     def render(self, template: str | None, field_name: str) -> str:
-        if template is None:
-            return ""
-        value = render(template, self.names, field_name, self.unit.level.session.budget)
-        return value if isinstance(value, str) else dumps(value)
+        return render_text(self.unit, self.names, template, field_name)
 
     # -- checkpoints -------------------------------------------------------------------------
     def row(self, state: AgentState, address: str, step: StepType, agent_path: str, *,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tether.agents.providers.base import DEFAULT_KEY_ENV, Provider
 from tether.compiler.plan import AgentNode, Plan, WorkflowNode
-from tether.runtime.agent.loop import AgentLoop, AgentRun
+from tether.runtime.agent.loop import AgentLoop, AgentRun, render_text
 from tether.runtime.agent.state import AgentState
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import to_json
@@ -23,15 +23,14 @@ class AgentExecutor:
         if not isinstance(data, dict):
             path = f"{level.agent_path}/agent:{node.id}" if level.agent_path else \
                 f"agent:{node.id}"
-            run = AgentRun(unit, node, AgentState.new(node.id, path, None), names)
-            prompt = run.render(node.agent.prompt, "agent.prompt")
+            prompt = render_text(unit, names, node.agent.prompt, "agent.prompt")
             data = AgentState.new(node.id, path, prompt).data
             entry.data["agent"] = data
         state = AgentState(data)
         entry.status = UnitStatus.RUNNING
         state.deliver(state.fresh_answers(entry.answers))
         state.renew_budget()
-        run = AgentRun(unit, node, state, names)
+        run = AgentRun(unit, node, names)
         try:
             answer = await AgentLoop(run, state).run_to_end()
         finally:
