@@ -17,7 +17,8 @@ EXPECTED = {
     "PostgresCheckpointer", "open_checkpointer",
     # errors and control flow
     "TetherError", "WorkflowError", "PlanError", "PlanMismatch", "InputError", "TaskError",
-    "NotJSONError", "RunNotFound", "CheckpointNotFound", "ExecutionExists", "ResumeError",
+    "NotJSONError", "RunNotFound", "CheckpointNotFound", "ForkError", "ExecutionExists",
+    "ResumeError",
     "ChainResumeError", "ResumeValueError", "AlreadyResumed", "StoreError",
     "SchemaVersionError", "StoreUnavailable", "InterruptSignal", "LeaseLost", "TemplateLimit",
 }

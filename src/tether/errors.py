@@ -11,6 +11,7 @@
     ├── NotJSONError           a value that is not JSON (task output, cached result, context)
     ├── RunNotFound            no run with this execution id in the store
     ├── CheckpointNotFound     no such checkpoint in this run
+    ├── ForkError              a fork whose state patch leaves an unusable state
     ├── ExecutionExists        a new run was given an execution id that is already used
     ├── ResumeError            (alias ChainResumeError) a run cannot be resumed this way
     │   └── ResumeValueError   the resume values do not match the approval's form
@@ -137,6 +138,16 @@ class CheckpointNotFound(TetherError):
             super().__init__(f"run {execution_id}: {what} {reason}")
         else:
             super().__init__(f"run {execution_id} has no {what}")
+
+
+class ForkError(TetherError):
+    """A fork whose state patch leaves a state the plan cannot run; nothing was written."""
+
+    def __init__(self, execution_id: str, problems: list[str]) -> None:
+        self.execution_id = execution_id
+        self.problems = problems
+        super().__init__(f"cannot fork run {execution_id}: the patched state is not usable: "
+                         + "; ".join(problems))
 
 
 class ExecutionExists(TetherError):
