@@ -370,3 +370,24 @@ def test_a_pause_inside_a_worker_is_answered_where_it_waits(
     assert boss_results[0]["content"] == "INV-8 approved by the manager."
     assert "did not run" in boss_results[1]["content"] and boss_results[1]["is_error"]
     assert len(server.requests) == 4
+
+
+def test_a_fork_from_a_turn_row_asks_the_model_again_with_that_history(
+        tmp_path: Path, server: ScriptedModelServer, store: Any, log: Path) -> None:
+    """Forking at turn:1 re-enters the agent there: the model is asked with the saved
+    history (the tool's result included) and the tool does not run again."""
+    server.add_replies([
+        ScriptedReply(tool_calls=(call("shop_lookup", invoice="INV-1"),)),
+        ScriptedReply(text="First answer."),
+        ScriptedReply(text="Second answer."),
+    ])
+    path = write_workflow(tmp_path, {"payer": {"agent": agent(
+        "openai", server, prompt="go", tools=["shop.lookup"])}})
+    runner = Runner(path, store, TOOLS)
+    first = runner.run({"request": "x"})
+    assert first.output == "First answer."
+    (turn_1,) = [c for c in agent_rows(store, first.execution_id) if c.node_id == "payer/turn:1"]
+    branch = runner.fork(first.execution_id, turn_1.checkpoint_id)
+    assert branch.status == "completed" and branch.output == "Second answer."
+    assert calls(log) == ["lookup INV-1"]
+    assert server.requests[2].body["messages"] == server.requests[1].body["messages"]
