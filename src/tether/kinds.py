@@ -20,9 +20,10 @@ class NodeKind(StrEnum):
     TASK = "task"
     APPROVAL = "approval"
     WORKFLOW = "workflow"
+    AGENT = "agent"
 
 
-NodeKindName = Literal["task", "approval", "workflow"]
+NodeKindName = Literal["task", "approval", "workflow", "agent"]
 """The kinds as a ``Literal``, for pydantic discriminators (equal to :class:`NodeKind`)."""
 
 SETTINGS: tuple[str, ...] = ("with", "retry", "timeout", "idempotent", "for_each", "concurrency")
@@ -52,6 +53,8 @@ KINDS: dict[NodeKind, KindSpec] = {
                  refuses=SETTINGS),
         KindSpec(NodeKind.WORKFLOW, "a workflow node", "runs another workflow file as a sub-run",
                  refuses=("retry", "timeout", "idempotent")),
+        KindSpec(NodeKind.AGENT, "an agent node", "runs an LLM loop with tools",
+                 refuses=("with", "idempotent", "for_each", "concurrency")),
     )
 }
 

@@ -10,13 +10,13 @@ from typing import get_args
 import pytest
 
 from tether.compiler import plan_shape
-from tether.compiler.plan import ApprovalNode, TaskNode, WorkflowNode
+from tether.compiler.plan import AgentNode, ApprovalNode, TaskNode, WorkflowNode
 from tether.dsl.loader import workflow_from_text
 from tether.kinds import KIND_NAMES, KINDS, SETTINGS, NodeKind, NodeKindName
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "language.md"
 VARIANTS = {NodeKind.TASK: TaskNode, NodeKind.APPROVAL: ApprovalNode,
-            NodeKind.WORKFLOW: WorkflowNode}
+            NodeKind.WORKFLOW: WorkflowNode, NodeKind.AGENT: AgentNode}
 
 
 def test_the_literal_and_the_enum_name_the_same_kinds_in_the_same_order() -> None:
@@ -25,16 +25,21 @@ def test_the_literal_and_the_enum_name_the_same_kinds_in_the_same_order() -> Non
 
 @pytest.mark.parametrize("kind", list(NodeKind))
 def test_a_plan_variant_has_exactly_the_fields_its_kind_takes(kind: NodeKind) -> None:
-    """Kind-specific fields exist only on their variant: a variant's fields are format 1's
-    keys minus those the table says the kind does not have."""
+    """Kind-specific fields exist only on their variant: a variant's fields are the node keys
+    minus the other kinds and the settings the table says the kind does not have."""
     variant = VARIANTS[kind]
     fields = {info.alias or name for name, info in variant.model_fields.items()}
-    assert fields == set(plan_shape.ORDER) - set(plan_shape.absent(kind))
+    others = {other.value for other in NodeKind if other is not kind}
+    assert fields == set(plan_shape.ORDER) - others - set(KINDS[kind].refuses)
+    assert set(plan_shape.absent(kind)) <= set(plan_shape.NEUTRAL)
     assert variant.model_fields["kind"].default == kind
 
 
 def test_every_key_a_kind_may_lack_has_a_neutral_value_in_format_1() -> None:
-    assert set(plan_shape.NEUTRAL) == set(KIND_NAMES) | set(SETTINGS)
+    """Format 1's kinds and settings have neutral values; kinds added later (agent) are
+    written with their own keys only, so earlier plans keep their JSON and fingerprints."""
+    assert set(plan_shape.NEUTRAL) == set(KIND_NAMES) - {"agent"} | set(SETTINGS)
+    assert plan_shape.absent(NodeKind.AGENT) == ()
 
 
 @pytest.mark.parametrize("kind", list(NodeKind))
@@ -43,7 +48,8 @@ def test_validation_refuses_exactly_the_settings_the_table_refuses(kind: NodeKin
                                                                    setting: str) -> None:
     values = {"with": "{}", "retry": "{max_attempts: 2}", "timeout": "5s",
               "idempotent": "true", "for_each": "[1]", "concurrency": "2"}
-    head = {"task": "task: t", "approval": "approval: {reason: r}", "workflow": "workflow: w.yaml"}
+    head = {"task": "task: t", "approval": "approval: {reason: r}", "workflow": "workflow: w.yaml",
+            "agent": "agent: {model: 'openai:m', prompt: p, max_turns: 1}"}
     extra = ", for_each: [1]" if setting == "concurrency" else ""
     text = (f"tether: 1\nname: w\nnodes:\n  a: {{{head[kind]}, {setting}: {values[setting]}"
             f"{extra}}}\n")

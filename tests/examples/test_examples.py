@@ -35,7 +35,7 @@ def run_example(workflow: str, inputs: dict[str, Any], store: tether.Checkpointe
 def test_there_are_at_least_five_examples_with_two_in_flow_syntax() -> None:
     """The examples cover the five scenarios, each in YAML, at least two also in .flow."""
     folders = {p.parent.name for p in WORKFLOWS}
-    assert {"refund", "review_loop", "enrichment", "fulfilment", "order"} <= folders
+    assert {"refund", "review_loop", "enrichment", "fulfilment", "order", "payments"} <= folders
     assert len([p for p in WORKFLOWS if p.suffix == ".flow"]) >= 2
 
 
@@ -143,6 +143,8 @@ def test_demo_script_runs_end_to_end(tmp_path: Path) -> None:
     assert "paused" in result.stdout or "manager_approval" in result.stdout
     assert "completed run" in result.stdout
     assert "run_end" in result.stdout
+    assert "payer/turn:1/tool:payments.pay" in result.stdout and "approve_tool" in result.stdout
+    assert '"receipt": "receipt for INV-7: paid"' in result.stdout
 
 
 def _tasks() -> Any:
@@ -174,3 +176,28 @@ def test_every_flow_example_converted_to_yaml_validates_against_the_json_schema(
     from tether.dsl.convert import format_file
 
     jsonschema.validate(yaml.safe_load(format_file(path, to="yaml")), workflow_schema())
+
+
+def test_payments_agent_asks_before_paying_and_pays_once(
+        ledger: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent looks the invoice up, pauses before `payments.pay` with the call for a
+    human, pays once when approved, and answers with the validated object."""
+    from tether.testing import ScriptedModelServer, load_script
+
+    with ScriptedModelServer(load_script(EXAMPLES / "payments/script.json")) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "example-key-0123456789")
+        runner = tether.Runner(EXAMPLES / "payments/payments.yaml",
+                               tether.InMemoryCheckpointer(), _tasks())
+        paused = runner.run({"invoice": "INV-7"})
+        assert paused.status == "paused"
+        (pending,) = paused.pending
+        assert pending.node_id == "payer/turn:1/tool:payments.pay"
+        assert pending.context["arguments"]["amount"] == 120.0
+        assert not ledger.exists()
+        done = runner.resume(paused.execution_id, tether.Resume(approved=True))
+    assert done.status == "completed", done.error
+    assert done.output == {"paid": True, "receipt": "receipt for INV-7: paid"}
+    kinds = [json.loads(line)["kind"] for line in ledger.read_text().splitlines()]
+    assert kinds == ["payment", "receipt"]
+    assert done.usage == {"input_tokens": 1582, "output_tokens": 111}

@@ -13,3 +13,8 @@ def lookup_account(account: str) -> dict[str, str]:
 @task("ledger.charge")
 def charge(amount: float, account: str, currency: str = "EUR") -> dict[str, object]:
     return {"amount": amount}
+
+
+@task("ledger.untyped")
+def untyped(account, *extra: str) -> str:  # type: ignore[no-untyped-def]
+    return str(account)

@@ -79,6 +79,7 @@ def _run_json(record: RunRecord, rows: list[Checkpoint], next_after: str | None)
             "checkpoint_id": c.checkpoint_id, "node_id": c.node_id,
             "node_index": c.node_index, "step_type": c.step_type, "status": c.status,
             "agent_path": c.agent_path, "created_at": c.created_at.isoformat(),
+            "node_input": c.node_input,
             "node_output": c.node_output, "iteration_counters": c.iteration_counters,
             "interrupt_reason": c.interrupt_reason,
             "parent_checkpoint_id": c.parent_checkpoint_id,
@@ -108,10 +109,31 @@ def _print_timeline(record: RunRecord, rows: list[Checkpoint]) -> None:
     table.add_column("output", no_wrap=True, overflow="ellipsis", max_width=48)
     for c in rows:
         offset = (c.created_at - record.created_at).total_seconds() * 1000
-        output = c.interrupt_reason if c.status == "interrupted" else shorten(c.node_output, 48)
         table.add_row(f"+{offset:,.0f} ms", text(c.checkpoint_id[-12:]), text(c.node_id),
-                      text(c.step_type), text(c.status), text(c.agent_path), text(output or ""))
+                      text(c.step_type), text(c.status), text(c.agent_path),
+                      text(_described(c) or ""))
     console().print(table)
+    usage = rows[-1].state_snapshot.get("usage") if rows else None
+    if isinstance(usage, dict):
+        console().print(text(f"tokens: {usage.get('input_tokens', 0):,} in, "
+                             f"{usage.get('output_tokens', 0):,} out (every model call "
+                             "of the run so far)"))
+
+
+def _described(c: Checkpoint) -> str | None:
+    """What the output column says of a checkpoint: agents' turns and tool calls readably."""
+    if c.status == "interrupted":
+        return c.interrupt_reason
+    if c.step_type == "llm_call":
+        messages = c.state_snapshot.get("messages")
+        count = len(messages) if isinstance(messages, list) else 0
+        what = "model call failed: turns used up" if c.status == "failed" else "model call"
+        return f"{what} with {count} messages"
+    if c.step_type == "tool_call":
+        return "arguments " + shorten(c.node_input, 40)
+    if c.step_type == "handoff" and isinstance(c.node_output, dict):
+        return f"handed over to {c.node_output.get('to')}"
+    return shorten(c.node_output, 48)
 
 
 def read_page(store: Checkpointer, execution_id: str, after: str | None,

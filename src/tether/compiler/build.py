@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, assert_never
 
+from tether.compiler.agents import agent_specs, plan_agent
 from tether.compiler.graph import Graph
 from tether.compiler.plan import (
+    AgentNode,
     ApprovalNode,
     Plan,
     PlanApproval,
@@ -33,16 +36,23 @@ def plan_input(name: str, spec: InputSpec) -> PlanInput:
                      default=spec.default, description=spec.description)
 
 
-def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan]) -> Plan:
-    """The fingerprinted plan of a workflow that has no errors."""
+def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan],
+               called: Mapping[str, object] | None = None) -> Plan:
+    """The fingerprinted plan of a workflow that has no errors; ``called``: the agents that
+    run only when another agent calls them (they are not nodes of the graph)."""
     generation_of = {n: g for g, nodes in enumerate(graph.generations) for n in nodes}
+    agent_ids = frozenset(agent_specs(workflow))
     nodes = tuple(
-        _plan_node(node_id, workflow.nodes[node_id], graph, generation_of[node_id], subplans)
+        _plan_node(node_id, workflow.nodes[node_id], graph, generation_of[node_id], subplans,
+                   agent_ids)
         for node_id in graph.order
     )
+    called_ids = [node_id for node_id in workflow.nodes if node_id in (called or {})]
+    agents = tuple(plan_agent(node_id, spec, agent_ids) for node_id in called_ids
+                   if (spec := workflow.nodes[node_id].agent) is not None)
     file = Path(workflow.file).name
     source_map = {}
-    for node_id in graph.order:
+    for node_id in [*graph.order, *called_ids]:
         span = workflow.key_span("nodes", node_id)
         source_map[node_id] = SourceRef(file=file, line=span.line, col=span.col)
     plan = Plan(
@@ -51,6 +61,7 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan]) -> P
         inputs=tuple(plan_input(n, s) for n, s in workflow.inputs.items()),
         secrets=tuple(workflow.doc.secrets or ()),
         nodes=nodes,
+        agents=agents,
         generations=tuple(tuple(g) for g in graph.generations),
         output=workflow.doc.output,
         source_map=source_map,
@@ -59,7 +70,7 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan]) -> P
 
 
 def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
-               subplans: dict[str, Plan]) -> PlanNode:
+               subplans: dict[str, Plan], agents: frozenset[str]) -> PlanNode:
     common: dict[str, Any] = {
         "id": node_id,
         "index": graph.index[node_id],
@@ -84,6 +95,11 @@ def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
         case NodeKind.WORKFLOW:
             workflow = PlanSubworkflow(path=node.workflow or "", plan=subplans[node_id])
             return WorkflowNode.model_construct(workflow=workflow, **_invocation(node), **common)
+        case NodeKind.AGENT:
+            assert node.agent is not None
+            return AgentNode.model_construct(
+                agent=plan_agent(node_id, node.agent, agents), retry=_retry(node),
+                timeout=parse_duration(node.timeout) if node.timeout else None, **common)
         case None:
             raise ValueError(f"node `{node_id}` has no kind; a plan is built only without errors")
         case _:

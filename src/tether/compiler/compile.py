@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tether.compiler.agents import check_agents
 from tether.compiler.build import build_plan
 from tether.compiler.context import Context
 from tether.compiler.graph import analyse_graph
@@ -88,11 +89,12 @@ class Compiler:
         subplans = compile_subworkflows(ctx, self)
         if self.tasks is not None:
             check_tasks(ctx, self.tasks)
+        check_agents(ctx, self.tasks)
         check_lints(ctx, reads, self.tasks)
         broken = workflow.broken_nodes or workflow.broken_inputs or not workflow.valid
         if ctx.has_errors or broken or not graph.acyclic:
             return None, ctx.diagnostics
-        return build_plan(workflow, graph, subplans), ctx.diagnostics
+        return build_plan(workflow, graph, subplans, ctx.called), ctx.diagnostics
 
     def check_file(self, path: str | os.PathLike[str]) -> list[Diagnostic]:
         """Every diagnostic of one file."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.ast import Workflow
+from tether.dsl.document import NodeSpec
 from tether.dsl.source import Path
 
 
@@ -46,6 +48,20 @@ class Context:
             return span
         col = span.col + (1 if quoted else 0) + offset
         return Span(span.file, span.line, col, span.line, col + len(needle) - 1)
+
+    @functools.cached_property
+    def called(self) -> dict[str, list[str]]:
+        """Agents that run only when another agent calls them, with their callers."""
+        from tether.compiler.agents import called_agents
+
+        return called_agents(self.workflow)
+
+    @functools.cached_property
+    def graph_nodes(self) -> dict[str, NodeSpec]:
+        """The nodes of the graph: every node but the agents that run only when called."""
+        called = self.called
+        nodes = self.workflow.nodes
+        return {k: v for k, v in nodes.items() if k not in called} if called else nodes
 
     @property
     def has_errors(self) -> bool:

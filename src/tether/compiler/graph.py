@@ -63,7 +63,7 @@ class Graph:
 
 def analyse_graph(ctx: Context) -> Graph:
     """Check ``needs``, order the nodes, and resolve loops; report what is wrong."""
-    nodes = ctx.workflow.nodes
+    nodes = ctx.graph_nodes
     known = set(nodes) | set(ctx.workflow.broken_nodes)
     graph = Graph(declared=list(nodes), needs={})
     for node_id, node in nodes.items():
@@ -92,18 +92,23 @@ def analyse_graph(ctx: Context) -> Graph:
 def _checked_needs(ctx: Context, node_id: str, node: NodeSpec, known: set[str]) -> list[str]:
     result: list[str] = []
     for i, need in enumerate(node.needs or []):
-        if need in ctx.workflow.nodes:
+        if need in ctx.called:
+            callers = ", ".join(f"`{c}`" for c in ctx.called[need])
+            ctx.report("E910", f"node `{node_id}` needs `{need}`, an agent that runs only when "
+                       f"called (by {callers})", ctx.span("nodes", node_id, "needs", i),
+                       node_id=node_id, help="need the agent that calls it instead")
+        elif need in ctx.graph_nodes:
             if need not in result:
                 result.append(need)
         elif need not in known:
             ctx.report("E301", f"node `{node_id}` needs `{need}`, which does not exist",
                        ctx.span("nodes", node_id, "needs", i), node_id=node_id,
-                       help=did_you_mean(need, list(ctx.workflow.nodes)))
+                       help=did_you_mean(need, list(ctx.graph_nodes)))
     return result
 
 
 def _report_cycles(ctx: Context, digraph: nx.DiGraph[str]) -> list[list[str]]:
-    position = {node_id: i for i, node_id in enumerate(ctx.workflow.nodes)}
+    position = {node_id: i for i, node_id in enumerate(ctx.graph_nodes)}
     components = [
         sorted(c, key=position.__getitem__)
         for c in nx.strongly_connected_components(digraph)
@@ -146,7 +151,7 @@ def _resolve_loops(ctx: Context, graph: Graph) -> None:
     for node_id in graph.order:
         for need in graph.needs[node_id]:
             dependents[need].append(node_id)
-    for closer, node in ctx.workflow.nodes.items():
+    for closer, node in ctx.graph_nodes.items():
         if node.loop is None:
             continue
         target = node.loop.to

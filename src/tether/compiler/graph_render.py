@@ -20,6 +20,7 @@ import re
 from typing import Any, assert_never
 
 from tether.compiler.plan import (
+    AgentNode,
     ApprovalNode,
     Plan,
     PlanLoop,
@@ -73,6 +74,13 @@ def node_lines(node: PlanNode) -> list[str]:
             lines.append(f"approval: {node.approval.reason}")
         case WorkflowNode():
             lines.append(f"workflow: {node.workflow.path}")
+        case AgentNode():
+            agent = node.agent
+            lines.append(f"agent: {agent.model.provider}:{agent.model.name}")
+            if agent.tools:
+                lines.append("tools: " + ", ".join(t.name for t in agent.tools))
+            if agent.handoffs:
+                lines.append("handoffs: " + ", ".join(agent.handoffs))
         case _:
             assert_never(node)
     if node.when is not None:
@@ -152,6 +160,8 @@ def _mermaid_shape(kind: NodeKind) -> tuple[str, str]:
             return "{{", "}}"
         case NodeKind.WORKFLOW:
             return "[[", "]]"
+        case NodeKind.AGENT:
+            return "([", "])"
         case _:
             assert_never(kind)
 
@@ -178,7 +188,7 @@ def to_mermaid(plan: Plan) -> str:
 def _colours(kind: NodeKind) -> tuple[str, str] | None:
     """The fill and stroke of a kind drawn in colour (tasks keep the default)."""
     match kind:
-        case NodeKind.TASK:
+        case NodeKind.TASK | NodeKind.AGENT:
             return None
         case NodeKind.APPROVAL:
             return _APPROVAL_FILL, _APPROVAL_STROKE
@@ -225,6 +235,8 @@ def _dot_shape(kind: NodeKind) -> dict[str, str]:
     match kind:
         case NodeKind.TASK:
             return {}
+        case NodeKind.AGENT:
+            return {"shape": "ellipse"}
         case NodeKind.APPROVAL:
             return {"shape": "hexagon", "style": "filled",
                     "fillcolor": dot_string(_APPROVAL_FILL),

@@ -2,7 +2,8 @@
 
 Plain, immutable, JSON-serialisable data (pydantic models). Nodes come in a deterministic
 topological order (``index``); every expression is kept as its source text. A node is one of
-:class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode` (the union :data:`PlanNode`,
+:class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode`, :class:`AgentNode` (the union
+:data:`PlanNode`,
 discriminated by ``kind``); each variant has only the fields its kind takes (the table in
 :mod:`tether.kinds`).
 
@@ -147,9 +148,54 @@ class WorkflowNode(_Invocation):
     workflow: PlanSubworkflow
 
 
-PlanNode: TypeAlias = Annotated[TaskNode | ApprovalNode | WorkflowNode,
+class PlanModelRef(_PlanModel):
+    """Which model an agent calls (the key is read from ``api_key_env`` at run time)."""
+
+    provider: Literal["openai", "anthropic"]
+    name: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+
+class PlanTool(_PlanModel):
+    """One tool of an agent: a registered task, or an agent node called as a worker."""
+
+    name: str
+    kind: Literal["task", "worker"] = "task"
+
+
+class PlanAgent(_PlanModel):
+    """An agent's definition: its model, prompts, tools, bound and answer schema.
+
+    ``prompt`` is None for an agent that runs only when called (a worker is prompted with
+    the supervisor's ``request``; a handoff target continues the conversation).
+    """
+
+    id: str
+    model: PlanModelRef
+    instructions: str | None = None
+    prompt: str | None = None
+    tools: tuple[PlanTool, ...] = ()
+    max_turns: int
+    output: dict[str, Any] | None = None
+    handoffs: tuple[str, ...] = ()
+    approve_tools: tuple[str, ...] = ()
+
+
+class AgentNode(_NodeBase):
+    """A node running an LLM loop with tools, checkpointed per turn and per tool call;
+    ``retry`` and ``timeout`` apply to each model call."""
+
+    kind: Literal[NodeKind.AGENT] = NodeKind.AGENT
+    agent: PlanAgent
+    retry: PlanRetry | None = None
+    timeout: float | None = None
+
+
+PlanNode: TypeAlias = Annotated[TaskNode | ApprovalNode | WorkflowNode | AgentNode,
                                 Field(discriminator="kind")]
-"""One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode` or :class:`WorkflowNode`."""
+"""One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode` or
+:class:`AgentNode`."""
 
 
 class SourceRef(_PlanModel):
@@ -173,6 +219,8 @@ class Plan(_PlanModel):
     inputs: tuple[PlanInput, ...] = ()
     secrets: tuple[str, ...] = ()
     nodes: tuple[PlanNode, ...]
+    agents: tuple[PlanAgent, ...] = ()
+    """Agents that run only when another agent calls them (workers, handoff targets)."""
     generations: tuple[tuple[str, ...], ...] = ()
     output: Any = None
     source_map: dict[str, SourceRef] = Field(default_factory=dict)
@@ -184,6 +232,8 @@ class Plan(_PlanModel):
         data: dict[str, Any] = handler(self)
         if not self.secrets:
             data.pop("secrets", None)
+        if not self.agents:
+            data.pop("agents", None)
         return data
 
     @functools.cached_property
@@ -193,6 +243,12 @@ class Plan(_PlanModel):
 
     def node(self, node_id: str) -> PlanNode:
         return self.by_id[node_id]
+
+    @functools.cached_property
+    def agents_by_id(self) -> dict[str, PlanAgent]:
+        """Every agent's definition by node id: agent nodes and agents run only when called."""
+        found = {node.id: node.agent for node in self.nodes if isinstance(node, AgentNode)}
+        return {**found, **{agent.id: agent for agent in self.agents}}
 
     @functools.cached_property
     def dependents(self) -> dict[str, tuple[str, ...]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 from tether.compiler.limits import (
     MAX_EXPANDED_NODES,
@@ -18,7 +19,15 @@ from tether.compiler.limits import (
     expanded_size,
     nesting_depth,
 )
-from tether.compiler.plan import Plan, PlanLoop, PlanNode, TaskNode, WorkflowNode, fingerprint_of
+from tether.compiler.plan import (
+    AgentNode,
+    Plan,
+    PlanLoop,
+    PlanNode,
+    TaskNode,
+    WorkflowNode,
+    fingerprint_of,
+)
 from tether.dsl.document import SECRET_RE
 from tether.durations import MAX_SECONDS
 from tether.errors import PlanError
@@ -60,6 +69,44 @@ def _problems(plan: Plan) -> Iterator[str]:
         yield from (f"node '{node.id}': {p}" for p in _node_problems(node, index))
     yield from _generation_problems(plan, index)
     yield from _secret_problems(plan.secrets)
+    yield from _agent_problems(plan, index)
+
+
+def _agent_problems(plan: Plan, index: dict[str, int]) -> Iterator[str]:
+    """Agents: bounds, tools and handoffs naming agents that exist, and no call cycle (a
+    cycle would recurse without end at run time)."""
+    agents = plan.agents_by_id
+    for agent in plan.agents:
+        if agent.id in index:
+            yield f"agent '{agent.id}' is both a node and an agent run only when called"
+    for agent in agents.values():
+        if agent.max_turns < 1:
+            yield f"agent '{agent.id}': `max_turns` must be at least 1, not {agent.max_turns}"
+        called = [t.name for t in agent.tools if t.kind == "worker"] + list(agent.handoffs)
+        for name in called:
+            if name not in agents:
+                yield f"agent '{agent.id}' calls '{name}', which is not an agent of the plan"
+    seen: dict[str, int] = {}  # 1: being visited, 2: done
+    for start in agents:
+        stack = [(start, iter(_callees(agents, start)))]
+        seen.setdefault(start, 1)
+        while stack:
+            current, following = stack[-1]
+            nxt = next(following, None)
+            if nxt is None:
+                seen[current] = 2
+                stack.pop()
+            elif seen.get(nxt) == 1:
+                yield f"agents call each other in a cycle through '{nxt}'"
+                return
+            elif nxt not in seen and nxt in agents:
+                seen[nxt] = 1
+                stack.append((nxt, iter(_callees(agents, nxt))))
+
+
+def _callees(agents: dict[str, Any], agent_id: str) -> list[str]:
+    agent = agents[agent_id]
+    return [t.name for t in agent.tools if t.kind == "worker"] + list(agent.handoffs)
 
 
 def _secret_problems(names: tuple[str, ...]) -> Iterator[str]:
@@ -105,7 +152,7 @@ def _loop_problems(node: PlanNode, loop: PlanLoop, index: dict[str, int]) -> Ite
 
 
 def _setting_problems(node: PlanNode) -> Iterator[str]:
-    if isinstance(node, TaskNode):
+    if isinstance(node, TaskNode | AgentNode):
         if node.retry is not None:
             if node.retry.max_attempts < 1:
                 yield f"`retry.max_attempts` must be at least 1, not {node.retry.max_attempts}"

@@ -24,8 +24,8 @@ NEUTRAL: dict[str, Any] = {
 """The value format 1 writes for a key that does not apply to a node's kind."""
 
 ORDER: tuple[str, ...] = (
-    "id", "index", "kind", "task", "approval", "workflow", "with", "needs", "waits_for", "when",
-    "trigger", "for_each", "concurrency", "retry", "timeout", "idempotent", "loop", "loops",
+    "id", "index", "kind", "task", "approval", "workflow", "agent", "with", "needs", "waits_for",
+    "when", "trigger", "for_each", "concurrency", "retry", "timeout", "idempotent", "loop", "loops",
     "generation",
 )
 """The order of a node's keys in format 1 (the field order of release 0.1's one node model)."""
@@ -36,8 +36,11 @@ _FIELD_NAMES = {"with": "args"}  # the attribute behind a key, where they differ
 @functools.cache
 def absent(kind: NodeKind) -> tuple[str, ...]:
     """The keys of format 1 a node of ``kind`` does not have: the other kinds, and the
-    settings its kind refuses."""
-    others = tuple(other.value for other in KINDS if other is not kind)
+    settings its kind refuses. Kinds added after release 0.1 (``agent``) are written with
+    their own keys only, and never appear as a neutral key of another kind."""
+    if kind.value not in NEUTRAL:
+        return ()
+    others = tuple(other.value for other in KINDS if other is not kind and other.value in NEUTRAL)
     return others + spec_of(kind).refuses
 
 

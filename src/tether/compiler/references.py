@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tether.compiler.agents import callers_in_graph
 from tether.compiler.context import Context
 from tether.compiler.graph import Graph
 from tether.compiler.secrets import check_secret
 from tether.diagnostics import Span
+from tether.dsl.document import AgentSpec
 from tether.dsl.expressions import Analysis, Reference, analyse
 from tether.dsl.source import Path
 from tether.suggest import did_you_mean
@@ -40,6 +42,7 @@ class Site:
     iteration: bool = False  # `iteration` is in scope
     reads_self: bool = False  # the loop's `while` may read its own node
     stored: str | None = None  # where the value is stored and shown, if it is
+    callers: tuple[str, ...] = ()  # an agent run only when called: the graph agents calling it
 
 
 def strings(value: Any, path: Path) -> Iterator[tuple[Path, str]]:
@@ -81,8 +84,22 @@ def sites(ctx: Context, graph: Graph) -> Iterator[Site]:
         if node.loop is not None:
             yield Site((*base, "loop", "while"), node.loop.while_, node_id, condition=True,
                        iteration=True, reads_self=True)
+        if node.agent is not None:
+            yield from _agent_sites(ctx, node_id, node.agent, in_loop)
     for path, text in strings(ctx.workflow.doc.output, ("output",)):
         yield Site(path, text, None, stored="the workflow's output")
+
+
+def _agent_sites(ctx: Context, node_id: str, agent: AgentSpec, in_loop: bool) -> Iterator[Site]:
+    """An agent's ``instructions`` and ``prompt``: the conversation is stored and sent to the
+    model, so a secret may not be read there."""
+    callers = callers_in_graph(ctx.called, node_id) if node_id in ctx.called else ()
+    for key in ("instructions", "prompt"):
+        text = getattr(agent, key)
+        if text is not None:
+            yield Site(("nodes", node_id, "agent", key), text, node_id, iteration=in_loop,
+                       stored=f"the {key} of agent `{node_id}` (sent to the model)",
+                       callers=callers)
 
 
 def check_templates(ctx: Context, graph: Graph) -> Reads:
@@ -198,12 +215,21 @@ def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
             ctx.report("E403", f"unknown node `{target}`", span, node_id=reader,
                        help=did_you_mean(target, list(ctx.workflow.nodes)))
         return
+    if target in ctx.called and target != reader:
+        callers = ", ".join(f"`{c}`" for c in ctx.called[target])
+        ctx.report("E910", f"`{target}` is an agent that runs only when called (by {callers}): "
+                   "it has no output of its own to read", span, node_id=reader,
+                   help="read the output of the agent that calls it")
+        return
     if len(ref.attrs) > 1 and ref.attrs[1] not in NODE_FIELDS:
         field = ref.attrs[1]
         ctx.report("E405", f"node `{target}` has no field `{field}`", span, node_id=reader,
                    help=did_you_mean(field, NODE_FIELDS)
                    or f"did you mean `nodes.{target}.output.{field}`?")
     if reader is None or not graph.acyclic:
+        return
+    if site.callers or reader in ctx.called:
+        _check_called_read(ctx, graph, site, target, span)
         return
     if graph.is_upstream(target, reader) or graph.share_loop(target, reader):
         return
@@ -216,3 +242,21 @@ def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
     ctx.report("E404", f"node `{reader}` reads `{target}`, which is not upstream of it",
                span, node_id=reader,
                help=f"add `{target}` to the `needs` of `{reader}` so it runs first")
+
+
+def _check_called_read(ctx: Context, graph: Graph, site: Site, target: str,
+                       span: Span) -> None:
+    """A template of an agent run only when called reads a node: it must be upstream of
+    every graph agent that calls it."""
+    reader = site.reader
+    for caller in site.callers:
+        if target == caller:
+            ctx.report("E404", f"agent `{reader}` reads `{target}`, which calls it: its output "
+                       "does not exist yet", span, node_id=reader,
+                       help="pass what it needs in the request instead")
+            return
+        if not (graph.is_upstream(target, caller) or graph.share_loop(target, caller)):
+            ctx.report("E404", f"agent `{reader}` reads `{target}`, which is not upstream of "
+                       f"`{caller}`, the agent that calls it", span, node_id=reader,
+                       help=f"add `{target}` to the `needs` of `{caller}` so it runs first")
+            return

@@ -3,7 +3,7 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, E8xx secrets, W1xx lints.
+sub-workflows, E8xx secrets, E9xx agents, W1xx lints.
 """
 
 from __future__ import annotations
@@ -89,9 +89,11 @@ other than `all_success`, `all_done` or `any_success`, or an input `type` other 
         _code("E204", "unsupported-version", "a format version this tether does not know", """
 `tether:` gives the version of the workflow format. This release reads version 1.
 """),
-        _code("E205", "node-kind", "a node must have exactly one of task, approval, workflow", """
-A node is a `task` (calls a registered Python function), an `approval` (waits for a human) or
-a `workflow` (runs another workflow file as a sub-run). Give exactly one of them.
+        _code("E205", "node-kind",
+              "a node must have exactly one of task, approval, workflow, agent", """
+A node is a `task` (calls a registered Python function), an `approval` (waits for a human),
+a `workflow` (runs another workflow file as a sub-run) or an `agent` (an LLM loop with tools).
+Give exactly one of them.
 """),
         _code("E206", "invalid-id", "an id or name that does not match ^[a-z][a-z0-9_]*$", """
 Node ids and input names start with a lowercase letter and contain only lowercase letters,
@@ -256,6 +258,72 @@ people who answer; the workflow's `output` is stored and printed; a sub-workflow
 stored with its run. A secret read in any of them would leak, so tether refuses it. Pass the
 secret to the task that needs it (`with:`), or declare it in the sub-workflow and read it
 there.
+"""),
+        _code("E900", "unknown-tool", "an agent's tool is not a registered task or an agent", """
+With task modules given, every name under an agent's `tools:` must be a task registered
+with `@tether.task`, or the id of another agent node (a worker, which the agent asks with one
+string argument, `request`). The help line suggests the closest name.
+"""),
+        _code("E901", "tool-schema", "a tool whose parameters have no JSON Schema", """
+A model is told each tool's parameters as JSON Schema, made from the task function's type
+hints (pydantic). Every parameter needs an annotation with a JSON form: `str`, `int`,
+`float`, `bool`, `list[...]`, `dict[str, ...]`, `Optional`, `Literal`, enums, pydantic models,
+dataclasses or TypedDicts. `*args`, `**kwargs` and positional-only parameters cannot be
+passed by name and are refused.
+"""),
+        _code("E902", "unknown-provider", "a model of a provider tether does not know", """
+A model is `openai:<model>` or `anthropic:<model>`, or a mapping `{provider, name, base_url,
+api_key_env}`. Servers compatible with a provider's API (vLLM, Ollama, proxies) are used
+through that provider with `base_url`.
+"""),
+        _code("E903", "missing-max-turns", "an agent without `max_turns`", """
+`max_turns` is required: it bounds the model calls of the loop (each call costs time and
+money, and a model can keep calling tools for ever). When it is reached the node fails;
+resuming the failed run gives the agent `max_turns` more calls.
+"""),
+        _code("E904", "invalid-output-schema", "an agent's `output` is not a valid JSON Schema", """
+`output` is a JSON Schema (checked against its draft's metaschema). The final answer is
+parsed as JSON and validated against it; when it does not match, the model is asked again
+with the validation error, within `max_turns`.
+"""),
+        _code("E905", "tool-name-clash", "two tools are declared to the model under one name", """
+Providers accept only letters, digits, `_` and `-` in tool names, so every other character
+becomes `_` (`billing.lookup` is declared as `billing_lookup`); a handoff to `x` is the tool
+`transfer_to_x`. Two names of one agent that become the same declared name could not be told
+apart when the model calls one. Rename one of them.
+"""),
+        _code("E906", "agent-cycle", "agents call each other in a cycle", """
+An agent may list other agents under `tools` (workers) and `handoffs`. Those calls must not
+lead back to the agent: a worker asking its supervisor, or two agents handing the
+conversation back and forth, would recurse without end. The notes show each call.
+"""),
+        _code("E907", "provider-unavailable", "the provider's SDK is not installed", """
+Agents call models through the providers' official SDKs, installed as extras:
+`pip install 'tether[openai]'` or `pip install 'tether[anthropic]'`. A workflow with an agent
+needs the extra of its provider wherever it is checked or run.
+"""),
+        _code("E908", "unknown-handoff", "a handoff target that is not an agent node", """
+`handoffs:` lists agent nodes of the same workflow. The model is offered each as a tool named
+`transfer_to_<node>`; calling it hands the conversation over to that agent.
+"""),
+        _code("E909", "missing-prompt", "an agent node without `prompt`", """
+An agent that runs as a node of the graph starts its conversation with `prompt` (a template,
+e.g. `"{{ inputs.request }}"`). Only agents that run when another agent calls them (workers,
+handoff targets) need none.
+"""),
+        _code("E910", "called-agent", "a node-like use of an agent that runs only when called", """
+An agent named under another agent's `tools` or `handoffs` runs only when that agent calls it;
+it is not a node of the graph. So it cannot have `needs`, `when`, `trigger` or `loop`, other
+nodes cannot need it, and templates cannot read its output. Use the agent that calls it.
+"""),
+        _code("E911", "unknown-approved-tool", "`approve_tools` names a tool the agent lacks", """
+Every name under `approve_tools` must also be listed under `tools`: each call of it pauses
+the run for a human's approval before it runs.
+"""),
+        _code("E912", "invalid-model", "a model reference that cannot be used", """
+A model is `provider:name` (`openai:gpt-4.1-mini`) or a mapping with `provider` and `name`,
+and optionally `base_url` (an `http://` or `https://` URL) and `api_key_env` (an environment
+variable name).
 """),
         _code("W100", "retry-not-idempotent", "a retried task is not marked idempotent", """
 A retried task runs again after a failure, so a side effect it committed before failing may

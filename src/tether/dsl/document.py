@@ -121,14 +121,62 @@ class ApprovalSpec(_Model):
     )
 
 
+class ModelRef(_Model):
+    """A model named by a mapping (the short form is ``provider:name``)."""
+
+    provider: str = Field(description="The provider: openai or anthropic.")
+    name: str = Field(description="The model's name, e.g. gpt-4.1-mini.")
+    base_url: str | None = Field(
+        None, description="A compatible server to call instead (vLLM, Ollama, a proxy)."
+    )
+    api_key_env: str | None = Field(
+        None, description="The environment variable holding the API key (default: the SDK's)."
+    )
+
+
+def _agent_schema(schema: dict[str, Any]) -> None:
+    # `max_turns` is required; the document accepts it missing so that the compiler can
+    # report it with its own code (E903) instead of a generic missing key.
+    schema["required"] = [*schema.get("required", []), "max_turns"]
+
+
+class AgentSpec(_Model):
+    """An LLM loop with tools, checkpointed before each model call and each tool call."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True,
+                              populate_by_name=True, json_schema_extra=_agent_schema)
+
+    model: str | ModelRef = Field(
+        description="`provider:name` (openai:gpt-4.1-mini) or a mapping "
+        "{provider, name, base_url, api_key_env}."
+    )
+    instructions: str | None = Field(None, description="The system prompt (a template).")
+    prompt: str | None = Field(None, description="The first user message (a template).")
+    tools: list[str] | None = Field(
+        None, description="Registered tasks, or agent nodes (workers), the model may call."
+    )
+    max_turns: int | None = Field(None, ge=1, description="The most model calls of the loop.")
+    output: dict[str, Any] | None = Field(
+        None, description="A JSON Schema the final answer must match (it is parsed as JSON)."
+    )
+    handoffs: list[str] | None = Field(
+        None, description="Agent nodes this one may hand the conversation over to."
+    )
+    approve_tools: list[str] | None = Field(
+        None, description="Tools whose every call waits for a human's approval."
+    )
+
+
 class NodeSpec(_Model):
-    """One node: exactly one of ``task``, ``approval``, ``workflow``, and optional settings."""
+    """One node: exactly one of ``task``, ``approval``, ``workflow``, ``agent``, and optional
+    settings."""
 
     task: str | None = Field(None, description="The registered task this node calls.")
     approval: ApprovalSpec | None = Field(None, description="Pause for a human decision.")
     workflow: str | None = Field(
         None, description="Another workflow file, relative to this one, run as a sub-run."
     )
+    agent: AgentSpec | None = Field(None, description="An LLM loop with tools.")
     with_: dict[str, Any] | None = Field(
         None, alias="with", description="Arguments of the task, or inputs of the sub-workflow."
     )

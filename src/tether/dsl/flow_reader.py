@@ -24,6 +24,8 @@ from lark.exceptions import UnexpectedInput
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.document import FORMAT_VERSION
 from tether.dsl.flow_syntax import (
+    AGENT_LISTS,
+    AGENT_PARTS,
     APPROVAL_PARTS,
     CLAUSE_KEYS,
     CLAUSE_PARTS,
@@ -275,9 +277,9 @@ class _Reader:
         node: dict[str, Any] = {}
         self.data.setdefault("nodes", {})[node_id] = node
         match kind:
-            case NodeKind.APPROVAL:  # the head names nothing: reason, context, form are clauses
-                node["approval"] = {}
-                self.record((*path, "approval"), head, Span(
+            case NodeKind.APPROVAL | NodeKind.AGENT:  # the head names nothing: all clauses
+                node[kind.value] = {}
+                self.record((*path, kind.value), head, Span(
                     self.file, head.line, head.col, key.end_line, key.end_col))
             case NodeKind.TASK | NodeKind.WORKFLOW:
                 node[kind.value] = self.value(rest.pop(0), (*path, kind.value), head)
@@ -304,6 +306,8 @@ class _Reader:
                        help=refused_help(kind))
         elif key_name in APPROVAL_PARTS:
             self.approval_part(tree, node, (*path, "approval", key_name), kind, span)
+        elif key_name in AGENT_PARTS:
+            self.agent_part(tree, node, (*path, "agent", key_name), kind, span)
         else:
             node[key_name] = self.clause_value(tree, (*path, key_name), span)
 
@@ -313,9 +317,21 @@ class _Reader:
         match kind:
             case NodeKind.APPROVAL:
                 node["approval"][path[-1]] = self.clause_value(tree, path, span)
-            case NodeKind.TASK | NodeKind.WORKFLOW:
+            case NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.AGENT:
                 self.error("E208", f"`{path[-1]}` does not apply to {KINDS[kind].noun}", span,
                            help="`reason`, `context` and `form` belong to `approval` nodes")
+            case _:
+                assert_never(kind)
+
+    def agent_part(self, tree: Tree[Token], node: dict[str, Any], path: Path,
+                   kind: NodeKind, span: Span) -> None:
+        """``model``, ``prompt``, ``tools``...: a part of an agent node's ``agent``."""
+        match kind:
+            case NodeKind.AGENT:
+                node["agent"][path[-1]] = self.clause_value(tree, path, span)
+            case NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.APPROVAL:
+                self.error("E208", f"`{path[-1]}` does not apply to {KINDS[kind].noun}", span,
+                           help=f"`{path[-1]}` belongs to `agent` nodes")
             case _:
                 assert_never(kind)
 
@@ -327,9 +343,10 @@ class _Reader:
         if name == "args":
             self.record(path, key, key)
             return self.pairs(children, path, "argument")
-        if name in ("after", "retry", "loop", "form"):
+        if name in ("after", "retry", "loop", "form") or name in AGENT_LISTS:
             self.record(path, key, self.span(tree))
-            return getattr(self, "cl_" + name)(children, path, key)
+            method = "cl_after" if name in AGENT_LISTS else "cl_" + name
+            return getattr(self, method)(children, path, key)
         if not children:  # a bare `idempotent`
             self.record(path, key, key)
             return True

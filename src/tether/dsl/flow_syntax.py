@@ -42,14 +42,20 @@ class Reporter(Protocol):
 
 
 CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
-           "idempotent", "loop", "reason", "context", "form")
+           "idempotent", "loop", "reason", "context", "form", "model", "instructions", "prompt",
+           "tools", "max_turns", "output", "handoffs", "approve_tools")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "task",
-              "approval", "output")
+              "approval", "agent", "output")
 APPROVAL_PARTS = ("reason", "context", "form")
 """The clauses that give an approval node's ``approval``, one part each."""
-CLAUSE_KEYS = {"after": "needs", "args": "with", "with_null": "with"}
+AGENT_PARTS = ("model", "instructions", "prompt", "tools", "max_turns", "output", "handoffs",
+               "approve_tools")
+"""The clauses that give an agent node's ``agent``, one part each (in the writer's order)."""
+AGENT_LISTS = ("tools", "handoffs", "approve_tools")
+"""The agent parts written as a list of names (like ``after``)."""
+CLAUSE_KEYS = {"after": "needs", "args": "with", "with_null": "with", "agent_output": "output"}
 """The document key of a clause whose grammar rule has another name (else the rule's name)."""
-CLAUSE_WORDS = {"args": "(", "with_null": "with"}
+CLAUSE_WORDS = {"args": "(", "with_null": "with", "agent_output": "output"}
 """The word that starts a clause whose grammar rule has another name."""
 NODE_STATEMENTS = {f"{kind.value}_stmt": kind for kind in NodeKind}
 """The grammar's node statements and the kind of node each defines."""
@@ -69,11 +75,12 @@ CONSTANTS: dict[str, Any] = {"TRUE": True, "FALSE": False, "NULL": None}
 """The values of the grammar's constant terminals."""
 
 _TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
+                   "MODEL_REF": "a model (provider:name)",
                    "STRING": "a string", "TEMPLATE": "a template", "NUMBER": "a number",
                    "DURATION": "a duration", "$END": "end of line"}
 _VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
 _STARTS = re.compile(
-    r"(?:tether|workflow|description|inputs?|secrets|task|approval|output)\b(?![ \t]*:)")
+    r"(?:tether|workflow|description|inputs?|secrets|task|approval|agent|output)\b(?![ \t]*:)")
 MAX_SYNTAX_ERRORS = 100
 TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
@@ -184,6 +191,9 @@ def refused_help(kind: NodeKind) -> str | None:
             return "an approval node takes `reason`, `context` and `form`"
         case NodeKind.WORKFLOW:
             return "retries and timeouts belong to the tasks of the sub-workflow"
+        case NodeKind.AGENT:
+            return ("an agent node takes `model`, `instructions`, `prompt`, `tools`, "
+                    "`max_turns`, `output`, `handoffs` and `approve_tools`")
         case NodeKind.TASK:
             return None
         case _:
@@ -207,7 +217,7 @@ def _expected(names: set[str]) -> str:
         names, words = names - _VALUE_START, ["a value"]
     clauses = {name for name in names if name.lower() in CLAUSES}
     if len(clauses) > 3:
-        names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW"}
+        names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW", "AGENT"}
         words.append("a clause (" + ", ".join(c for c in CLAUSES if c.upper() in clauses) + ")")
     words += sorted(describe_terminal(name) for name in names - {"$END"})
     words += ["end of line"] if "$END" in names else []
@@ -298,9 +308,10 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
 
 
 _KEYWORD_PREFIX = re.compile(
-    r"(?<![\w.])(after|approval|backoff|concurrency|context|description|false|for_each|form"
-    r"|idempotent|input|inputs|loop|max|null|on_exhausted|output|reason|retry|secrets|task|tether"
-    r"|timeout|to|trigger|true|when|while|with|workflow)(\w+)"
+    r"(?<![\w.])(after|agent|approval|approve_tools|backoff|concurrency|context|description"
+    r"|false|for_each|form|handoffs|idempotent|input|inputs|instructions|loop|max|max_turns"
+    r"|model|null|on_exhausted|output|prompt|reason|retry|secrets|task|tether|timeout|tools|to"
+    r"|trigger|true|when|while|with|workflow)(\w+)"
 )
 
 
@@ -325,6 +336,8 @@ def _in_literal(text: str, offset: int) -> bool:
 
 
 __all__ = [
+    "AGENT_LISTS",
+    "AGENT_PARTS",
     "APPROVAL_PARTS",
     "CLAUSES",
     "CLAUSE_KEYS",

@@ -15,7 +15,7 @@ import re
 from typing import Any, assert_never
 
 from tether.dsl.document import FORMAT_VERSION, WorkflowDoc, dump_document
-from tether.dsl.flow_syntax import parser
+from tether.dsl.flow_syntax import AGENT_LISTS, AGENT_PARTS, parser
 from tether.kinds import KIND_NAMES, NodeKind
 
 INDENT = "    "
@@ -135,8 +135,8 @@ def _head(node_id: str, node: dict[str, Any]) -> str:
             head = f"task {node_id} = {task if _bare('TASK_NAME', task) else quoted(task)}"
         case NodeKind.WORKFLOW:
             head = f"workflow {node_id} = {quoted(node['workflow'])}"
-        case NodeKind.APPROVAL:
-            return f"approval {node_id}"
+        case NodeKind.APPROVAL | NodeKind.AGENT:
+            return f"{kind.value} {node_id}"
         case _:
             assert_never(kind)
     args = node.get("with")
@@ -159,6 +159,34 @@ def _approval_clauses(approval: dict[str, Any]) -> list[str]:
     if "form" in approval:
         form = approval["form"]
         lines.append("form " + ("null" if form is None else _fields(form)))
+    return lines
+
+
+def _names(keyword: str, names: list[str] | None, bare: str) -> str:
+    """``KEYWORD a, b`` (``after``, ``tools``...); ``[]`` when empty, ``null`` when null."""
+    if names is None:
+        return f"{keyword} null"
+    written = [name if _bare(bare, name) else quoted(name) for name in names]
+    return f"{keyword} " + (", ".join(written) if written else "[]")
+
+
+def _model(model: Any) -> str:
+    if isinstance(model, str):
+        return "model " + (model if _bare("MODEL_REF", model) else quoted(model))
+    return _clause("model", model)
+
+
+def _agent_clauses(agent: dict[str, Any]) -> list[str]:
+    lines = []
+    for key in AGENT_PARTS:
+        if key not in agent:
+            continue
+        if key == "model":
+            lines.append(_model(agent[key]))
+        elif key in AGENT_LISTS:
+            lines.append(_names(key, agent[key], "ID" if key == "handoffs" else "TASK_NAME"))
+        else:
+            lines.append(_clause(key, agent[key]))
     return lines
 
 
@@ -189,14 +217,13 @@ def _secrets(names: list[str] | None) -> str:
 
 
 def _needs(needs: list[str] | None) -> str:
-    if needs is None:
-        return "after null"
-    return "after " + (", ".join(word(need) for need in needs) if needs else "[]")
+    return _names("after", needs, "NAME")
 
 
 def _clauses(node: dict[str, Any]) -> list[str]:
     """Every clause the node sets, in the canonical order."""
     lines = _approval_clauses(node["approval"]) if node.get("approval") is not None else []
+    lines += _agent_clauses(node["agent"]) if node.get("agent") is not None else []
     for key, text in (
         ("needs", lambda v: _needs(v)),
         ("when", lambda v: _clause("when", v)),

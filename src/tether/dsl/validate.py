@@ -21,9 +21,11 @@ from tether.dsl.document import (
     ID_RE,
     INPUT_TYPES,
     SECRET_RE,
+    AgentSpec,
     ApprovalSpec,
     InputSpec,
     LoopSpec,
+    ModelRef,
     NodeSpec,
     RetryPolicy,
     WorkflowDoc,
@@ -56,10 +58,12 @@ def describe(path: Path) -> str:
     if len(path) >= 2 and path[0] == "nodes":
         where = f"node `{path[1]}`"
         rest = path[2:]
-        if rest and rest[0] in ("loop", "retry", "approval"):
+        if rest and rest[0] in ("loop", "retry", "approval", "agent"):
             where = f"the {rest[0]} of {where}"
             if rest[0] == "approval" and len(rest) >= 3 and rest[1] == "form":
                 where = f"form field `{rest[2]}` of node `{path[1]}`"
+            if rest[0] == "agent" and len(rest) >= 2 and rest[1] == "model":
+                where = f"the model of node `{path[1]}`"
         return f"in {where}"
     if len(path) >= 2 and path[0] == "inputs":
         return f"in input `{path[1]}`"
@@ -75,10 +79,13 @@ def _model_at(path: Path) -> type[BaseModel] | None:
         if model is WorkflowDoc and key in ("nodes", "inputs") and steps:
             steps.pop(0)
             model = NodeSpec if key == "nodes" else InputSpec
-        elif model is NodeSpec and key in ("retry", "loop", "approval"):
+        elif model is NodeSpec and key in ("retry", "loop", "approval", "agent"):
             nested: dict[str, type[BaseModel]] = {
-                "retry": RetryPolicy, "loop": LoopSpec, "approval": ApprovalSpec}
+                "retry": RetryPolicy, "loop": LoopSpec, "approval": ApprovalSpec,
+                "agent": AgentSpec}
             model = nested[str(key)]
+        elif model is AgentSpec and key == "model":
+            model = ModelRef
         elif model is ApprovalSpec and key == "form" and steps:
             steps.pop(0)
             model = InputSpec

@@ -30,7 +30,7 @@ from tether.runtime.execution import Level, RunFailure, Session, Suspended
 from tether.runtime.idempotent import forget_locks
 from tether.runtime.journal import Journal
 from tether.runtime.results import RunResult
-from tether.runtime.secrets import Masker, SecretsView, declared
+from tether.runtime.secrets import SecretsView, declared, masker_for
 from tether.runtime.state import NodeError, RunState
 from tether.runtime.values import dumps
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
@@ -52,7 +52,7 @@ class Driver:
         self.attempt = attempt
         store = journal.store if journal is not None else None
         names = declared(plan)
-        self.masker = Masker(names) if names else None
+        self.masker = masker_for(plan)
         if journal is not None:
             journal.masker = self.masker
         self.session = Session(

@@ -306,10 +306,12 @@ class Level:
                         node_output_json=output_json)
 
     def suspend(self, node: PlanNode, path: StatePath, address: str,
-                signal: InterruptSignal) -> None:
+                signal: InterruptSignal, *, agent_path: str | None = None,
+                node_index: int | None = None) -> None:
         """Record the unit at ``path`` as waiting: its interrupted checkpoint (a full
         snapshot) and its pending row, in one transaction. Without a store, the signal goes
-        to the caller."""
+        to the caller. An agent's pause names its own place (``agent_path``, its turn as
+        ``node_index``)."""
         journal = self.session.journal
         if journal is None:
             raise signal
@@ -317,13 +319,15 @@ class Level:
         checkpoint_id = journal.next_id()
         self.state.at(path).suspend(checkpoint_id)
         self.mark(path)
-        row = journal.row(checkpoint_id=checkpoint_id, node_id=address, node_index=node.index,
+        where = self.agent_path if agent_path is None else agent_path
+        row = journal.row(checkpoint_id=checkpoint_id, node_id=address,
+                          node_index=node.index if node_index is None else node_index,
                           step_type=StepType.HITL_PAUSE, status=CheckpointStatus.INTERRUPTED,
-                          agent_path=self.agent_path, counters=self.state.counters, full=True,
+                          agent_path=where, counters=self.state.counters, full=True,
                           reason=signal.reason, context_json=dumps(signal.context))
         context = json.loads(row.interrupt_context) if row.interrupt_context else None
         pending = PendingInterrupt(journal.execution_id, checkpoint_id, address,
-                                   self.agent_path, signal.reason, context, utc(row.created_at))
+                                   where, signal.reason, context, utc(row.created_at))
         try:
             journal.store.record_interrupt(row, pending, journal.owner)
         except BaseException:

@@ -55,8 +55,10 @@ def stored_plan(store: Checkpointer, run: RunRecord) -> Plan:
 
 
 def task_names(plan: Plan) -> set[str]:
-    """Every task a plan (and its sub-plans) calls."""
+    """Every task a plan (and its sub-plans) calls, agents' tools included."""
     names = {n.task for n in plan.nodes if isinstance(n, TaskNode)}
+    names |= {tool.name for agent in plan.agents_by_id.values() for tool in agent.tools
+              if tool.kind == "task"}
     for node in plan.nodes:
         if isinstance(node, WorkflowNode):
             names |= task_names(node.workflow.plan)

@@ -29,6 +29,16 @@ class RunResult:
     message: str | None = None
 
     @property
+    def usage(self) -> dict[str, int]:
+        """Tokens every model call of the run used so far (agent nodes):
+        ``{"input_tokens": ..., "output_tokens": ...}``, zeros when no model was called."""
+        usage = self.state.get("usage") if isinstance(self.state, dict) else None
+        if not isinstance(usage, dict):
+            return {"input_tokens": 0, "output_tokens": 0}
+        return {"input_tokens": int(usage.get("input_tokens", 0)),
+                "output_tokens": int(usage.get("output_tokens", 0))}
+
+    @property
     def pending_interrupt(self) -> PendingInterrupt | None:
         """The first pending interrupt of a paused run."""
         return self.pending[0] if self.pending else None

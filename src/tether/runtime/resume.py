@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tether.compiler.plan import ApprovalNode, Plan
 from tether.errors import AlreadyResumed, ResumeError, ResumeValueError
 from tether.paths import StatePath
+from tether.runtime.agent.answers import approval_problems
 from tether.runtime.answers import adopt_waits, apply_decisions
 from tether.runtime.attempt import Attempt
 from tether.runtime.context import Resume
@@ -69,7 +70,7 @@ def approval_node(plan: Plan, pending: PendingInterrupt) -> ApprovalNode | None:
         level, _ = RunState({}).locate(plan, pending.agent_path, pending.node_id)
     except KeyError:
         return None
-    node = level.node(split_address(pending.node_id)[0])
+    node = level.by_id.get(split_address(pending.node_id)[0])  # None: an agent's pause
     return node if isinstance(node, ApprovalNode) else None
 
 
@@ -186,11 +187,14 @@ class Resumption:
 
     def _validate(self, plan: Plan, target: PendingInterrupt) -> None:
         assert self.answer is not None
+        problems = approval_problems(self.runner.tasks, target, self.answer)
+        if problems:
+            raise ResumeValueError(self.execution_id, target.node_id, problems)
         node = approval_node(plan, target)
         if node is not None and node.approval.form is not None:
-            _, problems = check_values(node.approval.form, self.answer, "field")
-            if problems:
-                raise ResumeValueError(self.execution_id, node.id, problems)
+            _, wrong = check_values(node.approval.form, self.answer, "field")
+            if wrong:
+                raise ResumeValueError(self.execution_id, node.id, wrong)
 
     def _answered_first(self, target: PendingInterrupt) -> AlreadyResumed:
         for decision in self.store.decisions(self.execution_id):

@@ -102,7 +102,15 @@ class Masker:
         return value if masked == text else json.loads(masked)
 
 
+def masked_names(plan: Plan) -> frozenset[str]:
+    """The environment variables whose values a run of ``plan`` masks: its secrets, and the
+    API keys its agents read."""
+    from tether.runtime.executors.agent import api_key_names
+
+    return declared(plan) | api_key_names(plan)
+
+
 def masker_for(plan: Plan) -> Masker | None:
-    """The masker of a run of ``plan``, or None when it declares no secrets."""
-    names = declared(plan)
+    """The masker of a run of ``plan``, or None when it has nothing to mask."""
+    names = masked_names(plan)
     return Masker(names) if names else None

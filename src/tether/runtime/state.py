@@ -197,6 +197,15 @@ def parse_agent_path(agent_path: str) -> list[tuple[str, str | None]]:
     return steps
 
 
+def _agent_node(agent_path: str) -> str | None:
+    """The agent node of ``.../agent:<node>/tool:<t>`` (or ``.../worker:<w>/...``), if any."""
+    for part in agent_path.split("/") if agent_path else []:
+        kind, _, value = part.partition(":")
+        if kind == "agent":
+            return value
+    return None
+
+
 class RunState:
     """The state of one run, or of a sub-workflow run nested in it."""
 
@@ -321,6 +330,9 @@ class RunState:
             plan = node.workflow.plan
             path = (*path, *unit_path(node_id, item), "sub")
         node_id, item = split_address(address)
+        agent = _agent_node(agent_path)
+        if agent is not None:  # a pause inside an agent node: the node's unit waits
+            node_id, item = agent, None
         plan.node(node_id)
         return plan, (*path, *unit_path(node_id, item))
 

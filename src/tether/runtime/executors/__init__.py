@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from tether.compiler.plan import ApprovalNode, TaskNode, WorkflowNode
+from tether.compiler.plan import AgentNode, ApprovalNode, TaskNode, WorkflowNode
+from tether.runtime.executors.agent import AgentExecutor
 from tether.runtime.executors.approval import ApprovalExecutor
 from tether.runtime.executors.task import TaskExecutor
 from tether.runtime.executors.workflow import WorkflowExecutor
@@ -17,6 +18,7 @@ from tether.runtime.units import Unit, UnitResult
 _TASK = TaskExecutor()
 _APPROVAL = ApprovalExecutor()
 _WORKFLOW = WorkflowExecutor()
+_AGENT = AgentExecutor()
 
 
 async def execute(unit: Unit) -> UnitResult:
@@ -29,6 +31,8 @@ async def execute(unit: Unit) -> UnitResult:
             return await _APPROVAL.run(unit, node)
         case WorkflowNode():
             return await _WORKFLOW.run(unit, node)
+        case AgentNode():
+            return await _AGENT.run(unit, node)
         case _:
             assert_never(node)
 

@@ -1,0 +1,50 @@
+"""``agent`` nodes: an LLM loop with tools, checkpointed per turn and per tool call."""
+
+from __future__ import annotations
+
+from tether.agents.providers.base import DEFAULT_KEY_ENV, Provider
+from tether.compiler.plan import AgentNode, Plan, WorkflowNode
+from tether.runtime.agent.loop import AgentLoop, AgentRun, render_text
+from tether.runtime.agent.state import AgentState
+from tether.runtime.units import Unit, UnitResult
+from tether.runtime.values import to_json
+from tether.status import UnitStatus
+
+
+class AgentExecutor:
+    """Runs the node's agent from wherever its state stands (a new conversation, a resumed
+    pause, a crash) to its final answer; see :mod:`tether.runtime.agent.loop`."""
+
+    async def run(self, unit: Unit, node: AgentNode) -> UnitResult:
+        level = unit.level
+        entry = level.state.at(unit.path)
+        names = unit.names()
+        data = entry.data.get("agent")
+        if not isinstance(data, dict):
+            path = f"{level.agent_path}/agent:{node.id}" if level.agent_path else \
+                f"agent:{node.id}"
+            prompt = render_text(unit, names, node.agent.prompt, "agent.prompt")
+            data = AgentState.new(node.id, path, prompt).data
+            entry.data["agent"] = data
+        state = AgentState(data)
+        entry.status = UnitStatus.RUNNING
+        state.deliver(state.fresh_answers(entry.answers))
+        state.renew_budget()
+        run = AgentRun(unit, node, names)
+        try:
+            answer = await AgentLoop(run, state).run_to_end()
+        finally:
+            await run.close()
+        output, text = to_json(answer, f"the answer of agent '{node.id}'", node_id=node.id)
+        return UnitResult(output, text)
+
+
+def api_key_names(plan: Plan) -> frozenset[str]:
+    """The environment variables the agents of a plan (and its sub-plans) read keys from:
+    their values are masked like secrets'."""
+    names = {agent.model.api_key_env or DEFAULT_KEY_ENV[Provider(agent.model.provider)]
+             for agent in plan.agents_by_id.values()}
+    for node in plan.nodes:
+        if isinstance(node, WorkflowNode):
+            names |= api_key_names(node.workflow.plan)
+    return frozenset(names)
