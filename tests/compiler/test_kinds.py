@@ -10,13 +10,23 @@ from typing import get_args
 import pytest
 
 from tether.compiler import plan_shape
-from tether.compiler.plan import ApprovalNode, TaskNode, WorkflowNode
+from tether.compiler.plan import (
+    ApprovalNode,
+    FailNode,
+    NoopNode,
+    SwitchNode,
+    TaskNode,
+    WorkflowNode,
+)
 from tether.dsl.loader import workflow_from_text
 from tether.kinds import KIND_NAMES, KINDS, SETTINGS, NodeKind, NodeKindName
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "language.md"
 VARIANTS = {NodeKind.TASK: TaskNode, NodeKind.APPROVAL: ApprovalNode,
-            NodeKind.WORKFLOW: WorkflowNode}
+            NodeKind.WORKFLOW: WorkflowNode, NodeKind.SWITCH: SwitchNode,
+            NodeKind.NOOP: NoopNode, NodeKind.FAIL: FailNode}
+FORMAT_1_KINDS = ("task", "approval", "workflow")
+"""Kinds added after format 1 carry their own key; format 1's keys stay as they were."""
 
 
 def test_the_literal_and_the_enum_name_the_same_kinds_in_the_same_order() -> None:
@@ -29,12 +39,18 @@ def test_a_plan_variant_has_exactly_the_fields_its_kind_takes(kind: NodeKind) ->
     keys minus those the table says the kind does not have."""
     variant = VARIANTS[kind]
     fields = {info.alias or name for name, info in variant.model_fields.items()}
-    assert fields == set(plan_shape.ORDER) - set(plan_shape.absent(kind))
+    own = {kind.value} - set(FORMAT_1_KINDS)
+    later = {key for key in plan_shape.OMITTED if KINDS[kind].takes(key)} | {"title"}
+    assert fields - own - later == set(plan_shape.ORDER) - set(plan_shape.absent(kind))
     assert variant.model_fields["kind"].default == kind
 
 
 def test_every_key_a_kind_may_lack_has_a_neutral_value_in_format_1() -> None:
-    assert set(plan_shape.NEUTRAL) == set(KIND_NAMES) | set(SETTINGS)
+    """Format 1's keys have neutral values; every key added since is left out at its default
+    (or is a kind of its own)."""
+    new_kinds = set(KIND_NAMES) - set(FORMAT_1_KINDS)
+    assert set(plan_shape.NEUTRAL) | set(plan_shape.OMITTED) | new_kinds == \
+        set(KIND_NAMES) | set(SETTINGS) | {"title"}
 
 
 @pytest.mark.parametrize("kind", list(NodeKind))
@@ -42,9 +58,13 @@ def test_every_key_a_kind_may_lack_has_a_neutral_value_in_format_1() -> None:
 def test_validation_refuses_exactly_the_settings_the_table_refuses(kind: NodeKind,
                                                                    setting: str) -> None:
     values = {"with": "{}", "retry": "{max_attempts: 2}", "timeout": "5s",
-              "idempotent": "true", "for_each": "[1]", "concurrency": "2"}
-    head = {"task": "task: t", "approval": "approval: {reason: r}", "workflow": "workflow: w.yaml"}
-    extra = ", for_each: [1]" if setting == "concurrency" else ""
+              "idempotent": "true", "for_each": "[1]", "concurrency": "2",
+              "until": "'{{ true }}'", "fail_fast": "false", "matrix": "{x: [1]}"}
+    head = {"task": "task: t", "approval": "approval: {reason: r}", "workflow": "workflow: w.yaml",
+            "switch": "switch: {on: x, cases: {a: [b]}}", "noop": "noop: true",
+            "fail": "fail: stop"}
+    extra = ", for_each: [1]" if setting in ("concurrency", "fail_fast") else ""
+    extra += ", retry: {max_attempts: 2}" if setting == "until" and kind == "task" else ""
     text = (f"tether: 1\nname: w\nnodes:\n  a: {{{head[kind]}, {setting}: {values[setting]}"
             f"{extra}}}\n")
     _, diagnostics = workflow_from_text(text, "w.yaml", "yaml")

@@ -42,14 +42,19 @@ class Reporter(Protocol):
 
 
 CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
-           "idempotent", "loop", "reason", "context", "form")
+           "idempotent", "loop", "reason", "context", "form", "title", "until", "fail_fast",
+           "matrix", "on", "case", "default")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "task",
-              "approval", "output")
+              "approval", "switch", "noop", "fail", "output")
 APPROVAL_PARTS = ("reason", "context", "form")
 """The clauses that give an approval node's ``approval``, one part each."""
-CLAUSE_KEYS = {"after": "needs", "args": "with", "with_null": "with"}
+SWITCH_PARTS = ("on", "cases", "default")
+"""The clauses that give a switch node's ``switch`` (``case`` lines build ``cases``)."""
+CLAUSE_KEYS = {"after": "needs", "args": "with", "with_null": "with", "switch_on": "on",
+               "switch_case": "cases", "switch_default": "default"}
 """The document key of a clause whose grammar rule has another name (else the rule's name)."""
-CLAUSE_WORDS = {"args": "(", "with_null": "with"}
+CLAUSE_WORDS = {"args": "(", "with_null": "with", "switch_on": "on", "switch_case": "case",
+                "switch_default": "default"}
 """The word that starts a clause whose grammar rule has another name."""
 NODE_STATEMENTS = {f"{kind.value}_stmt": kind for kind in NodeKind}
 """The grammar's node statements and the kind of node each defines."""
@@ -63,7 +68,8 @@ HEADER_STATEMENTS: dict[str, tuple[Path, str, str, str]] = {
 """Statements given once per file: grammar rule -> (path, keyword, message, note)."""
 CLAUSE_PARTS = {"loop_to": ("to", "to"), "loop_while": ("while", "while"),
                 "loop_max": ("max_iterations", "max"),
-                "on_exhausted": ("on_exhausted", "on_exhausted"), "backoff": ("backoff", "backoff")}
+                "on_exhausted": ("on_exhausted", "on_exhausted"), "backoff": ("backoff", "backoff"),
+                "strategy": ("strategy", "strategy")}
 """The parts of a ``loop`` (and a retry's ``backoff``): grammar rule -> (key, keyword)."""
 CONSTANTS: dict[str, Any] = {"TRUE": True, "FALSE": False, "NULL": None}
 """The values of the grammar's constant terminals."""
@@ -73,7 +79,8 @@ _TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
                    "DURATION": "a duration", "$END": "end of line"}
 _VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
 _STARTS = re.compile(
-    r"(?:tether|workflow|description|inputs?|secrets|task|approval|output)\b(?![ \t]*:)")
+    r"(?:tether|workflow|description|inputs?|secrets|task|approval|switch|noop|fail|output)\b"
+    r"(?![ \t]*:)")
 MAX_SYNTAX_ERRORS = 100
 TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
@@ -184,6 +191,10 @@ def refused_help(kind: NodeKind) -> str | None:
             return "an approval node takes `reason`, `context` and `form`"
         case NodeKind.WORKFLOW:
             return "retries and timeouts belong to the tasks of the sub-workflow"
+        case NodeKind.SWITCH:
+            return "a switch node takes `on`, `case` and `default`"
+        case NodeKind.NOOP | NodeKind.FAIL:
+            return f"a {kind.value} node takes `after`, `when`, `trigger`, `title` and `loop`"
         case NodeKind.TASK:
             return None
         case _:
@@ -207,7 +218,8 @@ def _expected(names: set[str]) -> str:
         names, words = names - _VALUE_START, ["a value"]
     clauses = {name for name in names if name.lower() in CLAUSES}
     if len(clauses) > 3:
-        names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW"}
+        names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW", "SWITCH", "NOOP",
+                                   "FAIL", "SWITCH_ON", "SWITCH_CASE", "SWITCH_DEFAULT"}
         words.append("a clause (" + ", ".join(c for c in CLAUSES if c.upper() in clauses) + ")")
     words += sorted(describe_terminal(name) for name in names - {"$END"})
     words += ["end of line"] if "$END" in names else []
@@ -300,7 +312,8 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
 _KEYWORD_PREFIX = re.compile(
     r"(?<![\w.])(after|approval|backoff|concurrency|context|description|false|for_each|form"
     r"|idempotent|input|inputs|loop|max|null|on_exhausted|output|reason|retry|secrets|task|tether"
-    r"|timeout|to|trigger|true|when|while|with|workflow)(\w+)"
+    r"|timeout|to|trigger|true|when|while|with|workflow|title|until|fail_fast|matrix|strategy"
+    r"|switch|noop)(\w+)"
 )
 
 
@@ -335,6 +348,7 @@ __all__ = [
     "MAX_SYNTAX_ERRORS",
     "NODE_STATEMENTS",
     "STATEMENTS",
+    "SWITCH_PARTS",
     "TOO_DEEP",
     "Chunk",
     "Reporter",

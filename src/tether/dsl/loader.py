@@ -98,6 +98,7 @@ def workflow_from_text(
         location=location.resolve() if location is not None else None,
         broken_nodes=validated.broken_nodes,
         broken_inputs=validated.broken_inputs,
+        broken_reads=validated.broken_reads,
         valid=raw.ok,
     )
     return workflow, raw.diagnostics

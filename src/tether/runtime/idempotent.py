@@ -165,11 +165,19 @@ def idempotent(fn: Any = None, /, *, key: KeyFunction | None = None) -> Any:
     return decorate
 
 
-def cached_call(fn: Callable[..., Any], args: dict[str, Any]) -> Any:
-    """Call a task for a node marked ``idempotent: true`` (sync result or awaitable)."""
-    if getattr(fn, "__tether_idempotent__", False):
+def cached_call(fn: Callable[..., Any], args: dict[str, Any], poll: int | None = None) -> Any:
+    """Call a task for a node marked ``idempotent: true`` (sync result or awaitable).
+
+    ``poll``: the attempt of a polling node (``until``); each attempt has its own key, so a
+    re-executed attempt returns its cached result and the next attempt calls the task again.
+    """
+    if getattr(fn, "__tether_idempotent__", False) and poll is None:
         return fn(**args)
+    key: KeyFunction | None = None
+    if poll is not None:
+        def key(*_: Any, **kwargs: Any) -> str:
+            return json.dumps(kwargs, sort_keys=True, default=str) + f"#poll:{poll}"
     target = inspect.unwrap(fn)
     if inspect.iscoroutinefunction(target):
-        return _run_async(fn, None, (), args)
-    return _run_sync(fn, None, (), args)
+        return _run_async(fn, key, (), args)
+    return _run_sync(fn, key, (), args)

@@ -59,6 +59,7 @@ class Prepared:
     state: RunState
     journal: Journal
     attempt: Attempt
+    run: RunRecord
 
 
 def answer_of(resume: Resume | Mapping[str, Any]) -> dict[str, Any]:
@@ -126,7 +127,7 @@ class Resumption:
             changed = self._reenter(plan, state, fresh)
         for path in changed:
             journal.mark(path)
-        return Prepared(plan, state, journal, self.attempt)
+        return Prepared(plan, state, journal, self.attempt, self.run)
 
     @staticmethod
     def _reenter(plan: Plan, state: RunState, decisions: list[Decision]) -> list[StatePath]:

@@ -28,6 +28,7 @@ from tether.runtime.journal import SNAPSHOT_EVERY, Journal
 from tether.runtime.pinning import check_compatible, check_same_plan
 from tether.runtime.plans import PlanSource, check_tasks, load_plan, remember, stored_plan
 from tether.runtime.registry import resolve_tasks
+from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
 from tether.runtime.resume import Prepared, Resumption
 from tether.runtime.secrets import masker_for
@@ -132,7 +133,8 @@ class Runner:
                 owner=attempt.token, lease_until=attempt.until()), plan.to_json())
             journal = Journal(store, execution_id, state.data,
                               snapshot_every=self.snapshot_every, attempt=attempt)
-        return await self._drive(execution_id, plan, state, journal, attempt)
+        info = RunInfo(execution_id, plan.name, utc_now().isoformat())
+        return await self._drive(execution_id, plan, state, journal, attempt, info)
 
     # -- resume ------------------------------------------------------------------------------
     async def aresume(self, execution_id: str,
@@ -157,8 +159,15 @@ class Runner:
         return await self._drive_prepared(execution_id, prepared)
 
     async def _drive_prepared(self, execution_id: str, prepared: Prepared) -> RunResult:
-        return await self._drive(execution_id, prepared.plan, prepared.state, prepared.journal,
-                                 prepared.attempt)
+        state = prepared.state
+        count = state.data.get("attempt")
+        state.data["attempt"] = (count if isinstance(count, int) else 1) + 1
+        prepared.journal.mark(("attempt",))
+        record = prepared.run
+        info = RunInfo(execution_id, prepared.plan.name, record.created_at.isoformat(),
+                       state.data["attempt"], record.parent_execution_id)
+        return await self._drive(execution_id, prepared.plan, state, prepared.journal,
+                                 prepared.attempt, info)
 
     # -- fork --------------------------------------------------------------------------------
     async def afork(self, execution_id: str, checkpoint_id: str | None = None,
@@ -188,6 +197,7 @@ class Runner:
         if chosen.fingerprint != run.plan_fingerprint:
             check_compatible(execution_id, stored_plan(store, run), chosen, state.data)
         state.reopen(chosen, forget_answers=True)
+        state.data["attempt"] = 1
         branch = new_execution_id()
         attempt = Attempt(store, branch, self.lease_seconds)
         now = utc_now()
@@ -204,7 +214,8 @@ class Runner:
                     step_type=StepType.FORK_ORIGIN, status=CheckpointStatus.COMPLETED,
                     full=True, counters=state.counters,
                     parent_checkpoint_id=origin.checkpoint_id if origin else None)
-        return await self._drive(branch, chosen, state, journal, attempt)
+        info = RunInfo(branch, chosen.name, now.isoformat(), 1, execution_id)
+        return await self._drive(branch, chosen, state, journal, attempt, info)
 
     @staticmethod
     def _origin(store: Checkpointer, execution_id: str,
@@ -222,9 +233,10 @@ class Runner:
 
     # -- driving -----------------------------------------------------------------------------
     async def _drive(self, execution_id: str, plan: Plan, state: RunState,
-                     journal: Journal | None, attempt: Attempt) -> RunResult:
+                     journal: Journal | None, attempt: Attempt,
+                     info: RunInfo | None = None) -> RunResult:
         driver = Driver(execution_id, plan, state, journal, attempt, self.tasks,
-                        self.max_concurrency, self.on_event, self.template_budget)
+                        self.max_concurrency, self.on_event, self.template_budget, info)
         return await driver.drive()
 
     # -- helpers -----------------------------------------------------------------------------

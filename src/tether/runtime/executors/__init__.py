@@ -8,8 +8,17 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from tether.compiler.plan import ApprovalNode, TaskNode, WorkflowNode
+from tether.compiler.plan import (
+    ApprovalNode,
+    FailNode,
+    NoopNode,
+    SwitchNode,
+    TaskNode,
+    WorkflowNode,
+)
 from tether.runtime.executors.approval import ApprovalExecutor
+from tether.runtime.executors.builtins import FailExecutor, NoopExecutor
+from tether.runtime.executors.switch import SwitchExecutor
 from tether.runtime.executors.task import TaskExecutor
 from tether.runtime.executors.workflow import WorkflowExecutor
 from tether.runtime.units import Unit, UnitResult
@@ -17,6 +26,9 @@ from tether.runtime.units import Unit, UnitResult
 _TASK = TaskExecutor()
 _APPROVAL = ApprovalExecutor()
 _WORKFLOW = WorkflowExecutor()
+_SWITCH = SwitchExecutor()
+_NOOP = NoopExecutor()
+_FAIL = FailExecutor()
 
 
 async def execute(unit: Unit) -> UnitResult:
@@ -29,6 +41,12 @@ async def execute(unit: Unit) -> UnitResult:
             return await _APPROVAL.run(unit, node)
         case WorkflowNode():
             return await _WORKFLOW.run(unit, node)
+        case SwitchNode():
+            return await _SWITCH.run(unit, node)
+        case NoopNode():
+            return await _NOOP.run(unit, node)
+        case FailNode():
+            return await _FAIL.run(unit, node)
         case _:
             assert_never(node)
 
