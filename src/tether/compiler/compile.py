@@ -26,6 +26,7 @@ from tether.compiler.tasks import check_tasks
 from tether.diagnostics import Diagnostic, Related, sort_diagnostics
 from tether.dsl.ast import Workflow
 from tether.dsl.loader import read_workflow, syntax_of
+from tether.dsl.source import with_anchor_notes
 from tether.errors import WorkflowError
 from tether.gc_pause import paused_gc
 
@@ -100,6 +101,7 @@ class Compiler:
         check_lints(ctx, reads, self.tasks)
         check_skipped_reads(ctx, reads)
         check_unread_approvals(ctx, reads)
+        ctx.diagnostics[:] = with_anchor_notes(ctx.diagnostics, workflow.source)
         broken = workflow.broken_nodes or workflow.broken_inputs or not workflow.valid
         if ctx.has_errors or broken or not graph.acyclic:
             return None, ctx.diagnostics

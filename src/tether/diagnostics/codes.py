@@ -275,7 +275,7 @@ The task's function has a parameter without a default that `with:` does not give
 A module named with `--tasks` or in `[tool.tether] tasks` failed to import. The message
 carries the exception the import raised.
 """),
-        _code("E604", "unknown-output-field", "a read of an output field the task does not return", """
+        _code("E604", "unknown-output-field", "a read of a field the task's output lacks", """
 With task modules given, a task whose return type is annotated with a `TypedDict`, a
 dataclass or a pydantic model has a known output: `nodes.<id>.output.<field>` must name one
 of its fields (the help line suggests the closest).
@@ -344,7 +344,7 @@ The secret is declared but never read. Remove it, or read it where it was meant 
 When the value of `on` matches no case, none of the switch's nodes run and nothing says so.
 Add `default: [...]`, for example a `fail:` node naming the unexpected value.
 """),
-        _code("W105", "maybe-skipped-read", "a read of a node that may be skipped, by a node that runs anyway", """
+        _code("W105", "maybe-skipped-read", "a read of a node that may be skipped", """
 The node read has a `when` guard (or belongs to a case of a switch), so it may be skipped;
 the reader's trigger rule (`all_done`, `any_success`, `none_failed`, ...) runs it anyway, and
 the value read is then null. Test `nodes.<id>.status` in the same template, or give a
