@@ -223,8 +223,8 @@ def _alias_spans(text: str, file: str) -> list[Span]:
     """Where each alias (``*name``) is written, in document order."""
     spans = []
     for event in yaml.parse(text, Loader=_Loader):
-        if isinstance(event, yaml.AliasEvent):
-            start, end = event.start_mark, event.end_mark
+        start, end = event.start_mark, event.end_mark
+        if isinstance(event, yaml.AliasEvent) and start is not None and end is not None:
             spans.append(Span(file, start.line + 1, start.column + 1, end.line + 1,
                               max(end.column, 1)))
     return spans
