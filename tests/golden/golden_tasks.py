@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from tether import task
 
 
@@ -13,3 +15,20 @@ def lookup_account(account: str) -> dict[str, str]:
 @task("ledger.charge")
 def charge(amount: float, account: str, currency: str = "EUR") -> dict[str, object]:
     return {"amount": amount}
+
+
+class Build(TypedDict):
+    """A build's result: what `check --tasks` knows of `nodes.<id>.output`."""
+
+    artifact: str
+    size: int
+
+
+@task("ci.build")
+def build(target: str) -> Build:
+    return {"artifact": target, "size": 1}
+
+
+@task("ci.matrix")
+def matrix() -> list[Build]:
+    return []

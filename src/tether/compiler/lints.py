@@ -13,6 +13,7 @@ from tether.compiler.references import Reads
 from tether.compiler.secrets import check_unused_secrets
 from tether.diagnostics import Related
 from tether.dsl.document import ID_RE
+from tether.dsl.expressions import analyse
 
 RUNS_ANYWAY = ("all_done", "any_success", "none_failed", "none_failed_min_one_success")
 """Trigger rules that run a node although one of its needs was skipped."""
@@ -84,7 +85,8 @@ def check_constant_conditions(ctx: Context) -> None:
                 continue
             literal = truthy_string(text)
             why = (f"the string `'{literal}'` is not empty, so it is true" if literal
-                   else "it does not depend on anything it reads")
+                   else "a constant part decides it, whatever the names it reads hold"
+                   if analyse(text).references else "it does not depend on anything")
             effect = "the node always runs" if key == "when" else "the first call ends it"
             ctx.report("W103", f"the `{key}` of node `{node_id}` is always true: {why}",
                        ctx.span("nodes", node_id, key), node_id=node_id,
@@ -121,10 +123,11 @@ def check_skipped_reads(ctx: Context, reads: Reads) -> None:
 
 
 def check_unread_approvals(ctx: Context, reads: Reads) -> None:
-    """W106: an approval whose answer no template reads changes nothing."""
+    """W106: an approval with a form whose answer no template reads changes nothing. (One
+    without a form is a plain gate: resuming it is the decision.)"""
     read = {ref.attrs[0] for _, ref in reads.nodes}
     for node_id, node in ctx.workflow.nodes.items():
-        if node.approval is not None and node_id not in read:
+        if node.approval is not None and node.approval.form and node_id not in read:
             ctx.report("W106", f"the answer of approval `{node_id}` is never read: a "
                        "rejection would change nothing", ctx.key_span("nodes", node_id),
                        node_id=node_id,

@@ -351,8 +351,10 @@ the value read is then null. Test `nodes.<id>.status` in the same template, or g
 default (`nodes.<id>.output or {}`).
 """),
         _code("W106", "approval-unread", "an approval whose answer nothing reads", """
-The answer of an approval is its output. When no template reads `nodes.<id>.output`, the run
-goes on the same way whatever the person answered: a rejection would change nothing. Guard
+The answer of an approval is its output. When the approval has a `form` and no template reads
+`nodes.<id>.output`, the run goes on the same way whatever the person answered: a rejection
+would change nothing. (An approval without a form is a plain gate: resuming it is the
+decision.) Guard
 the next step with it (`when: "{{ nodes.<id>.output.approved }}"`) or pass it on.
 """),
     )

@@ -377,7 +377,7 @@ def _check_matrix(mapper: _Mapper, matrix: dict[str, Any], path: Path) -> None:
                 mapper.add("E211", f"`matrix.{axis}` must be a list of mappings "
                            "(axis: value)", (*path, axis),
                            help=f"for example `{axis}: [{{os: linux, python: '3.12'}}]`")
-        elif not isinstance(values, list | str):
+        elif not isinstance(values, list) and not (isinstance(values, str) and "{{" in values):
             mapper.add("E211", f"matrix axis `{axis}` must be a list, not "
                        f"{json_type_name(values)}", (*path, axis),
                        help=f"write `{axis}: [a, b]` (or an expression giving a list)")
