@@ -193,7 +193,7 @@ def test_release_builds_the_matrix_takes_one_branch_and_polls_until_deployed(
     assert nodes["published"]["status"] == "completed"
     entries = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert [e["publish"] for e in entries if "publish" in e] == ["stable"]
-    assert [e for e in entries if "publish" in e][0]["run"] == result.execution_id
+    assert next(e for e in entries if "publish" in e)["run"] == result.execution_id
     beta = run_example("release/release.yaml", {"version": "2.0.0rc1"},
                        tether.InMemoryCheckpointer())
     assert beta.output["channel"] == "beta"
