@@ -152,7 +152,7 @@ class Resumption:
         if claim is None:
             raise self._answered_first(target)
         if claim.owned:
-            self.owned = True
+            self._taken()
             return None
         fresh = self.store.get_run(self.execution_id)
         holder = describe_owner(fresh.owner if fresh else None)
@@ -269,6 +269,14 @@ class Resumption:
             run.lease_until is not None and run.lease_until < time.time()) and not \
             provably_dead(run.owner)
 
+    def _taken(self) -> None:
+        """This attempt holds the run now: read once the attempt number the store counted
+        for it in the run row (``run.attempt``; nobody else can change it while we hold)."""
+        self.owned = True
+        taken = self.store.get_run(self.execution_id)
+        if taken is not None:
+            self.attempt.number = taken.attempt
+
     def _take(self) -> None:
         """Acquire the lease for this attempt, or AlreadyResumed naming the holder."""
         if self.owned:
@@ -279,7 +287,7 @@ class Resumption:
             fresh = store.get_run(eid)
             raise AlreadyResumed(eid, "it is being executed by "
                                  f"{describe_owner(fresh.owner if fresh else None)}")
-        self.owned = True
+        self._taken()
         if store.finished(eid):
             self.attempt.release()
             raise AlreadyResumed(eid)

@@ -125,15 +125,15 @@ class Runner:
         store = self.checkpointer
         attempt = Attempt(store, execution_id, self.lease_seconds)
         journal = None
+        now = utc_now()
         if store is not None:
-            now = utc_now()
             store.create_run(RunRecord(
                 execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
                 status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
                 owner=attempt.token, lease_until=attempt.until()), plan.to_json())
             journal = Journal(store, execution_id, state.data,
                               snapshot_every=self.snapshot_every, attempt=attempt)
-        info = RunInfo(execution_id, plan.name, utc_now().isoformat())
+        info = RunInfo(execution_id, plan.name, now.isoformat())
         return await self._drive(execution_id, plan, state, journal, attempt, info)
 
     # -- resume ------------------------------------------------------------------------------
@@ -159,14 +159,10 @@ class Runner:
         return await self._drive_prepared(execution_id, prepared)
 
     async def _drive_prepared(self, execution_id: str, prepared: Prepared) -> RunResult:
-        state = prepared.state
-        count = state.data.get("attempt")
-        state.data["attempt"] = (count if isinstance(count, int) else 1) + 1
-        prepared.journal.mark(("attempt",))
         record = prepared.run
         info = RunInfo(execution_id, prepared.plan.name, record.created_at.isoformat(),
-                       state.data["attempt"], record.parent_execution_id)
-        return await self._drive(execution_id, prepared.plan, state, prepared.journal,
+                       prepared.attempt.number, record.parent_execution_id)
+        return await self._drive(execution_id, prepared.plan, prepared.state, prepared.journal,
                                  prepared.attempt, info)
 
     # -- fork --------------------------------------------------------------------------------
@@ -197,7 +193,6 @@ class Runner:
         if chosen.fingerprint != run.plan_fingerprint:
             check_compatible(execution_id, stored_plan(store, run), chosen, state.data)
         state.reopen(chosen, forget_answers=True)
-        state.data["attempt"] = 1
         branch = new_execution_id()
         attempt = Attempt(store, branch, self.lease_seconds)
         now = utc_now()
