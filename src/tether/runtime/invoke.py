@@ -162,7 +162,7 @@ async def _attempt(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
                    bodies: Bodies, limit: float | None, *, inline: bool,
                    timeout: float | None, poll: int | None) -> Any:
     call = functools.partial(fn, **args)
-    if node.idempotent:
+    if node.idempotent or (poll is not None and getattr(fn, "__tether_idempotent__", False)):
         call = functools.partial(cached_call, fn, args, poll)
     if is_async(fn):
         coroutine = call()
