@@ -17,7 +17,8 @@ EXPECTED = {
     "PostgresCheckpointer", "open_checkpointer",
     # errors and control flow
     "TetherError", "WorkflowError", "PlanError", "PlanMismatch", "InputError", "TaskError",
-    "NotJSONError", "RunNotFound", "CheckpointNotFound", "ExecutionExists", "ResumeError",
+    "NotJSONError", "RunNotFound", "CheckpointNotFound", "ForkError", "ExecutionExists",
+    "ResumeError",
     "ChainResumeError", "ResumeValueError", "AlreadyResumed", "StoreError",
     "SchemaVersionError", "StoreUnavailable", "InterruptSignal", "LeaseLost", "TemplateLimit",
 }
@@ -63,3 +64,23 @@ def test_importing_tether_is_lazy() -> None:
                          check=True).stdout
     assert out.strip() == "[]"
     assert importlib.import_module("tether").__name__ == "tether"
+
+
+def test_the_console_package_has_a_small_documented_api() -> None:
+    """``tether.web`` (the ``tether[web]`` extra): the app factory, the server, the config."""
+    web = importlib.import_module("tether.web")
+    assert set(web.__all__) == {"AuthMode", "ConfigError", "Role", "ServeConfig", "User",
+                                "create_app", "serve"}
+    for name in web.__all__:
+        assert inspect.getdoc(getattr(web, name)), f"tether.web.{name} has no docstring"
+
+
+def test_the_cli_does_not_import_the_console_until_serve_runs() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, tether.cli.main; print(sorted(m for m in ('fastapi', 'uvicorn', "
+            "'tether.web') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

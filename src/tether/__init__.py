@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         ChainResumeError,
         CheckpointNotFound,
         ExecutionExists,
+        ForkError,
         InputError,
         InterruptSignal,
         LeaseLost,
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
     from tether.stores.sqlite import SQLiteCheckpointer
 
 _ERRORS = (
-    "AlreadyResumed", "ChainResumeError", "CheckpointNotFound", "ExecutionExists", "InputError",
+    "AlreadyResumed", "ChainResumeError", "CheckpointNotFound", "ExecutionExists", "ForkError",
+    "InputError",
     "InterruptSignal", "LeaseLost", "NotJSONError", "PlanError", "PlanMismatch", "ResumeError",
     "ResumeValueError", "RunNotFound", "SchemaVersionError", "StoreError", "StoreUnavailable",
     "TaskError", "TemplateLimit", "TetherError", "WorkflowError",
@@ -84,6 +86,7 @@ __all__ = [
     "Checkpointer",
     "Diagnostic",
     "ExecutionExists",
+    "ForkError",
     "InMemoryCheckpointer",
     "InputError",
     "InterruptSignal",

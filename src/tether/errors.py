@@ -11,6 +11,7 @@
     ├── NotJSONError           a value that is not JSON (task output, cached result, context)
     ├── RunNotFound            no run with this execution id in the store
     ├── CheckpointNotFound     no such checkpoint in this run
+    ├── ForkError              a fork whose state patch leaves an unusable state
     ├── ExecutionExists        a new run was given an execution id that is already used
     ├── ResumeError            (alias ChainResumeError) a run cannot be resumed this way
     │   └── ResumeValueError   the resume values do not match the approval's form
@@ -31,6 +32,7 @@ so that a task's ``except Exception:`` cannot swallow it; only the runner catche
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -93,8 +95,8 @@ class PlanMismatch(PlanError):
 class InputError(TetherError):
     """Run inputs that do not match the plan's declared inputs."""
 
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
         super().__init__("invalid inputs: " + "; ".join(problems))
 
 
@@ -139,6 +141,16 @@ class CheckpointNotFound(TetherError):
             super().__init__(f"run {execution_id} has no {what}")
 
 
+class ForkError(TetherError):
+    """A fork whose state patch leaves a state the plan cannot run; nothing was written."""
+
+    def __init__(self, execution_id: str, problems: list[str]) -> None:
+        self.execution_id = execution_id
+        self.problems = problems
+        super().__init__(f"cannot fork run {execution_id}: the patched state is not usable: "
+                         + "; ".join(problems))
+
+
 class ExecutionExists(TetherError):
     """A new run was given an execution id that already names a run."""
 
@@ -164,8 +176,8 @@ ChainResumeError = ResumeError
 class ResumeValueError(ResumeError):
     """Resume values that do not match the approval node's form; nothing was changed."""
 
-    def __init__(self, execution_id: str, node_id: str, problems: list[str]) -> None:
-        self.problems = problems
+    def __init__(self, execution_id: str, node_id: str, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
         super().__init__(
             execution_id,
             f"the resume values for node '{node_id}' do not match its form: "

@@ -162,6 +162,29 @@ def test_bad_resume_values_and_fork_patches_change_nothing(project: Path) -> Non
     assert done.returncode == 0, done.stderr
 
 
+def test_fork_patches_that_break_the_state_shape_are_refused_and_write_nothing(
+        project: Path) -> None:
+    """A patch replacing `nodes`, `inputs` or `counters` with a non-object, a node entry
+    with a bad status, or a node the plan lacks: exit 1 naming the part, no branch made."""
+    run_id = paused_run(project)
+    runs_before = tether(project, "runs", "--json").stdout
+    cases = [
+        ('{"nodes": null}', "'nodes' must be an object, not null"),
+        ('{"inputs": [1]}', "'inputs' must be an object, not an array"),
+        ('{"counters": {"x": "y"}}', "'counters.x' must be a whole number"),
+        ('{"nodes": {"review": 3}}', "'nodes.review' must be an object, not a number"),
+        ('{"nodes": {"review": {"status": "done"}}}', "'nodes.review.status' must be one of"),
+        ('{"nodes": {"nope": {}}}', "'nodes' has no node 'nope' in this plan"),
+    ]
+    for patch, message in cases:
+        result = tether(project, "fork", run_id, "--tasks", "t.py", "--patch", patch)
+        assert result.returncode == 1, (patch, result.stderr)
+        assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+        assert f"cannot fork run {run_id}" in result.stderr and message in result.stderr, \
+            result.stderr
+    assert tether(project, "runs", "--json").stdout == runs_before
+
+
 def test_a_resume_value_may_name_any_field(project: Path) -> None:
     """Keys such as `self` are answers like any other (not Python keywords of Resume)."""
     run_id = paused_run(project)

@@ -39,6 +39,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.authoring",
     "tether.cli.operator",
     "tether.cli.inspect",
+    "tether.cli.serve",
 )
 
 EXIT_OK = 0

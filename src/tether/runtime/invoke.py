@@ -38,26 +38,38 @@ class NodeFailure(Exception):
         super().__init__(error.message)
 
 
+class Problem(str):
+    """One problem :func:`check_values` found: its message, which also names ``field``, the
+    value's name (so a form can show each message by its field)."""
+
+    field: str
+
+    def __new__(cls, field: str, message: str) -> Problem:
+        problem = super().__new__(cls, message)
+        problem.field = field
+        return problem
+
+
 def check_values(specs: tuple[PlanInput, ...], given: dict[str, Any] | None,
-                 what: str) -> tuple[dict[str, Any], list[str]]:
+                 what: str) -> tuple[dict[str, Any], list[Problem]]:
     """Values completed with defaults, and the problems found (missing, unknown, mistyped)."""
     given = dict(given or {})
-    problems: list[str] = []
+    problems: list[Problem] = []
     result: dict[str, Any] = {}
     declared = {spec.name: spec for spec in specs}
     for name in given:
         if name not in declared:
-            problems.append(f"unknown {what} '{name}'" + (
-                f" (declared: {', '.join(declared)})" if declared else ""))
+            problems.append(Problem(name, f"unknown {what} '{name}'" + (
+                f" (declared: {', '.join(declared)})" if declared else "")))
     for spec in specs:
         if spec.name in given:
             value = given[spec.name]
             if value is not None and not matches_type(value, spec.type):
-                problems.append(f"{what} '{spec.name}' must be {article(spec.type)}, "
-                                f"not {json_type_name(value)}")
+                problems.append(Problem(spec.name, f"{what} '{spec.name}' must be "
+                                        f"{article(spec.type)}, not {json_type_name(value)}"))
             result[spec.name] = value
         elif spec.required:
-            problems.append(f"missing required {what} '{spec.name}'")
+            problems.append(Problem(spec.name, f"missing required {what} '{spec.name}'"))
         else:
             result[spec.name] = spec.default
     return result, problems

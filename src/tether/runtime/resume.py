@@ -62,6 +62,18 @@ class Prepared:
     run: RunRecord
 
 
+def approval_node(plan: Plan, pending: PendingInterrupt) -> ApprovalNode | None:
+    """The approval node (in its sub-plan) that asked for ``pending``; None when the unit
+    that asked is not an approval (a task's or a tool's ``interrupt()``), or not in ``plan``.
+    Its ``approval.form`` is what an answer is checked against (:func:`check_values`)."""
+    try:
+        level, _ = RunState({}).locate(plan, pending.agent_path, pending.node_id)
+    except KeyError:
+        return None
+    node = level.node(split_address(pending.node_id)[0])
+    return node if isinstance(node, ApprovalNode) else None
+
+
 def answer_of(resume: Resume | Mapping[str, Any]) -> dict[str, Any]:
     """The JSON form of a resume value."""
     value, _ = to_json(dict(resume), "the resume values")
@@ -175,12 +187,8 @@ class Resumption:
 
     def _validate(self, plan: Plan, target: PendingInterrupt) -> None:
         assert self.answer is not None
-        try:
-            level, _ = RunState({}).locate(plan, target.agent_path, target.node_id)
-        except KeyError:
-            return
-        node = level.node(split_address(target.node_id)[0])
-        if isinstance(node, ApprovalNode) and node.approval.form is not None:
+        node = approval_node(plan, target)
+        if node is not None and node.approval.form is not None:
             _, problems = check_values(node.approval.form, self.answer, "field")
             if problems:
                 raise ResumeValueError(self.execution_id, node.id, problems)

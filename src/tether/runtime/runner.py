@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from tether.compiler.plan import Plan
-from tether.errors import CheckpointNotFound, InputError, RunNotFound, TetherError
+from tether.errors import CheckpointNotFound, ForkError, InputError, RunNotFound, TetherError
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import run_sync
 from tether.runtime.context import Resume
@@ -184,11 +184,14 @@ class Runner:
             else RunState.new(copy.deepcopy(run.inputs or {}))
         if state_patch:
             _merge(state.data, state_patch)
+            problems = RunState(state.data).problems(chosen)
+            if problems:
+                raise ForkError(execution_id, problems)
         data, _ = to_json(state.data, "the forked state")
         state = RunState(data)
-        values, problems = check_values(chosen.inputs, state.inputs, "input")
-        if problems:
-            raise InputError(problems)
+        values, wrong = check_values(chosen.inputs, state.inputs, "input")
+        if wrong:
+            raise InputError(wrong)
         state.data["inputs"] = values
         if chosen.fingerprint != run.plan_fingerprint:
             check_compatible(execution_id, stored_plan(store, run), chosen, state.data)

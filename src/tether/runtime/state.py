@@ -288,6 +288,26 @@ class RunState:
             if sub_plan is not None and "sub" in entry:
                 yield from RunState(entry["sub"]).units(sub_plan, (*path, "sub"))
 
+    def problems(self, plan: Plan) -> list[str]:
+        """What makes this state unusable with ``plan`` (a fork's patched state): the shape of
+        ``inputs``, ``nodes`` and ``counters``, each node entry, its status and its items."""
+        found: list[str] = []
+        for key in ("inputs", "nodes", "counters"):
+            if not isinstance(self.data.get(key), dict):
+                found.append(f"'{key}' must be an object, not {_json_type(self.data.get(key))}")
+        if found:
+            return found
+        for node_id, entry in self.data["nodes"].items():
+            if node_id not in plan.by_id:
+                found.append(f"'nodes' has no node '{node_id}' in this plan")
+            else:
+                found.extend(_entry_problems(f"nodes.{node_id}", entry))
+        for node_id, count in self.data["counters"].items():
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                found.append(f"'counters.{node_id}' must be a whole number, not "
+                             f"{_json_type(count)}")
+        return found
+
     def locate(self, plan: Plan, agent_path: str, address: str) -> tuple[Plan, StatePath]:
         """The plan of the (sub-)run holding a unit, and the unit's path in this state.
 
@@ -362,3 +382,32 @@ def locate_unit(plan: Plan, state: dict[str, Any], agent_path: str,
     """The plan holding the unit at ``address`` under ``agent_path``, and its path (see
     :meth:`RunState.locate`)."""
     return RunState(state).locate(plan, agent_path, address)
+
+
+_STATUSES = frozenset(status.value for status in UnitStatus)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", str: "a string", list: "an array", dict: "an object"}
+    return names.get(type(value), "a number")
+
+
+def _entry_problems(where: str, entry: Any) -> list[str]:
+    """What is wrong with one unit entry of a state (see :meth:`RunState.problems`)."""
+    if not isinstance(entry, dict):
+        return [f"'{where}' must be an object, not {_json_type(entry)}"]
+    found: list[str] = []
+    status = entry.get("status", UnitStatus.PENDING)
+    if status not in _STATUSES:
+        found.append(f"'{where}.status' must be one of {', '.join(sorted(_STATUSES))}")
+    for key in ("items", "sub"):
+        if key in entry and not isinstance(entry[key], dict):
+            found.append(f"'{where}.{key}' must be an object, not {_json_type(entry[key])}")
+    if "answers" in entry and not isinstance(entry["answers"], list):
+        found.append(f"'{where}.answers' must be an array, not {_json_type(entry['answers'])}")
+    if isinstance(entry.get("items"), dict):
+        for key, item in entry["items"].items():
+            found.extend(_entry_problems(f"{where}.items.{key}", item))
+    return found

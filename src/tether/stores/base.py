@@ -21,8 +21,11 @@ from tether.stores.records import (
     CheckpointRow,
     Claim,
     Decision,
+    PendingCursor,
+    PendingEntry,
     PendingInterrupt,
     PruneResult,
+    RunCursor,
     RunRecord,
     fold,
     fold_last,
@@ -67,9 +70,29 @@ class Checkpointer(abc.ABC):
     def get_run(self, execution_id: str) -> RunRecord | None:
         """The run, or None."""
 
-    @abc.abstractmethod
     def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
         """Runs, newest first, optionally only those with ``status``."""
+        return self.find_runs(status=status, limit=limit)
+
+    @abc.abstractmethod
+    def find_runs(self, *, status: str | None = None, workflow: str | None = None,
+                  before: RunCursor | None = None, limit: int = 50) -> list[RunRecord]:
+        """Up to ``limit`` runs, newest first (``created_at``, then execution id, both
+        descending), only those with ``status`` and of ``workflow`` when given, and only those
+        that sort after ``before`` (keyset paging: pass :meth:`RunCursor.created` of a page's
+        last run for the next page)."""
+
+    @abc.abstractmethod
+    def runs_changed(self, after: RunCursor | None = None, limit: int = 500,
+                     ) -> tuple[list[RunRecord], RunCursor | None]:
+        """Up to ``limit`` runs in the order of their last status change (``updated_at``,
+        then execution id, ascending) after ``after``, and the cursor after the last of them
+        (None when there are none): pass it back for the next page. The cursor holds the
+        stored time exactly (a :class:`RunRecord`'s datetime keeps only microseconds).
+
+        How a process watches what other processes do to runs in a shared store;
+        ``updated_at`` is the writer's clock, so a watcher re-reads a window behind its cursor
+        to catch writers whose clock or commit lagged."""
 
     @abc.abstractmethod
     def get_plan(self, fingerprint: str) -> str | None:
@@ -143,6 +166,13 @@ class Checkpointer(abc.ABC):
     @abc.abstractmethod
     def list_pending(self, execution_id: str | None = None) -> list[PendingInterrupt]:
         """Pending interrupts (of one run, or of every run), oldest first."""
+
+    @abc.abstractmethod
+    def pending_page(self, before: PendingCursor | None = None,
+                     limit: int = 50) -> list[PendingEntry]:
+        """Up to ``limit`` pending interrupts of every run, newest first (``created_at``, then
+        execution id and checkpoint id, descending), after ``before``, each with its run's
+        workflow name (the approvals inbox)."""
 
     def get_pending(self, execution_id: str) -> PendingInterrupt | None:
         """The run's oldest pending interrupt, if any."""
@@ -304,6 +334,19 @@ class Checkpointer(abc.ABC):
             return []
         chain = self._rows(execution_id, rows[0].base_id, rows[0].checkpoint_id)[:-1]
         return fold([*chain, *rows], self._inputs(execution_id))[len(chain):]
+
+    def page_rows(self, execution_id: str, after: str | None = None,
+                  limit: int = 200) -> _PageRows:
+        """The stored rows of :meth:`page`, without folding snapshots (a row's ``state`` may
+        be a delta): for timelines that show each step, not the state after it. One keyset
+        query on the SQL stores."""
+        return self._page_rows(execution_id, after, limit)
+
+    def last_row(self, execution_id: str, *, skip_run_end: bool = False,
+                 ) -> CheckpointRow | None:
+        """The newest stored row of a run (optionally the newest that is not a run_end
+        marker), without folding its snapshot; served by the primary key."""
+        return self._last_row(execution_id, skip_run_end=skip_run_end)
 
     def _page_rows(self, execution_id: str, after: str | None,
                    limit: int) -> _PageRows:

@@ -22,8 +22,11 @@ from tether.stores.records import (
     CheckpointRow,
     Claim,
     Decision,
+    PendingCursor,
+    PendingEntry,
     PendingInterrupt,
     PruneResult,
+    RunCursor,
     RunRecord,
     RunStatus,
     utc,
@@ -61,11 +64,24 @@ class InMemoryCheckpointer(Checkpointer):
             run = self._runs.get(execution_id)
             return _copy(run) if run is not None else None
 
-    def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
+    def find_runs(self, *, status: str | None = None, workflow: str | None = None,
+                  before: RunCursor | None = None, limit: int = 50) -> list[RunRecord]:
         with self._lock:
-            runs = [r for r in self._runs.values() if status is None or r.status == status]
-        runs.sort(key=lambda r: (r.created_at, r.execution_id), reverse=True)
-        return [_copy(r) for r in runs[:limit]]
+            runs = [r for r in self._runs.values()
+                    if (status is None or r.status == status)
+                    and (workflow is None or r.workflow == workflow)
+                    and (before is None or RunCursor.created(r) < before)]
+        runs.sort(key=RunCursor.created, reverse=True)
+        return [_copy(r) for r in runs[:max(0, limit)]]
+
+    def runs_changed(self, after: RunCursor | None = None, limit: int = 500,
+                     ) -> tuple[list[RunRecord], RunCursor | None]:
+        with self._lock:
+            runs = [r for r in self._runs.values()
+                    if after is None or RunCursor.updated(r) > after]
+        runs.sort(key=RunCursor.updated)
+        found = [_copy(r) for r in runs[:max(0, limit)]]
+        return found, RunCursor.updated(found[-1]) if found else None
 
     def get_plan(self, fingerprint: str) -> str | None:
         with self._lock:
@@ -200,6 +216,16 @@ class InMemoryCheckpointer(Checkpointer):
                 else list(self._pending.values())
             pending = [_copy_pending(p) for group in groups for p in group.values()]
         return sorted(pending, key=lambda p: (p.created_at, p.execution_id, p.checkpoint_id))
+
+    def pending_page(self, before: PendingCursor | None = None,
+                     limit: int = 50) -> list[PendingEntry]:
+        with self._lock:
+            found = [PendingEntry(_copy_pending(p), self._runs[p.execution_id].workflow)
+                     for group in self._pending.values() for p in group.values()
+                     if p.execution_id in self._runs
+                     and (before is None or PendingCursor.of(p) < before)]
+        found.sort(key=lambda e: PendingCursor.of(e.pending), reverse=True)
+        return found[:max(0, limit)]
 
     def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
               owner: str | None = None, until: float = 0.0, now: float = 0.0,

@@ -21,8 +21,8 @@ from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 
 __all__ = [
     "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
-    "PendingInterrupt", "PruneResult", "RunRecord", "RunStatus", "StepType", "fold",
-    "fold_last", "utc",
+    "PendingCursor", "PendingEntry", "PendingInterrupt", "PruneResult", "RunCursor",
+    "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "utc",
 ]
 
 
@@ -263,3 +263,43 @@ class PruneResult:
     checkpoints: int = 0
     idempotency_rows: int = 0
     execution_ids: tuple[str, ...] = field(default=())
+
+
+class RunCursor(NamedTuple):
+    """Where a page of runs ended: the last run's time (Unix seconds: ``created_at`` for
+    :meth:`~tether.stores.base.Checkpointer.find_runs`, ``updated_at`` for
+    :meth:`~tether.stores.base.Checkpointer.runs_changed`, which returns its cursor with the
+    stored value) and its execution id. The next page holds the runs that sort after it, so
+    paging never skips or repeats a run."""
+
+    at: float
+    execution_id: str
+
+    @classmethod
+    def created(cls, run: RunRecord) -> RunCursor:
+        return cls(run.created_at.timestamp(), run.execution_id)
+
+    @classmethod
+    def updated(cls, run: RunRecord) -> RunCursor:
+        return cls(run.updated_at.timestamp(), run.execution_id)
+
+
+class PendingCursor(NamedTuple):
+    """Where a page of pending interrupts (newest first) ended: the last one's ``created_at``
+    (Unix seconds, as stored), execution id and checkpoint id."""
+
+    at: float
+    execution_id: str
+    checkpoint_id: str
+
+    @classmethod
+    def of(cls, pending: PendingInterrupt) -> PendingCursor:
+        return cls(pending.created_at.timestamp(), pending.execution_id, pending.checkpoint_id)
+
+
+@dataclass(frozen=True)
+class PendingEntry:
+    """A pending interrupt with the name of its run's workflow (one row of the inbox)."""
+
+    pending: PendingInterrupt
+    workflow: str

@@ -50,6 +50,7 @@ from tether.errors import (
     StoreError,
     StoreUnavailable,
 )
+from tether.stores import listing
 from tether.stores.base import Checkpointer
 from tether.stores.migrations import MigrationContext
 from tether.stores.owners import describe_owner
@@ -58,8 +59,11 @@ from tether.stores.records import (
     CheckpointRow,
     Claim,
     Decision,
+    PendingCursor,
+    PendingEntry,
     PendingInterrupt,
     PruneResult,
+    RunCursor,
     RunRecord,
     RunStatus,
     utc,
@@ -326,18 +330,35 @@ class SQLCheckpointer(Checkpointer):
         return self._to_run(row) if row is not None else None
 
     @transient()
-    def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
-        order = (runs.c.created_at.desc(), runs.c.execution_id.desc())
+    def find_runs(self, *, status: str | None = None, workflow: str | None = None,
+                  before: RunCursor | None = None, limit: int = 50) -> list[RunRecord]:
+        shape = {"status": status is not None, "workflow": workflow is not None,
+                 "before": before is not None}
+        name = "find_runs:" + "".join(str(int(v)) for v in shape.values())
+        values: dict[str, Any] = {"n": max(0, limit), "status": status, "workflow": workflow}
+        if before is not None:
+            values.update(at=before.at, eid=before.execution_id)
         with self._cursor("listing runs") as cursor:
-            if status is None:
-                self._execute(cursor, "list_runs", lambda: select(*runs.columns).order_by(
-                    *order).limit(bindparam("n")), n=limit)
-            else:
-                self._execute(cursor, "list_runs_status", lambda: select(*runs.columns).where(
-                    runs.c.status == bindparam("status")).order_by(*order).limit(
-                    bindparam("n")), status=status, n=limit)
-            rows = cursor.fetchall()
+            rows = self._execute(cursor, name, lambda: listing.find_runs_statement(**shape),
+                                 **values).fetchall()
         return [self._to_run(row) for row in rows]
+
+    @transient()
+    def runs_changed(self, after: RunCursor | None = None, limit: int = 500,
+                     ) -> tuple[list[RunRecord], RunCursor | None]:
+        values: dict[str, Any] = {"n": max(0, limit)}
+        if after is not None:
+            values.update(at=after.at, eid=after.execution_id)
+        with self._cursor("listing changed runs") as cursor:
+            rows = self._execute(
+                cursor, f"runs_changed:{after is not None}",
+                lambda: listing.runs_changed_statement(after=after is not None),
+                **values).fetchall()
+        if not rows:
+            return [], None
+        last = dict(zip(_RUN_FIELDS, rows[-1], strict=True))
+        return [self._to_run(row) for row in rows], RunCursor(last["updated_at"],
+                                                              last["execution_id"])
 
     @transient()
     def get_plan(self, fingerprint: str) -> str | None:
@@ -575,6 +596,19 @@ class SQLCheckpointer(Checkpointer):
                     eid=execution_id)
             rows = cursor.fetchall()
         return [self._to_pending(row) for row in rows]
+
+    @transient()
+    def pending_page(self, before: PendingCursor | None = None,
+                     limit: int = 50) -> list[PendingEntry]:
+        values: dict[str, Any] = {"n": max(0, limit)}
+        if before is not None:
+            values.update(at=before.at, eid=before.execution_id, cid=before.checkpoint_id)
+        with self._cursor("listing pending interrupts") as cursor:
+            rows = self._execute(
+                cursor, f"pending_page:{before is not None}",
+                lambda: listing.pending_page_statement(before=before is not None),
+                **values).fetchall()
+        return [PendingEntry(self._to_pending(row[:-1]), row[-1]) for row in rows]
 
     def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
               owner: str | None = None, until: float = 0.0, now: float = 0.0,

@@ -1,0 +1,167 @@
+"""The console application: :func:`create_app` wires the store, the fleet, the notifier,
+the pages and the JSON API into one FastAPI app.
+
+Requests are served by FastAPI's thread pool; every handler is a short, synchronous call into
+:class:`~tether.web.console.Console` over one shared store (each store serialises its own
+connection with a lock). Background work (the embedded worker, the notifier) runs in its own
+threads with their own store connections, started and stopped with the app.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from importlib.resources import files
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from tether.errors import TetherError
+from tether.stores.base import Checkpointer
+from tether.web import present
+from tether.web.auth import CSRF_COOKIE, Forbidden, Guard, Identity, Unauthenticated
+from tether.web.config import ServeConfig, is_loopback
+from tether.web.console import BadRequest, Conflict, Console, NotFound
+from tether.web.fleet import Fleet, FleetUnavailable, NoFleet
+from tether.web.graph import graph_svg
+from tether.web.links import LinkError, Links
+from tether.web.notify import Notifier
+from tether.web.security import SecurityHeaders, loopback_hosts
+from tether.web.urls import approval_url, quote_id, run_url
+
+log = logging.getLogger("tether.web")
+
+
+def templates() -> Environment:
+    """The page templates: every value autoescaped, undefined names an error."""
+    env = Environment(loader=PackageLoader("tether.web", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(run_url=run_url, approval_url=approval_url, quote_id=quote_id,
+                       json_tree=present.json_tree, pretty_json=present.pretty_json,
+                       short=present.short, moment=present.moment, graph_svg=graph_svg)
+    return env
+
+
+class Web:
+    """What the handlers share: the console, the guard, the templates, the settings."""
+
+    def __init__(self, config: ServeConfig, console: Console) -> None:
+        self.config = config
+        self.console = console
+        self.guard = Guard(config)
+        self.env = templates()
+
+    def page(self, request: Request, name: str, context: dict[str, Any],
+             status: int = 200, who: Identity | None = None) -> HTMLResponse:
+        """Render a page with the CSRF token of this browser (setting its cookie if new)."""
+        nonce, new = self.guard.csrf_nonce(request)
+        html = self.env.get_template(name).render(
+            **context, csrf_token=self.guard.csrf_token(nonce), who=who,
+            auth=self.config.auth.value, fleet=self.console.fleet)
+        response = HTMLResponse(html, status_code=status)
+        if new:
+            response.set_cookie(CSRF_COOKIE, nonce, httponly=True, samesite="strict",
+                                path="/")
+        return response
+
+
+def web_of(request: Request) -> Web:
+    web: Web = request.app.state.web
+    return web
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _error(request: Request, status: int, message: str, **extra: Any) -> Response:
+    if _is_api(request):
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return JSONResponse({"detail": message, **extra}, status_code=status, headers=headers)
+    if status == 401:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?next={quote_id(target)}", status_code=303)
+    web = web_of(request)
+    return web.page(request, "error.html", {"status": status, "message": message},
+                    status=status)
+
+
+def _handlers() -> dict[Any, Callable[..., Any]]:
+    def handle(status: int) -> Callable[[Request, Exception], Response]:
+        def handler(request: Request, exc: Exception) -> Response:
+            extra: dict[str, Any] = {"field": exc.field} if isinstance(exc, BadRequest) \
+                else {}
+            if isinstance(exc, BadRequest):
+                extra["errors"] = [{"field": exc.field, "message": str(exc)}]
+            return _error(request, status, str(exc), **extra)
+        return handler
+
+    def link_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, LinkError)
+        return _error(request, 410 if exc.expired else 404, str(exc))
+
+    def invalid(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        errors = [{"field": ".".join(str(p) for p in e.get("loc", ())[1:]) or "body",
+                   "message": str(e.get("msg", ""))} for e in exc.errors()]
+        return _error(request, 422, "the request does not match the API", errors=errors)
+
+    def store_error(request: Request, exc: Exception) -> Response:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return _error(request, 503 if "unreachable" in str(exc) else 500, str(exc))
+
+    return {NotFound: handle(404), Conflict: handle(409), BadRequest: handle(422),
+            FleetUnavailable: handle(503), Forbidden: handle(403),
+            Unauthenticated: handle(401), LinkError: link_error,
+            RequestValidationError: invalid, TetherError: store_error}
+
+
+def create_app(config: ServeConfig, store: Checkpointer | None = None,
+               fleet: Fleet | None = None) -> FastAPI:
+    """The console app for ``config``; ``store`` defaults to opening ``config.db``, and the
+    fleet to none (answers wait for a worker). The app owns the store it opens."""
+    from tether.stores.open import open_checkpointer
+
+    owned = store is None
+    shared = store if store is not None else open_checkpointer(config.db, create=False)
+    links = Links(config.secret, config.base_url, config.link_max_age)
+    console = Console(shared, fleet or NoFleet(), links)
+    notifier = Notifier.from_config(config, shared, links) if config.notify_url else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        console.fleet.start()
+        if notifier is not None:
+            notifier.start()
+        try:
+            yield
+        finally:
+            if notifier is not None:
+                notifier.stop()
+            console.fleet.stop()
+            if owned:
+                shared.close()
+
+    app = FastAPI(title="tether console", version="1", openapi_url="/api/openapi.json",
+                  docs_url=None, redoc_url=None, lifespan=lifespan,
+                  exception_handlers=_handlers(),
+                  telemetry={"tracing": False, "metrics": False, "logs": False},
+                  description="The approvals inbox and runs console of tether. Answer "
+                  "pauses, list and inspect runs, resume, fork and cancel them. With "
+                  "--auth token, send 'Authorization: Bearer <token>'.")
+    app.state.web = Web(config, console)
+    app.state.notifier = notifier
+    from tether.web import api, pages
+
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=str(files("tether.web") / "static")),
+              name="static")
+    hosts = loopback_hosts(config.host, config.port) if is_loopback(config.host) else None
+    app.add_middleware(SecurityHeaders, hosts=hosts)
+    return app
