@@ -21,14 +21,18 @@ class NodeKind(StrEnum):
     APPROVAL = "approval"
     WORKFLOW = "workflow"
     AGENT = "agent"
+    SWITCH = "switch"
+    NOOP = "noop"
+    FAIL = "fail"
 
 
-NodeKindName = Literal["task", "approval", "workflow", "agent"]
+NodeKindName = Literal["task", "approval", "workflow", "agent", "switch", "noop", "fail"]
 """The kinds as a ``Literal``, for pydantic discriminators (equal to :class:`NodeKind`)."""
 
-SETTINGS: tuple[str, ...] = ("with", "retry", "timeout", "idempotent", "for_each", "concurrency")
+SETTINGS: tuple[str, ...] = ("with", "retry", "timeout", "idempotent", "for_each", "concurrency",
+                             "until", "fail_fast", "matrix")
 """The node settings some kinds refuse. Every other key (``needs``, ``when``, ``trigger``,
-``loop``) applies to every kind."""
+``loop``, ``title``) applies to every kind."""
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,15 @@ KINDS: dict[NodeKind, KindSpec] = {
         KindSpec(NodeKind.APPROVAL, "an approval node", "pauses the run for a human decision",
                  refuses=SETTINGS),
         KindSpec(NodeKind.WORKFLOW, "a workflow node", "runs another workflow file as a sub-run",
-                 refuses=("retry", "timeout", "idempotent")),
+                 refuses=("retry", "timeout", "idempotent", "until")),
         KindSpec(NodeKind.AGENT, "an agent node", "runs an LLM loop with tools",
-                 refuses=("with", "idempotent", "for_each", "concurrency")),
+                 refuses=("with", "idempotent", "for_each", "concurrency", "until", "fail_fast",
+                          "matrix")),
+        KindSpec(NodeKind.SWITCH, "a switch node", "runs the nodes of one case, skips the others",
+                 refuses=SETTINGS),
+        KindSpec(NodeKind.NOOP, "a noop node", "does nothing and completes", refuses=SETTINGS),
+        KindSpec(NodeKind.FAIL, "a fail node", "fails with its rendered message",
+                 refuses=SETTINGS),
     )
 }
 

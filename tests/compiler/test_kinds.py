@@ -10,13 +10,24 @@ from typing import get_args
 import pytest
 
 from tether.compiler import plan_shape
-from tether.compiler.plan import AgentNode, ApprovalNode, TaskNode, WorkflowNode
+from tether.compiler.plan import (
+    AgentNode,
+    ApprovalNode,
+    FailNode,
+    NoopNode,
+    SwitchNode,
+    TaskNode,
+    WorkflowNode,
+)
 from tether.dsl.loader import workflow_from_text
 from tether.kinds import KIND_NAMES, KINDS, SETTINGS, NodeKind, NodeKindName
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "language.md"
 VARIANTS = {NodeKind.TASK: TaskNode, NodeKind.APPROVAL: ApprovalNode,
-            NodeKind.WORKFLOW: WorkflowNode, NodeKind.AGENT: AgentNode}
+            NodeKind.WORKFLOW: WorkflowNode, NodeKind.AGENT: AgentNode,
+            NodeKind.SWITCH: SwitchNode, NodeKind.NOOP: NoopNode, NodeKind.FAIL: FailNode}
+FORMAT_1_KINDS = ("task", "approval", "workflow")
+"""Kinds added after format 1 carry their own key; format 1's keys stay as they were."""
 
 
 def test_the_literal_and_the_enum_name_the_same_kinds_in_the_same_order() -> None:
@@ -30,16 +41,22 @@ def test_a_plan_variant_has_exactly_the_fields_its_kind_takes(kind: NodeKind) ->
     variant = VARIANTS[kind]
     fields = {info.alias or name for name, info in variant.model_fields.items()}
     others = {other.value for other in NodeKind if other is not kind}
-    assert fields == set(plan_shape.ORDER) - others - set(KINDS[kind].refuses)
+    own = {kind.value} - set(plan_shape.ORDER)
+    later = {key for key in plan_shape.OMITTED if KINDS[kind].takes(key)} | {"title"}
+    assert fields - own - later == set(plan_shape.ORDER) - others - set(KINDS[kind].refuses)
     assert set(plan_shape.absent(kind)) <= set(plan_shape.NEUTRAL)
     assert variant.model_fields["kind"].default == kind
 
 
 def test_every_key_a_kind_may_lack_has_a_neutral_value_in_format_1() -> None:
-    """Format 1's kinds and settings have neutral values; kinds added later (agent) are
-    written with their own keys only, so earlier plans keep their JSON and fingerprints."""
-    assert set(plan_shape.NEUTRAL) == set(KIND_NAMES) - {"agent"} | set(SETTINGS)
-    assert plan_shape.absent(NodeKind.AGENT) == ()
+    """Format 1's keys have neutral values; every key added since is left out at its default,
+    and kinds added later are written with their own keys only, so earlier plans keep their
+    JSON and fingerprints."""
+    new_kinds = set(KIND_NAMES) - set(FORMAT_1_KINDS)
+    assert set(plan_shape.NEUTRAL) | set(plan_shape.OMITTED) | new_kinds == \
+        set(KIND_NAMES) | set(SETTINGS) | {"title"}
+    for kind in new_kinds:
+        assert plan_shape.absent(NodeKind(kind)) == ()
 
 
 @pytest.mark.parametrize("kind", list(NodeKind))
@@ -47,10 +64,14 @@ def test_every_key_a_kind_may_lack_has_a_neutral_value_in_format_1() -> None:
 def test_validation_refuses_exactly_the_settings_the_table_refuses(kind: NodeKind,
                                                                    setting: str) -> None:
     values = {"with": "{}", "retry": "{max_attempts: 2}", "timeout": "5s",
-              "idempotent": "true", "for_each": "[1]", "concurrency": "2"}
+              "idempotent": "true", "for_each": "[1]", "concurrency": "2",
+              "until": "'{{ true }}'", "fail_fast": "false", "matrix": "{x: [1]}"}
     head = {"task": "task: t", "approval": "approval: {reason: r}", "workflow": "workflow: w.yaml",
-            "agent": "agent: {model: 'openai:m', prompt: p, max_turns: 1}"}
-    extra = ", for_each: [1]" if setting == "concurrency" else ""
+            "agent": "agent: {model: 'openai:m', prompt: p, max_turns: 1}",
+            "switch": "switch: {on: x, cases: {a: [b]}}", "noop": "noop: true",
+            "fail": "fail: stop"}
+    extra = ", for_each: [1]" if setting in ("concurrency", "fail_fast") else ""
+    extra += ", retry: {max_attempts: 2}" if setting == "until" and kind == "task" else ""
     text = (f"tether: 1\nname: w\nnodes:\n  a: {{{head[kind]}, {setting}: {values[setting]}"
             f"{extra}}}\n")
     _, diagnostics = workflow_from_text(text, "w.yaml", "yaml")

@@ -361,8 +361,8 @@ def test_validation_errors_point_into_the_flow_text() -> None:
     validate(raw)
     found = {(d.code, d.message, d.span.line, d.span.col) for d in raw.diagnostics}
     assert ("E207", "invalid duration `30`", 3, 13) in found
-    assert ("E203", "`trigger` must be one of all_success, all_done, any_success; "
-            "got `sometimes`", 3, 24) in found
+    assert ("E203", "`trigger` must be one of all_success, all_done, any_success, "
+            "none_failed, none_failed_min_one_success; got `sometimes`", 3, 24) in found
 
 
 # -- errors -------------------------------------------------------------------------------------
@@ -374,18 +374,19 @@ def test_validation_errors_point_into_the_flow_text() -> None:
         ("workflow w\ntask a = t retries 3\n",
          ("E102", "unexpected `retries`; expected one of: a clause (after, when, trigger, "
           "for_each, concurrency, retry, timeout, idempotent, loop, reason, context, form, model, "
-          "instructions, prompt, tools, max_turns, output, handoffs, approve_tools), "
-          "`(`, end of line", 2, 12)),
+          "instructions, prompt, tools, max_turns, output, handoffs, approve_tools, title, until, "
+          "fail_fast, matrix, on, case, default), `(`, end of line", 2, 12)),
         ("workflow w\ntask a = \n",
          ("E102", "unexpected end of line; expected one of: a string, a task name", 2, 9)),
         ("workflow w\ntask = t\n", ("E102", "unexpected `=`; expected an id", 2, 6)),
-        ("workflow w-1\n", ("E102", "unexpected `-1`; expected one of: `=`, end of line", 1, 11)),
+        ("workflow w 1\n", ("E102", "unexpected `1`; expected one of: `=`, end of line", 1, 12)),
         ("workflow w\ntask a = t(x 1)\n",
          ("E102", "unexpected `1`; expected `:`", 2, 14)),
         ("workflow w\ntask a = t(x: )\n", ("E102", "unexpected `)`; expected a value", 2, 15)),
         ("workflow w\ntask a = t\nretry 3\n",
          ("E102", "unexpected `retry`; expected one of: `agent`, `approval`, `description`, "
-          "`input`, `inputs`, `output`, `secrets`, `task`, `tether`, `workflow`", 3, 1)),
+          "`fail`, `input`, `inputs`, `noop`, `output`, `secrets`, `switch`, `task`, `tether`, "
+          "`workflow`", 3, 1)),
         ("workflow w\ninput a string\n", ("E102", "unexpected `string`; expected `:`", 2, 9)),
         ("workflow w\ntask a = t(x: 1\ntask b = u\n", ("E102", "`(` is never closed", 2, 11)),
         ("workflow w\ntask a = t(x: [1, 2)\n",

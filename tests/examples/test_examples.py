@@ -201,3 +201,24 @@ def test_payments_agent_asks_before_paying_and_pays_once(
     kinds = [json.loads(line)["kind"] for line in ledger.read_text().splitlines()]
     assert kinds == ["payment", "receipt"]
     assert done.usage == {"input_tokens": 1582, "output_tokens": 111}
+def test_release_builds_the_matrix_takes_one_branch_and_polls_until_deployed(
+        ledger: Path) -> None:
+    """The matrix leaves out the excluded combination; the switch runs only the stable branch
+    (the beta one is skipped, the join runs with none_failed_min_one_success); the deploy is
+    polled until done (three calls); an rc version takes the beta branch instead."""
+    result = run_example("release/release.yaml", {"version": "1.2.0"},
+                         tether.InMemoryCheckpointer())
+    assert result.status == "completed", result.error
+    assert result.output == {"channel": "stable", "polls": 3}
+    nodes = result.state["nodes"]
+    assert [b["os"] + b["python"] for b in nodes["build-matrix"]["output"]] == [
+        "linux3.11", "linux3.12", "mac3.12"]
+    assert nodes["publish-beta"]["status"] == "skipped"
+    assert nodes["unknown-channel"]["status"] == "skipped"
+    assert nodes["published"]["status"] == "completed"
+    entries = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert [e["publish"] for e in entries if "publish" in e] == ["stable"]
+    assert next(e for e in entries if "publish" in e)["run"] == result.execution_id
+    beta = run_example("release/release.yaml", {"version": "2.0.0rc1"},
+                       tether.InMemoryCheckpointer())
+    assert beta.output["channel"] == "beta"

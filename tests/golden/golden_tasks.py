@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from tether import task
 
 
@@ -18,3 +20,20 @@ def charge(amount: float, account: str, currency: str = "EUR") -> dict[str, obje
 @task("ledger.untyped")
 def untyped(account, *extra: str) -> str:  # type: ignore[no-untyped-def]
     return str(account)
+
+
+class Build(TypedDict):
+    """A build's result: what `check --tasks` knows of `nodes.<id>.output`."""
+
+    artifact: str
+    size: int
+
+
+@task("ci.build")
+def build(target: str) -> Build:
+    return {"artifact": target, "size": 1}
+
+
+@task("ci.matrix")
+def matrix() -> list[Build]:
+    return []

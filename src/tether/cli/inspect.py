@@ -69,7 +69,8 @@ def runs(status: str | None, limit: int, db: str, as_json: bool) -> None:
 # --------------------------------------------------------------------------- show
 
 
-def _run_json(record: RunRecord, rows: list[Checkpoint], next_after: str | None) -> str:
+def _run_json(record: RunRecord, rows: list[Checkpoint], next_after: str | None,
+              titles: dict[str, str]) -> str:
     return dumps({
         "execution_id": record.execution_id, "workflow": record.workflow,
         "status": record.status, "plan_fingerprint": record.plan_fingerprint,
@@ -80,6 +81,7 @@ def _run_json(record: RunRecord, rows: list[Checkpoint], next_after: str | None)
             "node_index": c.node_index, "step_type": c.step_type, "status": c.status,
             "agent_path": c.agent_path, "created_at": c.created_at.isoformat(),
             "node_input": c.node_input,
+            "title": titles.get(c.node_id.partition("/")[0]) if not c.agent_path else None,
             "node_output": c.node_output, "iteration_counters": c.iteration_counters,
             "interrupt_reason": c.interrupt_reason,
             "parent_checkpoint_id": c.parent_checkpoint_id,
@@ -100,16 +102,34 @@ def _print_header(record: RunRecord) -> None:
                        f"{record.parent_checkpoint_id}"))
 
 
-def _print_timeline(record: RunRecord, rows: list[Checkpoint]) -> None:
+def _titles(store: Checkpointer, record: RunRecord) -> dict[str, str]:
+    """The ``title`` of each node of the run's stored plan that has one."""
+    from tether.compiler.plan import Plan
+
+    text = store.get_plan(record.plan_fingerprint)
+    if text is None:
+        return {}
+    try:
+        plan = Plan.model_validate_json(text)
+    except ValueError:
+        return {}
+    return {node.id: node.title for node in plan.nodes if node.title is not None}
+
+
+def _print_timeline(record: RunRecord, rows: list[Checkpoint],
+                    titles: dict[str, str] | None = None) -> None:
     from rich.table import Table
 
+    titles = titles or {}
     table = Table(box=None, pad_edge=False)
     for title in ("time", "checkpoint", "node", "step", "status", "where"):
         table.add_column(title, no_wrap=True)
     table.add_column("output", no_wrap=True, overflow="ellipsis", max_width=48)
     for c in rows:
         offset = (c.created_at - record.created_at).total_seconds() * 1000
-        table.add_row(f"+{offset:,.0f} ms", text(c.checkpoint_id[-12:]), text(c.node_id),
+        named = titles.get(c.node_id.partition("/")[0]) if not c.agent_path else None
+        shown = f"{c.node_id} ({named})" if named else c.node_id
+        table.add_row(f"+{offset:,.0f} ms", text(c.checkpoint_id[-12:]), text(shown),
                       text(c.step_type), text(c.status), text(c.agent_path),
                       text(_described(c) or ""))
     console().print(table)
@@ -163,10 +183,10 @@ def show(execution_id: str, limit: int, after: str | None, db: str, as_json: boo
         raise RunNotFound(execution_id)
     rows, next_after = read_page(store, execution_id, after, limit)
     if as_json:
-        click.echo(_run_json(record, rows, next_after))
+        click.echo(_run_json(record, rows, next_after, _titles(store, record)))
         return
     _print_header(record)
-    _print_timeline(record, rows)
+    _print_timeline(record, rows, _titles(store, record))
     if record.error:
         click.echo(f"error: {shorten(record.error, 200)}")
     if next_after is not None:

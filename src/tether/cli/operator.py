@@ -85,6 +85,8 @@ def progress(enabled: bool) -> Callable[[Event], None] | None:
     def show(event: Event) -> None:
         where = printable(f"{event.agent_path}/{event.node_id}" if event.agent_path
                           else event.node_id)
+        if event.title:
+            where = f"{printable(event.title)} ({where})"
         if event.kind == "started":
             click.echo(f"  ▶ {where}", err=True)
         else:

@@ -11,6 +11,8 @@ from tether.compiler.graph import Graph
 from tether.compiler.plan import (
     AgentNode,
     ApprovalNode,
+    FailNode,
+    NoopNode,
     Plan,
     PlanApproval,
     PlanInput,
@@ -18,7 +20,9 @@ from tether.compiler.plan import (
     PlanNode,
     PlanRetry,
     PlanSubworkflow,
+    PlanSwitch,
     SourceRef,
+    SwitchNode,
     TaskNode,
     WorkflowNode,
     with_fingerprint,
@@ -81,6 +85,7 @@ def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
         "loop": _loop(node_id, node, graph),
         "loops": tuple(graph.enclosing.get(node_id, ())),
         "generation": generation,
+        "title": node.title,
     }
     kind = node.kind
     # model_construct: the values were validated as a document; the plan is built, not parsed
@@ -88,8 +93,8 @@ def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
         case NodeKind.TASK:
             return TaskNode.model_construct(
                 task=node.task, **_invocation(node), retry=_retry(node),
-                timeout=parse_duration(node.timeout) if node.timeout else None,
-                idempotent=bool(node.idempotent), **common)
+                timeout=_timeout(node.timeout), idempotent=bool(node.idempotent),
+                until=node.until, **common)
         case NodeKind.APPROVAL:
             return ApprovalNode.model_construct(approval=_approval(node), **common)
         case NodeKind.WORKFLOW:
@@ -100,6 +105,17 @@ def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
             return AgentNode.model_construct(
                 agent=plan_agent(node_id, node.agent, agents), retry=_retry(node),
                 timeout=parse_duration(node.timeout) if node.timeout else None, **common)
+        case NodeKind.SWITCH:
+            assert node.switch is not None
+            switch = node.switch
+            return SwitchNode.model_construct(switch=PlanSwitch(
+                on=str(switch.on), cases={k: tuple(v) for k, v in switch.cases.items()},
+                default=tuple(switch.default) if switch.default is not None else None),
+                **common)
+        case NodeKind.NOOP:
+            return NoopNode.model_construct(noop=True, **common)
+        case NodeKind.FAIL:
+            return FailNode.model_construct(fail=node.fail or "", **common)
         case None:
             raise ValueError(f"node `{node_id}` has no kind; a plan is built only without errors")
         case _:
@@ -108,14 +124,23 @@ def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
 
 def _invocation(node: NodeSpec) -> dict[str, Any]:
     return {"args": node.with_ or {}, "for_each": node.for_each,
-            "concurrency": node.concurrency}
+            "concurrency": node.concurrency, "matrix": node.matrix,
+            "fail_fast": node.fail_fast is not False}
+
+
+def _timeout(text: str | None) -> float | str | None:
+    """Seconds, or the expression computing them when the node runs."""
+    if not text:
+        return None
+    return text if "{{" in text else parse_duration(text)
 
 
 def _retry(node: NodeSpec) -> PlanRetry | None:
     if node.retry is None:
         return None
     backoff = parse_duration(node.retry.backoff) if node.retry.backoff else DEFAULT_BACKOFF
-    return PlanRetry(max_attempts=node.retry.max_attempts, backoff=backoff)
+    return PlanRetry(max_attempts=node.retry.max_attempts, backoff=backoff,
+                     strategy=node.retry.strategy or "exponential")
 
 
 def _loop(node_id: str, node: NodeSpec, graph: Graph) -> PlanLoop | None:

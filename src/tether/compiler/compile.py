@@ -12,14 +12,22 @@ from tether.compiler.build import build_plan
 from tether.compiler.context import Context
 from tether.compiler.graph import analyse_graph
 from tether.compiler.limits import MAX_EXPANDED_NODES, MAX_SUBWORKFLOW_DEPTH, expanded_size
-from tether.compiler.lints import check_lints, check_reachability
+from tether.compiler.lints import (
+    check_constant_conditions,
+    check_lints,
+    check_reachability,
+    check_skipped_reads,
+    check_unread_approvals,
+)
 from tether.compiler.plan import Plan
 from tether.compiler.references import check_templates
+from tether.compiler.shapes import check_shapes
 from tether.compiler.subworkflows import compile_subworkflows
 from tether.compiler.tasks import check_tasks
 from tether.diagnostics import Diagnostic, Related, sort_diagnostics
 from tether.dsl.ast import Workflow
 from tether.dsl.loader import read_workflow, syntax_of
+from tether.dsl.source import with_anchor_notes
 from tether.errors import WorkflowError
 from tether.gc_pause import paused_gc
 
@@ -86,11 +94,16 @@ class Compiler:
         graph = analyse_graph(ctx)
         reads = check_templates(ctx, graph)
         check_reachability(ctx, graph)
+        check_constant_conditions(ctx)
         subplans = compile_subworkflows(ctx, self)
         if self.tasks is not None:
             check_tasks(ctx, self.tasks)
         check_agents(ctx, self.tasks)
+        check_shapes(ctx, reads, self.tasks)
         check_lints(ctx, reads, self.tasks)
+        check_skipped_reads(ctx, reads)
+        check_unread_approvals(ctx, reads)
+        ctx.diagnostics[:] = with_anchor_notes(ctx.diagnostics, workflow.source)
         broken = workflow.broken_nodes or workflow.broken_inputs or not workflow.valid
         if ctx.has_errors or broken or not graph.acyclic:
             return None, ctx.diagnostics

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from tether.compiler.context import Context
+from tether.compiler.switches import add_switch_edges
 from tether.diagnostics import Related
 from tether.dsl.document import NodeSpec
 from tether.suggest import did_you_mean
@@ -25,6 +26,9 @@ class Graph:
     declared: list[str]
     needs: dict[str, list[str]]
     acyclic: bool = True
+    cyclic: set[str] = field(default_factory=set)
+    broken_needs: dict[str, list[str]] = field(default_factory=dict)
+    """Needs that name nodes set aside for schema errors (kept to tell what is upstream)."""
     order: list[str] = field(default_factory=list)
     index: dict[str, int] = field(default_factory=dict)
     deps: dict[str, list[str]] = field(default_factory=dict)
@@ -56,6 +60,13 @@ class Graph:
         seen.discard(start)
         return seen
 
+    def reads_broken(self, broken: str, of: str) -> bool:
+        """Whether ``broken`` (a node set aside for errors) is needed by ``of`` or one of its
+        upstream nodes."""
+        return any(broken in self.broken_needs.get(n, ())
+                   for n in ({of} | self.within(of, self.order[0], self.deps, backwards=True)
+                             if self.order else {of}))
+
     def share_loop(self, a: str, b: str) -> bool:
         """Whether ``a`` and ``b`` are in the body of one loop."""
         return bool(set(self.enclosing.get(a, ())) & set(self.enclosing.get(b, ())))
@@ -67,15 +78,17 @@ def analyse_graph(ctx: Context) -> Graph:
     known = set(nodes) | set(ctx.workflow.broken_nodes)
     graph = Graph(declared=list(nodes), needs={})
     for node_id, node in nodes.items():
-        graph.needs[node_id] = _checked_needs(ctx, node_id, node, known)
+        graph.needs[node_id] = _checked_needs(ctx, node_id, node, known, graph.broken_needs)
     digraph: nx.DiGraph[str] = nx.DiGraph()
     digraph.add_nodes_from(graph.declared)
     for node_id, needs in graph.needs.items():
         digraph.add_edges_from((need, node_id) for need in needs)
+    add_switch_edges(ctx, graph.needs, digraph)
     cycles = _report_cycles(ctx, digraph)
     graph.acyclic = not cycles
     for component in cycles:  # drop the cycle's edges so the other checks can still run
         members = set(component)
+        graph.cyclic |= members
         for node_id in component:
             graph.needs[node_id] = [n for n in graph.needs[node_id] if n not in members]
             digraph.remove_edges_from([(n, node_id) for n in members])
@@ -89,18 +102,29 @@ def analyse_graph(ctx: Context) -> Graph:
     return graph
 
 
-def _checked_needs(ctx: Context, node_id: str, node: NodeSpec, known: set[str]) -> list[str]:
+def _checked_needs(ctx: Context, node_id: str, node: NodeSpec, known: set[str],
+                   broken: dict[str, list[str]]) -> list[str]:
     result: list[str] = []
+    first: dict[str, int] = {}
     for i, need in enumerate(node.needs or []):
+        if need in first:
+            ctx.report("E307", f"node `{node_id}` needs `{need}` twice",
+                       ctx.span("nodes", node_id, "needs", i), node_id=node_id,
+                       related=[Related(ctx.span("nodes", node_id, "needs", first[need]),
+                                        f"`{need}` is first listed here")],
+                       help="remove the second entry")
+            continue
+        first[need] = i
         if need in ctx.called:
             callers = ", ".join(f"`{c}`" for c in ctx.called[need])
             ctx.report("E910", f"node `{node_id}` needs `{need}`, an agent that runs only when "
                        f"called (by {callers})", ctx.span("nodes", node_id, "needs", i),
                        node_id=node_id, help="need the agent that calls it instead")
         elif need in ctx.graph_nodes:
-            if need not in result:
-                result.append(need)
-        elif need not in known:
+            result.append(need)
+        elif need in known:
+            broken.setdefault(node_id, []).append(need)
+        else:
             ctx.report("E301", f"node `{node_id}` needs `{need}`, which does not exist",
                        ctx.span("nodes", node_id, "needs", i), node_id=node_id,
                        help=did_you_mean(need, list(ctx.graph_nodes)))
@@ -121,8 +145,12 @@ def _report_cycles(ctx: Context, digraph: nx.DiGraph[str]) -> list[list[str]]:
         for i, node_id in enumerate(cycle):
             following = cycle[(i + 1) % len(cycle)]
             needs = ctx.workflow.nodes[following].needs or []
-            where = ctx.span("nodes", following, "needs", needs.index(node_id))
-            related.append(Related(where, f"`{following}` needs `{node_id}`"))
+            if node_id in needs:
+                where = ctx.span("nodes", following, "needs", needs.index(node_id))
+                related.append(Related(where, f"`{following}` needs `{node_id}`"))
+            else:  # the edge of a switch to a node of one of its cases
+                related.append(Related(ctx.key_span("nodes", node_id, "switch"),
+                                       f"`{following}` is a case of switch `{node_id}`"))
         extra = len(component) - len(cycle)
         others = f" (and {extra} more nodes in the same cycle)" if extra else ""
         ctx.report(

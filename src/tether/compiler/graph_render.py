@@ -6,6 +6,10 @@ Both drawings show the same things:
   colour; a sub-workflow as a subroutine box (Mermaid ``[[ ]]``, DOT ``box3d``);
 - extra label lines for what changes when a node runs: ``when <guard>``, ``for each <expr>``
   (``×N`` for a literal list), a trigger rule other than ``all_success``;
+- a switch as a diamond labelled with its ``on``; each edge to a node of one of its cases is
+  labelled with the case (``default`` for the default); a noop as a small circle, a fail node
+  as a red stadium with its message;
+- a node's ``title``, when it has one, as the label's first line (the id below it);
 - ``needs`` as solid edges; each loop as a dashed back-edge from its closing node to
   ``loop.to``, labelled ``while <condition> (max N)``.
 
@@ -22,9 +26,12 @@ from typing import Any, assert_never
 from tether.compiler.plan import (
     AgentNode,
     ApprovalNode,
+    FailNode,
+    NoopNode,
     Plan,
     PlanLoop,
     PlanNode,
+    SwitchNode,
     TaskNode,
     WorkflowNode,
 )
@@ -41,6 +48,10 @@ _APPROVAL_STROKE = "#c98a00"
 _WORKFLOW_FILL = "#eaf2ff"
 _WORKFLOW_STROKE = "#3a6fd8"
 _TASK_FILL = "#f5f7fa"
+_SWITCH_FILL = "#efe6ff"
+_SWITCH_STROKE = "#7a4fd8"
+_FAIL_FILL = "#ffe3e3"
+_FAIL_STROKE = "#c92a2a"
 
 
 # --------------------------------------------------------------------------- shared
@@ -54,22 +65,26 @@ def _expression(text: str) -> str:
     return shown if len(shown) <= MAX_EXPRESSION else shown[: MAX_EXPRESSION - 1] + "…"
 
 
-def _for_each(value: Any, concurrency: int | None) -> str:
+def _for_each(value: Any, concurrency: int | str | None) -> str:
     if isinstance(value, list):
         line = f"×{len(value)}"
     elif isinstance(value, str):
         line = f"for each {_expression(value)}"
     else:
         line = "for each"
+    if isinstance(concurrency, str):
+        concurrency = _expression(concurrency)
     return line + (f" ({concurrency} at a time)" if concurrency else "")
 
 
 def node_lines(node: PlanNode) -> list[str]:
     """The lines of a node's label: id, what it runs, then guard, fan-out and trigger."""
-    lines = [node.id]
+    lines = [node.title, node.id] if node.title else [node.id]
     match node:
         case TaskNode():
             lines.append(node.task)
+            if node.until is not None:
+                lines.append(f"until {_expression(node.until)}")
         case ApprovalNode():
             lines.append(f"approval: {node.approval.reason}")
         case WorkflowNode():
@@ -81,11 +96,20 @@ def node_lines(node: PlanNode) -> list[str]:
                 lines.append("tools: " + ", ".join(t.name for t in agent.tools))
             if agent.handoffs:
                 lines.append("handoffs: " + ", ".join(agent.handoffs))
+        case SwitchNode():
+            lines.append(f"switch {_expression(node.switch.on)}")
+        case NoopNode():
+            pass
+        case FailNode():
+            lines.append(f"fail: {_expression(node.fail)}")
         case _:
             assert_never(node)
     if node.when is not None:
         lines.append(f"when {_expression(node.when)}")
-    if isinstance(node, TaskNode | WorkflowNode) and node.for_each is not None:
+    if isinstance(node, TaskNode | WorkflowNode) and node.matrix is not None:
+        lines.append("matrix" + (f" ({node.concurrency} at a time)" if node.concurrency
+                                 else ""))
+    elif isinstance(node, TaskNode | WorkflowNode) and node.for_each is not None:
         lines.append(_for_each(node.for_each, node.concurrency))
     if node.trigger != "all_success":
         lines.append(f"trigger: {node.trigger}")
@@ -100,8 +124,15 @@ def loop_label(loop: PlanLoop) -> str:
     return f"while {_expression(loop.while_)} ({bound})"
 
 
-def _edges(plan: Plan) -> list[tuple[str, str]]:
-    return [(need, node.id) for node in plan.nodes for need in node.needs]
+def _edges(plan: Plan) -> list[tuple[str, str, str | None]]:
+    """Every ``needs`` edge, labelled with the case when it leaves a switch."""
+    edges: list[tuple[str, str, str | None]] = []
+    for node in plan.nodes:
+        cases = dict(plan.gates.get(node.id, ()))
+        for need in node.needs:
+            label = (cases[need] or "default") if need in cases else None
+            edges.append((need, node.id, label))
+    return edges
 
 
 def _loops(plan: Plan) -> list[tuple[str, PlanLoop]]:
@@ -161,6 +192,12 @@ def _mermaid_shape(kind: NodeKind) -> tuple[str, str]:
         case NodeKind.WORKFLOW:
             return "[[", "]]"
         case NodeKind.AGENT:
+            return "[/", "/]"
+        case NodeKind.SWITCH:
+            return "{", "}"
+        case NodeKind.NOOP:
+            return "((", "))"
+        case NodeKind.FAIL:
             return "([", "])"
         case _:
             assert_never(kind)
@@ -175,8 +212,12 @@ def to_mermaid(plan: Plan) -> str:
         node_id = mermaid_id(node.id)
         label = mermaid_label(node_lines(node), context=node_id)
         lines.append(f"    {node_id}{opening}{label}{closing}")
-    for source, target in _edges(plan):
-        lines.append(f"    {mermaid_id(source)} --> {mermaid_id(target)}")
+    for source, target, case in _edges(plan):
+        if case is None:
+            lines.append(f"    {mermaid_id(source)} --> {mermaid_id(target)}")
+        else:
+            label = mermaid_label([case], context=mermaid_id(source) + mermaid_id(target))
+            lines.append(f"    {mermaid_id(source)} -->|{label}| {mermaid_id(target)}")
     for closer, loop in _loops(plan):
         source, target = mermaid_id(closer), mermaid_id(loop.to)
         label = mermaid_label([loop_label(loop)], context=source + target)
@@ -194,6 +235,12 @@ def _colours(kind: NodeKind) -> tuple[str, str] | None:
             return _APPROVAL_FILL, _APPROVAL_STROKE
         case NodeKind.WORKFLOW:
             return _WORKFLOW_FILL, _WORKFLOW_STROKE
+        case NodeKind.SWITCH:
+            return _SWITCH_FILL, _SWITCH_STROKE
+        case NodeKind.FAIL:
+            return _FAIL_FILL, _FAIL_STROKE
+        case NodeKind.NOOP:
+            return None
         case _:
             assert_never(kind)
 
@@ -245,6 +292,14 @@ def _dot_shape(kind: NodeKind) -> dict[str, str]:
             return {"shape": "box3d", "style": "filled",
                     "fillcolor": dot_string(_WORKFLOW_FILL),
                     "color": dot_string(_WORKFLOW_STROKE)}
+        case NodeKind.SWITCH:
+            return {"shape": "diamond", "style": "filled",
+                    "fillcolor": dot_string(_SWITCH_FILL), "color": dot_string(_SWITCH_STROKE)}
+        case NodeKind.NOOP:
+            return {"shape": "circle"}
+        case NodeKind.FAIL:
+            return {"shape": "octagon", "style": "filled",
+                    "fillcolor": dot_string(_FAIL_FILL), "color": dot_string(_FAIL_STROKE)}
         case _:
             assert_never(kind)
 
@@ -265,8 +320,9 @@ def to_dot(plan: Plan) -> str:
         "  edge [fontname=Helvetica, fontsize=10];",
     ]
     lines.extend(_dot_node(node) for node in plan.nodes)
-    for source, target in _edges(plan):
-        lines.append(f"  {dot_string(source)} -> {dot_string(target)};")
+    for source, target, case in _edges(plan):
+        label = "" if case is None else f" [label={dot_string(case)}]"
+        lines.append(f"  {dot_string(source)} -> {dot_string(target)}{label};")
     for closer, loop in _loops(plan):
         attributes = {"style": "dashed", "constraint": "false",
                       "label": dot_string(loop_label(loop))}

@@ -1,10 +1,12 @@
-"""Reachability and lints: nodes that can never run, retried side effects, unused inputs."""
+"""Reachability and lints: nodes that can never run, constant guards, retried side effects,
+unused inputs, reads of nodes that may be skipped, approvals whose answer nothing reads."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tether.compiler.conditions import constant_truth, truthy_string
 from tether.compiler.context import Context
 from tether.compiler.graph import Graph
 from tether.compiler.references import Reads
@@ -12,23 +14,9 @@ from tether.compiler.secrets import check_unused_secrets
 from tether.diagnostics import Related
 from tether.dsl.document import ID_RE
 from tether.dsl.expressions import analyse
-from tether.templating import TemplateBudget, compiled
 
-# Deciding whether a guard is constant must not make `check` slow: a small budget each.
-CONSTANT_BUDGET = TemplateBudget(seconds=0.05, max_size=10_000)
-
-
-def constant_truth(text: str | None) -> bool | None:
-    """The truth of an expression that reads no names (``{{ false }}``), else None."""
-    if text is None:
-        return None
-    analysis = analyse(text)
-    if analysis.error or analysis.references or analysis.kind != "expression":
-        return None
-    try:
-        return bool(compiled(text)({}, CONSTANT_BUDGET))
-    except Exception:  # one that fails (or goes over its budget) at run time is not constant
-        return None
+RUNS_ANYWAY = ("all_done", "any_success", "none_failed", "none_failed_min_one_success")
+"""Trigger rules that run a node although one of its needs was skipped."""
 
 
 def check_reachability(ctx: Context, graph: Graph) -> None:
@@ -45,7 +33,7 @@ def check_reachability(ctx: Context, graph: Graph) -> None:
         needs = graph.needs[node_id]
         trigger = node.trigger or "all_success"
         blocked = [n for n in needs if n in root_of]
-        if needs and trigger != "all_done" and blocked and (
+        if needs and trigger not in ("all_done", "none_failed") and blocked and (
             trigger == "all_success" or len(blocked) == len(needs)
         ):
             root_of[node_id] = root_of[blocked[0]]
@@ -83,6 +71,65 @@ def check_lints(ctx: Context, reads: Reads,
                    "effect, or `idempotent: false` if repeating it is safe")
     check_unused_secrets(ctx, reads.secrets)
     for name in ctx.workflow.inputs:
-        if name not in reads.inputs and ID_RE.match(name):
+        if name not in reads.inputs and name not in ctx.workflow.broken_reads and \
+                ID_RE.match(name):
             ctx.report("W101", f"input `{name}` is never read", ctx.key_span("inputs", name),
                        help="remove it, or read it as `{{ inputs." + name + " }}`")
+
+
+def check_constant_conditions(ctx: Context) -> None:
+    """W103: a `when` or `until` that is always true decides nothing."""
+    for node_id, node in ctx.workflow.nodes.items():
+        for key, text in (("when", node.when), ("until", node.until)):
+            if text is None or constant_truth(text) is not True:
+                continue
+            literal = truthy_string(text)
+            why = (f"the string `'{literal}'` is not empty, so it is true" if literal
+                   else "a constant part decides it, whatever the names it reads hold"
+                   if analyse(text).references else "it does not depend on anything")
+            effect = "the node always runs" if key == "when" else "the first call ends it"
+            ctx.report("W103", f"the `{key}` of node `{node_id}` is always true: {why}",
+                       ctx.span("nodes", node_id, key), node_id=node_id,
+                       help=f"{effect}; remove `{key}` or fix the condition"
+                       + (" (write `false` without quotes)" if literal in ("false", "False")
+                          else ""))
+
+
+def check_skipped_reads(ctx: Context, reads: Reads) -> None:
+    """W105: a node that runs after skipped needs reads a node that may have been skipped."""
+    nodes = ctx.workflow.nodes
+    guarded = {n for n, node in nodes.items() if node.when is not None}
+    for switch in (node.switch for node in nodes.values() if node.switch is not None):
+        guarded.update(m for members in switch.cases.values() for m in members)
+        guarded.update(switch.default or ())
+    status_read = {(site.reader, ref.attrs[0]) for site, ref in reads.nodes
+                   if len(ref.attrs) > 1 and ref.attrs[1] == "status"}
+    seen: set[tuple[str, str]] = set()
+    for site, ref in reads.nodes:
+        reader, target = site.reader, ref.attrs[0]
+        if reader is None or target not in guarded or (reader, target) in seen:
+            continue
+        trigger = nodes[reader].trigger or "all_success"
+        if trigger not in RUNS_ANYWAY or (reader, target) in status_read or \
+                len(ref.attrs) < 2 or ref.attrs[1] != "output":
+            continue
+        seen.add((reader, target))
+        why = "its `when`" if nodes[target].when is not None else "a switch"
+        ctx.report("W105", f"node `{reader}` reads `{target}`, which may be skipped ({why}), "
+                   f"and runs anyway (trigger `{trigger}`): the value is then null",
+                   ctx.locate_name(site.path, site.text, ref), node_id=reader,
+                   help=f"test `nodes.{target}.status == 'completed'` in the same template, "
+                   f"or give a default: `nodes.{target}.output or {{}}`")
+
+
+def check_unread_approvals(ctx: Context, reads: Reads) -> None:
+    """W106: an approval with a form whose answer no template reads changes nothing. (One
+    without a form is a plain gate: resuming it is the decision.)"""
+    read = {ref.attrs[0] for _, ref in reads.nodes}
+    for node_id, node in ctx.workflow.nodes.items():
+        if node.approval is not None and node.approval.form and node_id not in read:
+            ctx.report("W106", f"the answer of approval `{node_id}` is never read: a "
+                       "rejection would change nothing", ctx.key_span("nodes", node_id),
+                       node_id=node_id,
+                       help=f"guard the next step with it, e.g. `when: \"{{{{ nodes.{node_id}"
+                       ".output.approved }}\"`, or pass it to a task")

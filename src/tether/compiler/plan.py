@@ -39,7 +39,8 @@ from tether.kinds import NodeKind
 
 PLAN_FORMAT = 1
 
-TriggerRule = Literal["all_success", "all_done", "any_success"]
+TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",
+                      "none_failed_min_one_success"]
 
 
 class _PlanModel(BaseModel):
@@ -57,10 +58,27 @@ class PlanInput(_PlanModel):
 
 
 class PlanRetry(_PlanModel):
-    """Retry policy: ``max_attempts`` in all; delay ``backoff * 2**(attempt - 1)`` seconds."""
+    """Retry policy: ``max_attempts`` in all; delay ``backoff * 2**(attempt - 1)`` seconds
+    (``exponential``) or ``backoff`` seconds every time (``fixed``)."""
 
     max_attempts: int
     backoff: float
+    strategy: Literal["exponential", "fixed"] = "exponential"
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after attempt number ``attempt`` (1-based) before the next."""
+        if self.strategy == "fixed":
+            return self.backoff
+        return float(self.backoff * 2 ** (attempt - 1))
+
+    @model_serializer(mode="wrap")
+    def _without_default_strategy(self, handler: SerializerFunctionWrapHandler
+                                  ) -> dict[str, Any]:
+        # the default is left out, so plans of earlier releases keep their fingerprints
+        data: dict[str, Any] = handler(self)
+        if self.strategy == "exponential":
+            data.pop("strategy", None)
+        return data
 
 
 class PlanLoop(_PlanModel):
@@ -68,7 +86,8 @@ class PlanLoop(_PlanModel):
 
     to: str
     while_: str = Field(alias="while")
-    max_iterations: int
+    max_iterations: int | str
+    """A bound, or an expression over the inputs giving one (evaluated when the loop closes)."""
     on_exhausted: Literal["fail", "continue"]
     body: tuple[str, ...]
 
@@ -100,6 +119,7 @@ class _NodeBase(_PlanModel):
     loop: PlanLoop | None = None
     loops: tuple[str, ...] = ()
     generation: int = 0
+    title: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -118,7 +138,14 @@ class _Invocation(_NodeBase):
 
     args: dict[str, Any] = Field(default_factory=dict, alias="with")
     for_each: Any = None
-    concurrency: int | None = None
+    concurrency: int | str | None = None
+    matrix: Any = None
+    fail_fast: bool = True
+
+    @property
+    def fans_out(self) -> bool:
+        """Whether the node runs once per element (``for_each`` or ``matrix``)."""
+        return self.for_each is not None or self.matrix is not None
 
 
 # -- the variants ------------------------------------------------------------------------------
@@ -130,8 +157,9 @@ class TaskNode(_Invocation):
     kind: Literal[NodeKind.TASK] = NodeKind.TASK
     task: str
     retry: PlanRetry | None = None
-    timeout: float | None = None
+    timeout: float | str | None = None
     idempotent: bool = False
+    until: str | None = None
 
 
 class ApprovalNode(_NodeBase):
@@ -192,10 +220,47 @@ class AgentNode(_NodeBase):
     timeout: float | None = None
 
 
-PlanNode: TypeAlias = Annotated[TaskNode | ApprovalNode | WorkflowNode | AgentNode,
-                                Field(discriminator="kind")]
-"""One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode` or
-:class:`AgentNode`."""
+class PlanSwitch(_PlanModel):
+    """The cases of a switch: case value -> the nodes that run; ``default`` when none
+    matches."""
+
+    on: str
+    cases: dict[str, tuple[str, ...]]
+    default: tuple[str, ...] | None = None
+
+    def chosen(self, value: Any) -> str | None:
+        """The case ``value`` selects (its text form for numbers, booleans and null), or None
+        for the default."""
+        key = value if isinstance(value, str) else json.dumps(value)
+        return key if key in self.cases else None
+
+
+class SwitchNode(_NodeBase):
+    """A node choosing which nodes run: those of the matching case (or the default)."""
+
+    kind: Literal[NodeKind.SWITCH] = NodeKind.SWITCH
+    switch: PlanSwitch
+
+
+class NoopNode(_NodeBase):
+    """A node that does nothing and completes (a join point, a placeholder)."""
+
+    kind: Literal[NodeKind.NOOP] = NodeKind.NOOP
+    noop: Literal[True] = True
+
+
+class FailNode(_NodeBase):
+    """A node that fails with its rendered message."""
+
+    kind: Literal[NodeKind.FAIL] = NodeKind.FAIL
+    fail: str
+
+
+PlanNode: TypeAlias = Annotated[
+    TaskNode | ApprovalNode | WorkflowNode | AgentNode | SwitchNode | NoopNode | FailNode,
+    Field(discriminator="kind")]
+"""One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode`,
+:class:`AgentNode`, :class:`SwitchNode`, :class:`NoopNode` or :class:`FailNode`."""
 
 
 class SourceRef(_PlanModel):
@@ -257,6 +322,21 @@ class Plan(_PlanModel):
         for node in self.nodes:
             for dep in node.waits_for:
                 result[dep].append(node.id)
+        return {k: tuple(v) for k, v in result.items()}
+
+    @functools.cached_property
+    def gates(self) -> dict[str, tuple[tuple[str, str | None], ...]]:
+        """For each node listed in a switch: ``(switch id, its case)`` pairs (``None`` for
+        the default)."""
+        result: dict[str, list[tuple[str, str | None]]] = {}
+        for node in self.nodes:
+            if isinstance(node, SwitchNode):
+                branches: list[tuple[str | None, tuple[str, ...]]] = list(
+                    node.switch.cases.items())
+                branches.append((None, node.switch.default or ()))
+                for case, members in branches:
+                    for member in members:
+                        result.setdefault(member, []).append((node.id, case))
         return {k: tuple(v) for k, v in result.items()}
 
     def to_json(self) -> str:

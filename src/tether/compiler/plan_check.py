@@ -67,6 +67,7 @@ def _problems(plan: Plan) -> Iterator[str]:
         index[node.id] = position
     for node in plan.nodes:
         yield from (f"node '{node.id}': {p}" for p in _node_problems(node, index))
+    yield from _switch_problems(plan, index)
     yield from _generation_problems(plan, index)
     yield from _secret_problems(plan.secrets)
     yield from _agent_problems(plan, index)
@@ -142,7 +143,7 @@ def _loop_problems(node: PlanNode, loop: PlanLoop, index: dict[str, int]) -> Ite
         yield f"`loop.to` names '{loop.to}', which is not a node of the plan"
     elif index[loop.to] > node.index:
         yield f"`loop.to` names '{loop.to}', which comes after the node closing the loop"
-    if loop.max_iterations < 1:
+    if isinstance(loop.max_iterations, int) and loop.max_iterations < 1:
         yield f"`loop.max_iterations` must be at least 1, not {loop.max_iterations}"
     unknown = [member for member in loop.body if member not in index]
     if unknown:
@@ -157,9 +158,11 @@ def _setting_problems(node: PlanNode) -> Iterator[str]:
             if node.retry.max_attempts < 1:
                 yield f"`retry.max_attempts` must be at least 1, not {node.retry.max_attempts}"
             yield from _duration("retry.backoff", node.retry.backoff)
-        if node.timeout is not None:
+        if isinstance(node.timeout, int | float):
             yield from _duration("timeout", node.timeout)
-    if isinstance(node, TaskNode | WorkflowNode) and node.concurrency is not None \
+    if isinstance(node, TaskNode) and node.until is not None and node.retry is None:
+        yield "`until` needs `retry.max_attempts` to bound it"
+    if isinstance(node, TaskNode | WorkflowNode) and isinstance(node.concurrency, int) \
             and node.concurrency < 1:
         yield f"`concurrency` must be at least 1, not {node.concurrency}"
 
@@ -167,6 +170,19 @@ def _setting_problems(node: PlanNode) -> Iterator[str]:
 def _duration(name: str, seconds: float) -> Iterator[str]:
     if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
         yield f"`{name}` must be more than 0 and at most 366 days of seconds, not {seconds}"
+
+
+def _switch_problems(plan: Plan, index: dict[str, int]) -> Iterator[str]:
+    """Every node of a case comes after its switch and waits for it, in one case only."""
+    for member, gates in plan.gates.items():
+        if len(gates) > 1:
+            yield f"node '{member}' is listed in more than one case"
+        for switch_id, _ in gates:
+            node = plan.by_id.get(member)
+            if node is None:
+                yield f"switch '{switch_id}' lists '{member}', which is not a node of the plan"
+            elif switch_id not in node.waits_for:
+                yield f"node '{member}' of switch '{switch_id}' does not wait for it"
 
 
 def _generation_problems(plan: Plan, index: dict[str, int]) -> Iterator[str]:

@@ -28,7 +28,13 @@ ORDER: tuple[str, ...] = (
     "when", "trigger", "for_each", "concurrency", "retry", "timeout", "idempotent", "loop", "loops",
     "generation",
 )
-"""The order of a node's keys in format 1 (the field order of release 0.1's one node model)."""
+"""The order of a node's keys in format 1 (the field order of release 0.1's one node model).
+Keys added since come after them, in the order of their model, and only when they differ
+from their default (:data:`OMITTED`), so plans of earlier releases keep their JSON and their
+fingerprints."""
+
+OMITTED: dict[str, Any] = {"title": None, "matrix": None, "fail_fast": True, "until": None}
+"""Keys added after release 0.1, left out of a node's JSON while they hold these values."""
 
 _FIELD_NAMES = {"with": "args"}  # the attribute behind a key, where they differ
 
@@ -37,11 +43,12 @@ _FIELD_NAMES = {"with": "args"}  # the attribute behind a key, where they differ
 def absent(kind: NodeKind) -> tuple[str, ...]:
     """The keys of format 1 a node of ``kind`` does not have: the other kinds, and the
     settings its kind refuses. Kinds added after release 0.1 (``agent``) are written with
-    their own keys only, and never appear as a neutral key of another kind."""
+    their own keys only, and never appear as a neutral key of another kind; settings
+    added after format 1 are left out at their default instead (:data:`OMITTED`)."""
     if kind.value not in NEUTRAL:
         return ()
     others = tuple(other.value for other in KINDS if other is not kind and other.value in NEUTRAL)
-    return others + spec_of(kind).refuses
+    return tuple(key for key in others + spec_of(kind).refuses if key in NEUTRAL)
 
 
 def _is_neutral(key: str, value: Any) -> bool:
@@ -75,8 +82,16 @@ def add_absent(kind: NodeKind, data: dict[str, Any], info: SerializationInfo) ->
         name = key if info.by_alias else _FIELD_NAMES.get(key, key)
         if not _excluded(info.exclude, name):
             data[name] = _copy(NEUTRAL[key])
+    for key, default in OMITTED.items():
+        if key in data and _is_default(data[key], default):
+            del data[key]
     order = ORDER if info.by_alias else tuple(_FIELD_NAMES.get(k, k) for k in ORDER)
-    return {key: data[key] for key in order if key in data}
+    ordered = {key: data[key] for key in order if key in data}
+    return ordered | {key: value for key, value in data.items() if key not in ordered}
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
 
 
 def _excluded(exclude: Any, name: str) -> bool:

@@ -113,6 +113,24 @@ A workflow file holds one mapping with the keys `tether`, `name`, `description`,
 `nodes` and `output`. The file is empty, holds several YAML documents, or holds a list or a
 scalar at its top level.
 """),
+        _code("E210", "until-unbounded", "`until` without `retry.max_attempts`", """
+`until` polls: the task is called again, waiting `retry.backoff` between calls, until the
+expression over its latest output is true. The bound is `retry.max_attempts` (the first call
+included); without it a condition that never holds would poll forever:
+
+    poll:
+      task: jobs.status
+      until: "{{ nodes.poll.output.done }}"
+      retry: {max_attempts: 20, backoff: 30s, strategy: fixed}
+"""),
+        _code("E211", "matrix-shape", "a `matrix` that is not lists of values", """
+A matrix runs its node once per combination of its axes: each axis is a list (or an
+expression giving a list), `include` is a list of combinations to add and `exclude` a list of
+(partial) combinations to remove, each a mapping of axis names to values.
+"""),
+        _code("E212", "for-each-and-matrix", "a node with both `for_each` and `matrix`", """
+A matrix is a `for_each` over combinations; a node has one or the other.
+"""),
         _code("E300", "duplicate-id", "two nodes have the same id", """
 Node ids are unique within a workflow. The note points at the first definition.
 """),
@@ -148,13 +166,27 @@ node, fix the guard, or use `trigger: all_done` to run it after skipped nodes.
 Loops may nest (one loop's body entirely inside another's) or be disjoint, but their bodies
 may not partially overlap, and one node cannot close two loops.
 """),
+        _code("E307", "duplicate-need", "the same node is listed twice in `needs`", """
+Each id appears once in `needs` (`after` in `.flow`). A repeated entry is usually a copy and
+paste mistake, or a different node was meant.
+"""),
+        _code("E308", "switch-duplicate-node", "a node listed in two cases of a switch", """
+A node belongs to at most one case of a switch (or its default): the nodes of the chosen case
+run, those of every other case are skipped. To run a node after several cases, make it need
+the case nodes with a trigger rule such as `none_failed_min_one_success`.
+"""),
+        _code("E309", "switch-case-node", "a switch case names a node it cannot run", """
+A case lists nodes that follow the switch: each must exist, and must not run before the
+switch (it cannot be the switch itself or one of its upstream nodes). The nodes of a case
+wait for the switch even if their `needs` do not name it.
+"""),
         _code("E400", "template-syntax", "a template that cannot be parsed", """
 Expressions are Jinja2 expressions inside `{{ ... }}`. The parser could not read this one;
 the message says what it expected.
 """),
         _code("E401", "unknown-name", "a template reads a name that does not exist", """
-A template can read `inputs.<name>`, `nodes.<id>.output`, `nodes.<id>.status`, `item` (inside
-`for_each`) and `iteration` (inside a loop).
+A template can read `inputs.<name>`, `nodes.<id>.output`, `nodes.<id>.status`, `run.<field>`,
+`secrets.<NAME>`, `item` (inside `for_each`) and `iteration` (inside a loop).
 """),
         _code("E402", "unknown-input", "a template reads an input that is not declared", """
 Declare the input under `inputs:` (or `input` in `.flow`), or fix the name.
@@ -173,7 +205,10 @@ A node exposes `nodes.<id>.output` (its result) and `nodes.<id>.status` (`comple
 `skipped`, `failed`, or `pending`).
 """),
         _code("E406", "item-outside-for-each", "`item` is read outside `for_each`", """
-`item` is the current element inside a node with `for_each`; elsewhere it does not exist.
+`item` is the current element inside a node with `for_each` (or `matrix`); elsewhere it does
+not exist. In the node's own `when` it does not exist either: `when` is decided once for the
+node, before its elements run. To leave out some elements, filter the list itself
+(`for_each: "{{ inputs.urls | reject('none') | list }}"`).
 """),
         _code("E407", "iteration-outside-loop", "`iteration` is read outside a loop", """
 `iteration` (1 on the first pass) exists only inside a loop body and its `while` condition.
@@ -188,12 +223,29 @@ Templates run in a sandbox: attributes starting with an underscore (such as `__c
 string, which is always true.
 """),
         _code("E410", "unknown-filter", "a template uses a filter or test that does not exist", """
-Only Jinja2's built-in filters and tests are available in templates.
+Only Jinja2's built-in filters and tests are available in templates. The help line suggests
+the closest one and lists them all.
 """),
         _code("E411", "template-too-complex", "a template nested too deeply to parse safely", """
 Templates may nest brackets and blocks (`{% if %}`, `{% for %}`) at most 32 levels deep, and
 one expression may hold at most 100 operators. Deeper templates would exhaust the parser's
 stack; no workflow needs them. Split the expression, or compute the value in a task.
+"""),
+        _code("E412", "unknown-function", "a template calls a function that does not exist", """
+Templates may call the functions of the sandbox (`range`, `dict`, `lipsum`, `cycler`,
+`joiner`, `namespace`) and apply Jinja2's filters (`value | length`, not `len(value)`). The
+help line suggests the closest function or filter and lists the functions.
+"""),
+        _code("E413", "unknown-run-field", "a template reads a field `run` does not have", """
+`run` is the run a template is rendered in: `run.id` (the execution id), `run.workflow` (the
+workflow's name), `run.started_at` (ISO 8601 text), `run.attempt` (1 for the first
+execution, one more per resume) and `run.parent_id` (the run a fork branched from, else
+null).
+"""),
+        _code("E414", "setting-expression", "a numeric setting that reads more than the inputs", """
+`concurrency`, `timeout` and `loop.max_iterations` may be expressions, computed when the node
+starts (or the loop closes) from the inputs (and `run`): `concurrency: "{{ inputs.parallel }}"`,
+`timeout: "{{ inputs.minutes * 60 }}"`. They cannot read nodes, `item` or `iteration`.
 """),
         _code("E500", "default-type", "an input default of the wrong type", """
 An input's `default` must have the input's `type`.
@@ -201,6 +253,15 @@ An input's `default` must have the input's `type`.
         _code("E501", "argument-type", "a literal argument of the wrong type", """
 A literal value passed in `with:` does not have the type the task's parameter (or the
 sub-workflow's input) declares.
+"""),
+        _code("E502", "for-each-not-list", "`for_each` over a value that is not a list", """
+`for_each` runs a node once per element of a list. An input declared `string`, `integer`,
+`number`, `boolean` or `object` (or a literal that is not a list) fails at run time; declare
+the input `array`, or give the list itself.
+"""),
+        _code("E503", "element-key", "`item` read with a key the elements do not have", """
+Where the elements of `for_each` are known (a literal list, a matrix's axes, a task's
+annotated return type with `--tasks`), `item.<key>` must be a key every element has.
 """),
         _code("E600", "unknown-task", "the task is not registered", """
 With task modules given (`--tasks MODULE` or `[tool.tether] tasks = [...]` in
@@ -215,6 +276,11 @@ The task's function has a parameter without a default that `with:` does not give
         _code("E603", "task-module", "a task module cannot be imported", """
 A module named with `--tasks` or in `[tool.tether] tasks` failed to import. The message
 carries the exception the import raised.
+"""),
+        _code("E604", "unknown-output-field", "a read of a field the task's output lacks", """
+With task modules given, a task whose return type is annotated with a `TypedDict`, a
+dataclass or a pydantic model has a known output: `nodes.<id>.output.<field>` must name one
+of its fields (the help line suggests the closest).
 """),
         _code("E700", "workflow-not-found", "the sub-workflow file does not exist", """
 `workflow:` takes a path relative to the file that references it.
@@ -336,6 +402,28 @@ The input is declared but never read. Remove it, or read it where it was meant t
         _code("W102", "unused-secret", "a declared secret no template reads", """
 The secret is declared but never read. Remove it, or read it where it was meant to be used
 (`{{ secrets.NAME }}`).
+"""),
+        _code("W103", "constant-condition", "a condition that is always true", """
+`when: "{{ true }}"`, `when: "{{ 'false' }}"` (a non-empty string is true) or
+`when: "{{ x or true }}"` decide nothing: the node always runs. Remove the guard or fix it.
+(An always false guard is E305: the node never runs.)
+"""),
+        _code("W104", "switch-without-default", "a switch without `default`", """
+When the value of `on` matches no case, none of the switch's nodes run and nothing says so.
+Add `default: [...]`, for example a `fail:` node naming the unexpected value.
+"""),
+        _code("W105", "maybe-skipped-read", "a read of a node that may be skipped", """
+The node read has a `when` guard (or belongs to a case of a switch), so it may be skipped;
+the reader's trigger rule (`all_done`, `any_success`, `none_failed`, ...) runs it anyway, and
+the value read is then null. Test `nodes.<id>.status` in the same template, or give a
+default (`nodes.<id>.output or {}`).
+"""),
+        _code("W106", "approval-unread", "an approval whose answer nothing reads", """
+The answer of an approval is its output. When the approval has a `form` and no template reads
+`nodes.<id>.output`, the run goes on the same way whatever the person answered: a rejection
+would change nothing. (An approval without a form is a plain gate: resuming it is the
+decision.) Guard
+the next step with it (`when: "{{ nodes.<id>.output.approved }}"`) or pass it on.
 """),
     )
 }

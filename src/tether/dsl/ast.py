@@ -29,6 +29,8 @@ class Workflow:
     location: FsPath | None = None
     broken_nodes: frozenset[str] = frozenset()
     broken_inputs: frozenset[str] = frozenset()
+    broken_reads: frozenset[str] = frozenset()
+    """Inputs mentioned by the templates of nodes set aside for schema errors."""
     warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
     valid: bool = field(default=True, compare=False)
     """False when reading the file found errors: the document may be partial, and no plan is

@@ -22,15 +22,22 @@ from tether.kinds import NodeKind
 FORMAT_VERSION = 1
 ID_PATTERN = r"^[a-z][a-z0-9_]*$"
 ID_RE = re.compile(ID_PATTERN)
+NODE_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
+"""Node ids as authors spell them (``build-linux``, ``Deploy``); templates read an id that is
+not a plain name as ``nodes['build-linux']``."""
+NODE_ID_RE = re.compile(NODE_ID_PATTERN)
 SECRET_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
 SECRET_RE = re.compile(SECRET_PATTERN)
 
 InputType = Literal["string", "number", "integer", "boolean", "object", "array"]
-TriggerRule = Literal["all_success", "all_done", "any_success"]
+TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",
+                      "none_failed_min_one_success"]
+RetryStrategy = Literal["exponential", "fixed"]
 OnExhausted = Literal["fail", "continue"]
 
 INPUT_TYPES: tuple[str, ...] = ("string", "number", "integer", "boolean", "object", "array")
-TRIGGER_RULES: tuple[str, ...] = ("all_success", "all_done", "any_success")
+TRIGGER_RULES: tuple[str, ...] = ("all_success", "all_done", "any_success", "none_failed",
+                                  "none_failed_min_one_success")
 
 
 def as_expression(value: object) -> object:
@@ -46,6 +53,12 @@ def as_expression(value: object) -> object:
     return value
 
 
+def as_bare_expression(value: object) -> object:
+    """A string ``for_each`` (or ``switch.on``) without braces is one expression, as a
+    condition is: ``for_each: inputs.urls`` means ``"{{ inputs.urls }}"``."""
+    return as_expression(value) if isinstance(value, str) else value
+
+
 def as_list(value: object) -> object:
     """``needs: a`` is short for ``needs: [a]``."""
     return [value] if isinstance(value, str) else value
@@ -54,6 +67,9 @@ def as_list(value: object) -> object:
 Expression = Annotated[
     str, BeforeValidator(as_expression, json_schema_input_type=str | bool)
 ]
+ListExpression = Annotated[Any, BeforeValidator(as_bare_expression)]
+Count = Annotated[int, Field(ge=1)] | str
+"""A positive integer, or an expression over the inputs that gives one when the run starts."""
 NeedList = Annotated[
     list[str], BeforeValidator(as_list, json_schema_input_type=str | list[str])
 ]
@@ -85,9 +101,12 @@ class RetryPolicy(_Model):
     max_attempts: int = Field(ge=1, description="Attempts in all, the first one included.")
     backoff: str | None = Field(
         None,
-        description="Delay before the second attempt, doubled for each further one "
-        "(a duration such as 500ms, 2s, 1m). Default 1s.",
+        description="Delay before the second attempt (a duration such as 500ms, 2s, 1m); "
+        "doubled for each further one unless `strategy` is `fixed`. Default 1s.",
     )
+    strategy: RetryStrategy | None = Field(
+        None, description="`exponential` (default): the delay doubles after each attempt; "
+        "`fixed`: every delay is `backoff`.")
 
 
 class LoopSpec(_Model):
@@ -99,8 +118,9 @@ class LoopSpec(_Model):
     while_: Expression = Field(
         alias="while", description="Run again while this expression is true."
     )
-    max_iterations: int = Field(
-        ge=1, description="The most times the loop body runs, the first pass included."
+    max_iterations: Count = Field(
+        description="The most times the loop body runs, the first pass included (an integer, "
+        "or an expression over the inputs)."
     )
     on_exhausted: OnExhausted | None = Field(
         None,
@@ -167,9 +187,20 @@ class AgentSpec(_Model):
     )
 
 
+class SwitchSpec(_Model):
+    """Choose among branches: the nodes of the case matching ``on`` run, the others are
+    skipped."""
+
+    on: ListExpression = Field(description="The value whose case runs (an expression).")
+    cases: dict[str, NeedList] = Field(
+        min_length=1, description="Case value -> the nodes that run when `on` gives it.")
+    default: NeedList | None = Field(
+        None, description="The nodes that run when no case matches.")
+
+
 class NodeSpec(_Model):
-    """One node: exactly one of ``task``, ``approval``, ``workflow``, ``agent``, and optional
-    settings."""
+    """One node: exactly one of ``task``, ``approval``, ``workflow``, ``agent``, ``switch``,
+    ``noop``, ``fail``, and optional settings."""
 
     task: str | None = Field(None, description="The registered task this node calls.")
     approval: ApprovalSpec | None = Field(None, description="Pause for a human decision.")
@@ -177,6 +208,13 @@ class NodeSpec(_Model):
         None, description="Another workflow file, relative to this one, run as a sub-run."
     )
     agent: AgentSpec | None = Field(None, description="An LLM loop with tools.")
+    switch: SwitchSpec | None = Field(None, description="Run the nodes of one case.")
+    noop: bool | None = Field(None, description="`true`: a node that does nothing and "
+                              "completes (a join point, a placeholder).")
+    fail: str | None = Field(None, description="Fail the run's branch with this message "
+                             "(a template).")
+    title: str | None = Field(None, description="A human title, shown in graphs, progress "
+                              "and `tether show`.")
     with_: dict[str, Any] | None = Field(
         None, alias="with", description="Arguments of the task, or inputs of the sub-workflow."
     )
@@ -188,14 +226,25 @@ class NodeSpec(_Model):
         None,
         description="When the node runs given its upstream nodes' outcome (default all_success).",
     )
-    for_each: Any = Field(
+    for_each: ListExpression = Field(
         None, description="Run the node once per element of this list (an expression or a list)."
     )
-    concurrency: int | None = Field(
-        None, ge=1, description="How many for_each elements run at once."
+    matrix: dict[str, Any] | None = Field(
+        None, description="Run the node once per combination of these lists (`item` is the "
+        "combination); `include` adds combinations, `exclude` removes matching ones.")
+    fail_fast: bool | None = Field(
+        None, description="With `for_each` or `matrix`: `false` starts every element even "
+        "after one failed (the node then fails listing the failed elements).")
+    concurrency: Count | None = Field(
+        None, description="How many for_each elements run at once (an integer, or an "
+        "expression over the inputs)."
     )
     retry: RetryPolicy | None = Field(None, description="Run a failing task again.")
-    timeout: str | None = Field(None, description="Time limit of one attempt (30s, 5m, ...).")
+    timeout: str | None = Field(None, description="Time limit of one attempt (30s, 5m, ..., "
+                                "or an expression over the inputs).")
+    until: Expression | None = Field(
+        None, description="Poll: call the task again (waiting `retry.backoff`) until this "
+        "expression over its latest output is true, at most `retry.max_attempts` times.")
     idempotent: bool | None = Field(
         None, description="Cache the task's result so a re-executed node does not repeat it."
     )
@@ -237,7 +286,7 @@ class WorkflowDoc(_Model):
     nodes: dict[str, NodeSpec] = Field(
         min_length=1,
         description="The nodes, by id.",
-        json_schema_extra={"propertyNames": {"pattern": ID_PATTERN}},
+        json_schema_extra={"propertyNames": {"pattern": NODE_ID_PATTERN}},
     )
     output: Any = Field(None, description="The run's result: a value with templates.")
 

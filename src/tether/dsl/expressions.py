@@ -40,6 +40,8 @@ class Analysis:
     unsafe: tuple[str, ...] = ()
     unknown_filters: tuple[str, ...] = ()
     unknown_tests: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()
+    """Names called as functions (``range(3)``: ``range``)."""
     error: str | None = None
     error_line: int = 1
     too_complex: bool = False
@@ -98,6 +100,7 @@ def _analyse(kind: Kind, source: str, text: str) -> Analysis:
         unsafe=tuple(walker.unsafe),
         unknown_filters=tuple(sorted(walker.filters - set(ENV.filters))),
         unknown_tests=tuple(sorted(walker.tests - set(ENV.tests))),
+        calls=tuple(sorted(walker.calls)),
     )
 
 
@@ -294,8 +297,11 @@ class _Walker:
         self.unsafe: list[str] = []
         self.filters: set[str] = set()
         self.tests: set[str] = set()
+        self.calls: set[str] = set()
 
     def visit(self, node: nodes.Node) -> None:
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name):
+            self.calls.add(node.node.name)
         if isinstance(node, nodes.Getattr | nodes.Getitem | nodes.Name):
             self.chain(node)
             return

@@ -36,6 +36,7 @@ from tether.dsl.flow_syntax import (
     MAX_SYNTAX_ERRORS,
     NODE_STATEMENTS,
     STATEMENTS,
+    SWITCH_PARTS,
     TOO_DEEP,
     Chunk,
     parser,
@@ -281,7 +282,14 @@ class _Reader:
                 node[kind.value] = {}
                 self.record((*path, kind.value), head, Span(
                     self.file, head.line, head.col, key.end_line, key.end_col))
-            case NodeKind.TASK | NodeKind.WORKFLOW:
+            case NodeKind.SWITCH:  # the head names nothing: on, case, default are clauses
+                node["switch"] = {}
+                self.record((*path, "switch"), head, Span(
+                    self.file, head.line, head.col, key.end_line, key.end_col))
+            case NodeKind.NOOP:
+                node["noop"] = True
+                self.record((*path, "noop"), head, head)
+            case NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.FAIL:
                 node[kind.value] = self.value(rest.pop(0), (*path, kind.value), head)
             case _:
                 assert_never(kind)
@@ -297,6 +305,9 @@ class _Reader:
         span = self.span(tree) if name == "args" else self.keyword(tree, word)
         shown = "arguments" if name == "args" else f"`{word}`"
         first = f"{shown} {'are' if name == 'args' else 'is'} first given"
+        if name == "switch_case":
+            self.switch_case(tree, node, path, kind, span)
+            return
         if not self.once((*path, key_name), span, f"duplicate clause {shown}", first):
             return
         spec = KINDS[kind]
@@ -308,6 +319,10 @@ class _Reader:
             self.approval_part(tree, node, (*path, "approval", key_name), kind, span)
         elif key_name in AGENT_PARTS:
             self.agent_part(tree, node, (*path, "agent", key_name), kind, span)
+        elif key_name in SWITCH_PARTS:
+            if self.switch_part(kind, f"`{word}`", span):
+                node["switch"][key_name] = self.clause_value(tree, (*path, "switch", key_name),
+                                                             span)
         else:
             node[key_name] = self.clause_value(tree, (*path, key_name), span)
 
@@ -317,7 +332,8 @@ class _Reader:
         match kind:
             case NodeKind.APPROVAL:
                 node["approval"][path[-1]] = self.clause_value(tree, path, span)
-            case NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.AGENT:
+            case (NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.AGENT | NodeKind.SWITCH
+                  | NodeKind.NOOP | NodeKind.FAIL):
                 self.error("E208", f"`{path[-1]}` does not apply to {KINDS[kind].noun}", span,
                            help="`reason`, `context` and `form` belong to `approval` nodes")
             case _:
@@ -329,11 +345,44 @@ class _Reader:
         match kind:
             case NodeKind.AGENT:
                 node["agent"][path[-1]] = self.clause_value(tree, path, span)
-            case NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.APPROVAL:
+            case (NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.APPROVAL | NodeKind.SWITCH
+                  | NodeKind.NOOP | NodeKind.FAIL):
                 self.error("E208", f"`{path[-1]}` does not apply to {KINDS[kind].noun}", span,
                            help=f"`{path[-1]}` belongs to `agent` nodes")
             case _:
                 assert_never(kind)
+
+    def switch_part(self, kind: NodeKind, shown: str, span: Span) -> bool:
+        """Whether a switch clause (``on``, ``case``, ``default``) may stand here; E208 if
+        not."""
+        if kind == NodeKind.SWITCH:
+            return True
+        self.error("E208", f"{shown} does not apply to {KINDS[kind].noun}", span,
+                   help="`on`, `case` and `default` belong to `switch` nodes")
+        return False
+
+    def switch_case(self, tree: Tree[Token], node: dict[str, Any], path: Path,
+                    kind: NodeKind, span: Span) -> None:
+        """``case KEY: a, b``: one entry of the switch's ``cases`` (one line per case)."""
+        if not self.switch_part(kind, "`case`", span):
+            return
+        key_token, *members = tree.children
+        assert isinstance(key_token, Token)
+        key = self.scalar(key_token)
+        key = key if isinstance(key, str) else json.dumps(key)
+        cases_path: Path = (*path, "switch", "cases")
+        if not self.once((*cases_path, key), self.span(key_token), f"duplicate case `{key}`",
+                         f"case `{key}` is first given"):
+            return
+        self.extend(cases_path, span, self.span(tree))
+        cases = node["switch"].setdefault("cases", {})
+        case_path: Path = (*cases_path, key)
+        self.record(case_path, self.span(key_token), self.span(tree))
+        if members:
+            first, last = self.span(members[0]), self.span(members[-1])
+            self.source.values[case_path] = Span(self.file, first.line, first.col,
+                                                 last.end_line, last.end_col)
+        cases[key] = [self.value(item, (*case_path, i)) for i, item in enumerate(members)]
 
     def clause_value(self, tree: Tree[Token], path: Path, key: Span) -> Any:
         """The data of a clause; ``null`` stands for YAML's explicit ``key: null``."""
@@ -343,7 +392,7 @@ class _Reader:
         if name == "args":
             self.record(path, key, key)
             return self.pairs(children, path, "argument")
-        if name in ("after", "retry", "loop", "form") or name in AGENT_LISTS:
+        if name in ("after", "retry", "loop", "form", "switch_default") or name in AGENT_LISTS:
             self.record(path, key, self.span(tree))
             method = "cl_after" if name in AGENT_LISTS else "cl_" + name
             return getattr(self, method)(children, path, key)
@@ -358,6 +407,8 @@ class _Reader:
             self.source.values[path] = Span(self.file, first.line, first.col, last.end_line,
                                             last.end_col)
         return [self.value(item, (*path, i)) for i, item in enumerate(children)]
+
+    cl_switch_default = cl_after
 
     def cl_retry(self, children: list[Node], path: Path, key: Span) -> Any:
         count, *backoff = children

@@ -43,9 +43,10 @@ class Reporter(Protocol):
 
 CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
            "idempotent", "loop", "reason", "context", "form", "model", "instructions", "prompt",
-           "tools", "max_turns", "output", "handoffs", "approve_tools")
+           "tools", "max_turns", "output", "handoffs", "approve_tools", "title", "until",
+           "fail_fast", "matrix", "on", "case", "default")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "task",
-              "approval", "agent", "output")
+              "approval", "agent", "switch", "noop", "fail", "output")
 APPROVAL_PARTS = ("reason", "context", "form")
 """The clauses that give an approval node's ``approval``, one part each."""
 AGENT_PARTS = ("model", "instructions", "prompt", "tools", "max_turns", "output", "handoffs",
@@ -53,9 +54,13 @@ AGENT_PARTS = ("model", "instructions", "prompt", "tools", "max_turns", "output"
 """The clauses that give an agent node's ``agent``, one part each (in the writer's order)."""
 AGENT_LISTS = ("tools", "handoffs", "approve_tools")
 """The agent parts written as a list of names (like ``after``)."""
-CLAUSE_KEYS = {"after": "needs", "args": "with", "with_null": "with", "agent_output": "output"}
+SWITCH_PARTS = ("on", "cases", "default")
+"""The clauses that give a switch node's ``switch`` (``case`` lines build ``cases``)."""
+CLAUSE_KEYS = {"after": "needs", "args": "with", "with_null": "with", "agent_output": "output",
+               "switch_on": "on", "switch_case": "cases", "switch_default": "default"}
 """The document key of a clause whose grammar rule has another name (else the rule's name)."""
-CLAUSE_WORDS = {"args": "(", "with_null": "with", "agent_output": "output"}
+CLAUSE_WORDS = {"args": "(", "with_null": "with", "agent_output": "output", "switch_on": "on",
+                "switch_case": "case", "switch_default": "default"}
 """The word that starts a clause whose grammar rule has another name."""
 NODE_STATEMENTS = {f"{kind.value}_stmt": kind for kind in NodeKind}
 """The grammar's node statements and the kind of node each defines."""
@@ -69,7 +74,8 @@ HEADER_STATEMENTS: dict[str, tuple[Path, str, str, str]] = {
 """Statements given once per file: grammar rule -> (path, keyword, message, note)."""
 CLAUSE_PARTS = {"loop_to": ("to", "to"), "loop_while": ("while", "while"),
                 "loop_max": ("max_iterations", "max"),
-                "on_exhausted": ("on_exhausted", "on_exhausted"), "backoff": ("backoff", "backoff")}
+                "on_exhausted": ("on_exhausted", "on_exhausted"), "backoff": ("backoff", "backoff"),
+                "strategy": ("strategy", "strategy")}
 """The parts of a ``loop`` (and a retry's ``backoff``): grammar rule -> (key, keyword)."""
 CONSTANTS: dict[str, Any] = {"TRUE": True, "FALSE": False, "NULL": None}
 """The values of the grammar's constant terminals."""
@@ -80,7 +86,8 @@ _TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
                    "DURATION": "a duration", "$END": "end of line"}
 _VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
 _STARTS = re.compile(
-    r"(?:tether|workflow|description|inputs?|secrets|task|approval|agent|output)\b(?![ \t]*:)")
+    r"(?:tether|workflow|description|inputs?|secrets|task|approval|agent|switch|noop|fail"
+    r"|output)\b(?![ \t]*:)")
 MAX_SYNTAX_ERRORS = 100
 TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
@@ -194,6 +201,10 @@ def refused_help(kind: NodeKind) -> str | None:
         case NodeKind.AGENT:
             return ("an agent node takes `model`, `instructions`, `prompt`, `tools`, "
                     "`max_turns`, `output`, `handoffs` and `approve_tools`")
+        case NodeKind.SWITCH:
+            return "a switch node takes `on`, `case` and `default`"
+        case NodeKind.NOOP | NodeKind.FAIL:
+            return f"a {kind.value} node takes `after`, `when`, `trigger`, `title` and `loop`"
         case NodeKind.TASK:
             return None
         case _:
@@ -217,7 +228,8 @@ def _expected(names: set[str]) -> str:
         names, words = names - _VALUE_START, ["a value"]
     clauses = {name for name in names if name.lower() in CLAUSES}
     if len(clauses) > 3:
-        names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW", "AGENT"}
+        names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW", "AGENT", "SWITCH",
+                                   "NOOP", "FAIL", "SWITCH_ON", "SWITCH_CASE", "SWITCH_DEFAULT"}
         words.append("a clause (" + ", ".join(c for c in CLAUSES if c.upper() in clauses) + ")")
     words += sorted(describe_terminal(name) for name in names - {"$END"})
     words += ["end of line"] if "$END" in names else []
@@ -311,7 +323,8 @@ _KEYWORD_PREFIX = re.compile(
     r"(?<![\w.])(after|agent|approval|approve_tools|backoff|concurrency|context|description"
     r"|false|for_each|form|handoffs|idempotent|input|inputs|instructions|loop|max|max_turns"
     r"|model|null|on_exhausted|output|prompt|reason|retry|secrets|task|tether|timeout|tools|to"
-    r"|trigger|true|when|while|with|workflow)(\w+)"
+    r"|trigger|true|when|while|with|workflow|title|until|fail_fast|matrix|strategy|switch"
+    r"|noop)(\w+)"
 )
 
 
@@ -348,6 +361,7 @@ __all__ = [
     "MAX_SYNTAX_ERRORS",
     "NODE_STATEMENTS",
     "STATEMENTS",
+    "SWITCH_PARTS",
     "TOO_DEEP",
     "Chunk",
     "Reporter",

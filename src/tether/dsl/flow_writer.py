@@ -50,8 +50,8 @@ def string(text: str) -> str:
 
 
 def word(text: str) -> str:
-    """A name (a key, a reason, a trigger rule) bare when it reads back as a name."""
-    return text if _bare("NAME", text) else quoted(text)
+    """A name (a key, a reason, a trigger rule, a node id) bare when it reads back as one."""
+    return text if _bare("NAME", text) or _bare("ID", text) else quoted(text)
 
 
 def scalar(value: Any) -> str:
@@ -135,8 +135,10 @@ def _head(node_id: str, node: dict[str, Any]) -> str:
             head = f"task {node_id} = {task if _bare('TASK_NAME', task) else quoted(task)}"
         case NodeKind.WORKFLOW:
             head = f"workflow {node_id} = {quoted(node['workflow'])}"
-        case NodeKind.APPROVAL | NodeKind.AGENT:
-            return f"{kind.value} {node_id}"
+        case NodeKind.APPROVAL | NodeKind.AGENT | NodeKind.SWITCH | NodeKind.NOOP:
+            head = f"{kind.value} {node_id}"  # their parts are clauses
+        case NodeKind.FAIL:
+            head = f"fail {node_id} = {value(node['fail'], '', len(node_id) + 8)}"
         case _:
             assert_never(kind)
     args = node.get("with")
@@ -196,7 +198,26 @@ def _retry(retry: dict[str, Any] | None) -> str:
     text = "retry " + scalar(retry["max_attempts"])
     if "backoff" in retry:
         text += " backoff " + duration(retry["backoff"])
+    if "strategy" in retry:
+        strategy = retry["strategy"]
+        text += " strategy " + ("null" if strategy is None else word(strategy))
     return text
+
+
+def _switch_clauses(switch: dict[str, Any]) -> list[str]:
+    lines = []
+    if "on" in switch:
+        lines.append(_clause("on", switch["on"]))
+    for case, members in (switch.get("cases") or {}).items():
+        lines.append(f"case {word(case)}: " + _ids(members))
+    if "default" in switch:
+        default = switch["default"]
+        lines.append("default " + ("null" if default is None else _ids(default)))
+    return lines
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(word(i) for i in ids) if ids else "[]"
 
 
 def _loop(loop: dict[str, Any] | None) -> str:
@@ -224,20 +245,27 @@ def _clauses(node: dict[str, Any]) -> list[str]:
     """Every clause the node sets, in the canonical order."""
     lines = _approval_clauses(node["approval"]) if node.get("approval") is not None else []
     lines += _agent_clauses(node["agent"]) if node.get("agent") is not None else []
+    if node.get("switch") is not None:
+        lines += _switch_clauses(node["switch"])
     for key, text in (
+        ("title", lambda v: "title " + ("null" if v is None else quoted(v))),
         ("needs", lambda v: _needs(v)),
         ("when", lambda v: _clause("when", v)),
         ("trigger", lambda v: "trigger " + ("null" if v is None else word(v))),
         ("for_each", lambda v: _clause("for_each", v)),
+        ("matrix", lambda v: _clause("matrix", v)),
+        ("fail_fast", lambda v: "fail_fast " + scalar(v)),
         ("concurrency", lambda v: "concurrency " + scalar(v)),
         ("retry", _retry),
         ("timeout", lambda v: "timeout " + duration(v)),
         ("idempotent", lambda v: "idempotent" if v is True else "idempotent " + scalar(v)),
+        ("until", lambda v: _clause("until", v)),
         ("loop", _loop),
     ):
         if key in node:
             lines.append(text(node[key]))
-    lines += [f"{kind} null" for kind in KIND_NAMES if kind in node and node[kind] is None]
+    lines += [f"{kind} null" for kind in KIND_NAMES if kind in node and node[kind] is None
+              and kind != _kind(node)]
     if "with" in node and node["with"] is None:
         lines.append("with null")
     return lines

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tether.diagnostics import Diagnostic, Span, make
 from tether.dsl.ast import Syntax, Workflow
-from tether.dsl.source import RawDocument, position
+from tether.dsl.source import RawDocument, position, with_anchor_notes
 from tether.dsl.validate import validate
 from tether.errors import WorkflowError
 from tether.files import NotRegularFile, read_regular_file
@@ -89,6 +89,7 @@ def workflow_from_text(
     """Parse and validate ``text``; ``file`` names it in diagnostics."""
     raw = parse_text(text, file, syntax)
     validated = validate(raw) if raw.data is not None or raw.ok else None
+    raw.diagnostics[:] = with_anchor_notes(raw.diagnostics, raw.source)
     if validated is None or validated.doc is None:
         return None, raw.diagnostics
     workflow = Workflow(
@@ -98,6 +99,7 @@ def workflow_from_text(
         location=location.resolve() if location is not None else None,
         broken_nodes=validated.broken_nodes,
         broken_inputs=validated.broken_inputs,
+        broken_reads=validated.broken_reads,
         valid=raw.ok,
     )
     return workflow, raw.diagnostics

@@ -26,6 +26,8 @@ class SourceMap:
     text: str = ""
     keys: dict[Path, Span] = field(default_factory=dict)
     values: dict[Path, Span] = field(default_factory=dict)
+    anchors: dict[Span, Span] = field(default_factory=dict)
+    """YAML: the span of each alias use -> the span of the anchored value it repeats."""
     _lines: list[str] | None = field(default=None, repr=False, compare=False)
     _lines_of: str | None = field(default=None, repr=False, compare=False)
 
@@ -70,3 +72,21 @@ def position(text: str, offset: int) -> tuple[int, int]:
     line = text.count("\n", 0, offset) + 1
     start = text.rfind("\n", 0, offset) + 1
     return line, offset - start + 1
+
+
+def with_anchor_notes(diagnostics: list[Diagnostic], source: SourceMap) -> list[Diagnostic]:
+    """Diagnostics located at a YAML alias get a note at the anchor it repeats."""
+    if not source.anchors:
+        return diagnostics
+    from dataclasses import replace
+
+    from tether.diagnostics import Related
+
+    result = []
+    for diag in diagnostics:
+        anchor = source.anchors.get(diag.span)
+        if anchor is not None and diag.span.file == source.file:
+            note = Related(anchor, "the value comes from the anchor here (the alias repeats it)")
+            diag = replace(diag, related=(*diag.related, note))
+        result.append(diag)
+    return result

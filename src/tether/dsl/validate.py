@@ -20,6 +20,7 @@ from tether.dsl.document import (
     FORMAT_VERSION,
     ID_RE,
     INPUT_TYPES,
+    NODE_ID_RE,
     SECRET_RE,
     AgentSpec,
     ApprovalSpec,
@@ -28,6 +29,7 @@ from tether.dsl.document import (
     ModelRef,
     NodeSpec,
     RetryPolicy,
+    SwitchSpec,
     WorkflowDoc,
 )
 from tether.dsl.source import Path, RawDocument, SourceMap
@@ -58,7 +60,7 @@ def describe(path: Path) -> str:
     if len(path) >= 2 and path[0] == "nodes":
         where = f"node `{path[1]}`"
         rest = path[2:]
-        if rest and rest[0] in ("loop", "retry", "approval", "agent"):
+        if rest and rest[0] in ("loop", "retry", "approval", "agent", "switch"):
             where = f"the {rest[0]} of {where}"
             if rest[0] == "approval" and len(rest) >= 3 and rest[1] == "form":
                 where = f"form field `{rest[2]}` of node `{path[1]}`"
@@ -79,10 +81,10 @@ def _model_at(path: Path) -> type[BaseModel] | None:
         if model is WorkflowDoc and key in ("nodes", "inputs") and steps:
             steps.pop(0)
             model = NodeSpec if key == "nodes" else InputSpec
-        elif model is NodeSpec and key in ("retry", "loop", "approval", "agent"):
+        elif model is NodeSpec and key in ("retry", "loop", "approval", "agent", "switch"):
             nested: dict[str, type[BaseModel]] = {
                 "retry": RetryPolicy, "loop": LoopSpec, "approval": ApprovalSpec,
-                "agent": AgentSpec}
+                "agent": AgentSpec, "switch": SwitchSpec}
             model = nested[str(key)]
         elif model is AgentSpec and key == "model":
             model = ModelRef
@@ -127,6 +129,9 @@ class _Mapper:
                 "known keys: " + ", ".join(f"`{k}`" for k in known) if known else None
             )
             self.add("E201", f"unknown key `{name}` {describe(parent)}", path, key=True, help=help)
+        elif kind == "count_type":
+            got = json_type_name(err["input"])
+            self.add("E202", f"`{name}` must be an integer or an expression, not {got}", path)
         elif kind in _TYPE_NAMES:
             got = json_type_name(err["input"])
             self.add("E202", f"`{name}` must be {_TYPE_NAMES[kind]}, not {got}", path)
@@ -145,6 +150,27 @@ class _Mapper:
             self.add("E203", "a workflow needs at least one node", path)
         else:
             self.add("E203", f"invalid `{name}` {describe(parent)}: {err['msg'].lower()}", path)
+
+
+_COUNT_BRANCHES = {"constrained-int": "int", "str": "str"}
+
+
+def _merge_count_errors(errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """A count (an integer, or an expression) fails as two union branches: report the
+    integer's error at the key itself, and the string branch not at all."""
+    merged: list[ErrorDetails] = []
+    for err in errors:
+        loc = tuple(err["loc"])
+        branch = _COUNT_BRANCHES.get(str(loc[-1])) if len(loc) >= 2 else None
+        if branch is None or loc[-2] not in ("max_iterations", "concurrency"):
+            merged.append(err)
+        elif branch == "int":
+            fixed = dict(err)
+            fixed["loc"] = loc[:-1]
+            if err["type"] in ("int_type", "int_parsing"):
+                fixed["type"] = "count_type"
+            merged.append(fixed)  # type: ignore[arg-type]
+    return merged
 
 
 def _set_aside(data: dict[str, Any], errors: list[ErrorDetails]) -> tuple[set[str], set[str]]:
@@ -175,6 +201,8 @@ class Validated:
     doc: WorkflowDoc | None
     broken_nodes: frozenset[str] = frozenset()
     broken_inputs: frozenset[str] = frozenset()
+    broken_reads: frozenset[str] = frozenset()
+    """The inputs the templates of set-aside nodes mention (so they are not reported unused)."""
 
 
 def validate(raw: RawDocument) -> Validated:
@@ -195,7 +223,7 @@ def validate(raw: RawDocument) -> Validated:
             doc = WorkflowDoc.model_validate(data)
             break
         except ValidationError as exc:
-            errors = exc.errors()
+            errors = _merge_count_errors(exc.errors())
             if not broken_nodes and not broken_inputs and not mapper.diagnostics:
                 for err in errors:
                     mapper.error(err)
@@ -205,7 +233,28 @@ def validate(raw: RawDocument) -> Validated:
             broken_inputs |= inputs
     _check_document(raw.data, mapper)
     raw.diagnostics.extend(mapper.diagnostics)
-    return Validated(doc, frozenset(broken_nodes), frozenset(broken_inputs))
+    reads = _inputs_mentioned([raw.data["nodes"][n] for n in broken_nodes
+                               if isinstance(raw.data.get("nodes"), dict)
+                               and n in raw.data["nodes"]])
+    return Validated(doc, frozenset(broken_nodes), frozenset(broken_inputs), reads)
+
+
+_INPUT_READ = re.compile(r"""\binputs\s*(?:\.\s*([A-Za-z_]\w*)|\[\s*['"]([^'"]+)['"])""")
+
+
+def _inputs_mentioned(values: list[Any]) -> frozenset[str]:
+    """Every ``inputs.NAME`` (or ``inputs['NAME']``) in the strings of ``values``."""
+    found: set[str] = set()
+    stack: list[Any] = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str) and "inputs" in value:
+            found.update(a or b for a, b in _INPUT_READ.findall(value))
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return frozenset(found)
 
 
 def _check_document(data: dict[str, Any], mapper: _Mapper) -> None:
@@ -220,7 +269,7 @@ def _check_document(data: dict[str, Any], mapper: _Mapper) -> None:
         _check_id(mapper, name, ("inputs", name), "input name")
         _check_default(mapper, spec, ("inputs", name))
     for node_id, node in _entries(data.get("nodes")):
-        _check_id(mapper, node_id, ("nodes", node_id), "node id")
+        _check_node_id(mapper, node_id)
         _check_node(mapper, node_id, node)
     if isinstance(data.get("secrets"), list):
         _check_secrets(mapper, data["secrets"])
@@ -259,6 +308,14 @@ def _check_id(mapper: _Mapper, name: str, path: Path, what: str) -> None:
 
 
 
+def _check_node_id(mapper: _Mapper, node_id: str) -> None:
+    if not NODE_ID_RE.match(node_id):
+        suggestion = re.sub(r"[^A-Za-z0-9_-]", "-", node_id).strip("-_0123456789") or "x"
+        mapper.add("E206", f"invalid node id `{node_id}`", ("nodes", node_id), key=True,
+                   help="a node id starts with a letter and holds letters, digits, `_` and "
+                   f"`-`, e.g. `{suggestion}`")
+
+
 def _check_default(mapper: _Mapper, spec: dict[str, Any], path: Path) -> None:
     type_name, default = spec.get("type"), spec.get("default")
     if type_name not in INPUT_TYPES or default is None:
@@ -282,11 +339,26 @@ def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
             if key in node:
                 mapper.add("E208", f"`{key}` does not apply to {kind.noun}", (*path, key),
                            key=True)
-    takes_concurrency = kind is None or kind.takes("concurrency")
-    if "concurrency" in node and node.get("for_each") is None and takes_concurrency:
-        mapper.add("E208", "`concurrency` applies only together with `for_each`",
-                   (*path, "concurrency"), key=True, help="add `for_each:` or remove it")
-    if isinstance(node.get("timeout"), str):
+    fans = node.get("for_each") is not None or node.get("matrix") is not None
+    for key in ("concurrency", "fail_fast"):
+        if key in node and not fans and (kind is None or kind.takes(key)):
+            mapper.add("E208", f"`{key}` applies only together with `for_each` or `matrix`",
+                       (*path, key), key=True, help="add `for_each:` or remove it")
+    if node.get("for_each") is not None and node.get("matrix") is not None:
+        mapper.add("E212", f"node `{node_id}` has both `for_each` and `matrix`",
+                   (*path, "matrix"), key=True,
+                   help="a matrix is a for_each over combinations: keep one of them")
+    if node.get("noop") is False:
+        mapper.add("E203", "`noop` takes only `true`", (*path, "noop"),
+                   help="remove the node, or give it another kind")
+    if node.get("until") is not None and (kind is None or kind.takes("until")) and not (
+            isinstance(node.get("retry"), dict) and "max_attempts" in node["retry"]):
+        mapper.add("E210", f"`until` of node `{node_id}` has no bound", (*path, "until"),
+                   key=True, help="add `retry: {max_attempts: N, backoff: 30s}`: the task is "
+                   "called at most N times")
+    if isinstance(node.get("matrix"), dict):
+        _check_matrix(mapper, node["matrix"], (*path, "matrix"))
+    if isinstance(node.get("timeout"), str) and "{{" not in node["timeout"]:
         _check_duration(mapper, node["timeout"], (*path, "timeout"))
     retry = node.get("retry")
     if isinstance(retry, dict) and isinstance(retry.get("backoff"), str):
@@ -301,6 +373,20 @@ def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
     if isinstance(for_each, dict | bool | int | float):
         mapper.add("E202", f"`for_each` must be a list or an expression, "
                    f"not {json_type_name(for_each)}", (*path, "for_each"))
+
+
+def _check_matrix(mapper: _Mapper, matrix: dict[str, Any], path: Path) -> None:
+    """Axes are lists (or expressions); ``include`` and ``exclude`` lists of mappings."""
+    for axis, values in matrix.items():
+        if axis in ("include", "exclude"):
+            if not isinstance(values, list) or not all(isinstance(v, dict) for v in values):
+                mapper.add("E211", f"`matrix.{axis}` must be a list of mappings "
+                           "(axis: value)", (*path, axis),
+                           help=f"for example `{axis}: [{{os: linux, python: '3.12'}}]`")
+        elif not isinstance(values, list) and not (isinstance(values, str) and "{{" in values):
+            mapper.add("E211", f"matrix axis `{axis}` must be a list, not "
+                       f"{json_type_name(values)}", (*path, axis),
+                       help=f"write `{axis}: [a, b]` (or an expression giving a list)")
 
 
 def _check_duration(mapper: _Mapper, text: str, path: Path) -> None:

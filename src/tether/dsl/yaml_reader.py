@@ -54,13 +54,22 @@ def _span(file: str, node: yaml.Node) -> Span:
 
 
 class _Walker:
-    def __init__(self, source: SourceMap) -> None:
+    """Walks the composed node graph. An alias composes to the very node of its anchor, so a
+    node met a second time is an alias use: the k-th such meeting (outside an expansion) is
+    the k-th alias in the text (``aliases``, from the event stream), and every value inside
+    the expansion is located at the alias, with the anchor kept for a note."""
+
+    def __init__(self, source: SourceMap, aliases: list[Span] | None = None) -> None:
         self.source = source
         self.file = source.file
         self.diagnostics: list[Diagnostic] = []
         self.count = 0
         self.constructor = SafeConstructor()
         self.too_complex = False
+        self.seen: set[int] = set()
+        self.aliases = aliases or []
+        self.used = 0
+        self.expansion: Span | None = None  # the alias whose expansion is being walked
 
     def error(self, code: str, message: str, node: yaml.Node, help: str | None = None) -> None:
         self.diagnostics.append(make(code, message, _span(self.file, node), help=help))
@@ -78,7 +87,19 @@ class _Walker:
             )
             self.error("E103", reason, node, help="flatten the document or drop the aliases")
             return None
-        self.source.values.setdefault(path, _span(self.file, node))
+        if self.aliases and self.expansion is None and id(node) in self.seen and \
+                self.used < len(self.aliases):
+            alias = self.aliases[self.used]
+            self.used += 1
+            self.source.anchors[alias] = _span(self.file, node)
+            self.expansion = alias
+            try:
+                return self.value(node, path, depth)
+            finally:
+                self.expansion = None
+        if self.aliases:
+            self.seen.add(id(node))
+        self.source.values.setdefault(path, self.expansion or _span(self.file, node))
         if isinstance(node, yaml.MappingNode):
             return self.mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
@@ -105,7 +126,7 @@ class _Walker:
                 self.duplicate(key, key_node, first_seen[key], path)
                 continue
             first_seen[key] = key_node
-            self.source.keys[(*path, key)] = _span(self.file, key_node)
+            self.source.keys[(*path, key)] = self.expansion or _span(self.file, key_node)
             result[key] = self.value(value_node, (*path, key), depth + 1)
         for key, value in merged.items():
             result.setdefault(key, value)
@@ -198,6 +219,17 @@ def _syntax_error(file: str, text: str, exc: yaml.MarkedYAMLError) -> Diagnostic
     return make("E101", f"YAML syntax error: {problem}", span, help=help)
 
 
+def _alias_spans(text: str, file: str) -> list[Span]:
+    """Where each alias (``*name``) is written, in document order."""
+    spans = []
+    for event in yaml.parse(text, Loader=_Loader):
+        start, end = event.start_mark, event.end_mark
+        if isinstance(event, yaml.AliasEvent) and start is not None and end is not None:
+            spans.append(Span(file, start.line + 1, start.column + 1, end.line + 1,
+                              max(end.column, 1)))
+    return spans
+
+
 def read_yaml(text: str, file: str) -> RawDocument:
     """Parse YAML ``text`` (shown as ``file`` in diagnostics) into a :class:`RawDocument`."""
     source = SourceMap(file=file, text=text)
@@ -218,6 +250,6 @@ def read_yaml(text: str, file: str) -> RawDocument:
         )
         span = Span.whole_file(file) if len(nodes) < 2 else _span(file, nodes[1])
         return RawDocument(None, source, "yaml", [make("E209", message, span)])
-    walker = _Walker(source)
+    walker = _Walker(source, _alias_spans(text, file) if "*" in text else None)
     data = walker.value(nodes[0], (), 0)
     return RawDocument(data, source, "yaml", walker.diagnostics)

@@ -32,11 +32,13 @@ class Attempt:
     """The ownership of one execution attempt of a run (see the module docstring)."""
 
     def __init__(self, store: Checkpointer | None, execution_id: str, seconds: float,
-                 token: str | None = None) -> None:
+                 token: str | None = None, number: int = 1) -> None:
         self.store = store
         self.execution_id = execution_id
         self.seconds = seconds
         self.token = token or new_owner()
+        self.number = number
+        """The run row's ``attempt`` once this attempt holds the run (``run.attempt``)."""
         self.valid_until = time.monotonic() + seconds
         self.lost: str | None = None
         self.on_lost: Callable[[], None] | None = None

@@ -29,6 +29,7 @@ from tether.runtime.events import Event
 from tether.runtime.execution import Level, RunFailure, Session, Suspended
 from tether.runtime.idempotent import forget_locks
 from tether.runtime.journal import Journal
+from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
 from tether.runtime.secrets import SecretsView, declared, masker_for
 from tether.runtime.state import NodeError, RunState
@@ -44,7 +45,7 @@ class Driver:
                  journal: Journal | None, attempt: Attempt,
                  tasks: Mapping[str, Callable[..., Any]], max_concurrency: int,
                  listener: Callable[[Event], None] | None,
-                 budget: TemplateBudget = DEFAULT_BUDGET) -> None:
+                 budget: TemplateBudget = DEFAULT_BUDGET, info: RunInfo | None = None) -> None:
         self.execution_id = execution_id
         self.plan = plan
         self.state = state
@@ -58,7 +59,8 @@ class Driver:
         self.session = Session(
             execution_id, journal, tasks, asyncio.Semaphore(max_concurrency),
             max_concurrency, RunContext(execution_id, store, attempt.owner, self.masker),
-            attempt, listener, budget=budget, secrets=SecretsView(names) if names else None)
+            attempt, listener, budget=budget, secrets=SecretsView(names) if names else None,
+            info=info)
 
     async def drive(self) -> RunResult:
         token = RUN.set(self.session.run)

@@ -15,3 +15,5 @@ class Event:
     agent_path: str
     status: str = ""
     seconds: float = 0.0
+    title: str | None = None
+    """The node's ``title``, when it has one (displays show it beside the id)."""

@@ -34,12 +34,14 @@ from tether.runtime.executors import execute
 from tether.runtime.foreach import ForEach
 from tether.runtime.invoke import Bodies, NodeFailure
 from tether.runtime.journal import Journal
-from tether.runtime.render import RenderError, failure_of, namespace, render, truthy
+from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, render, truthy
 from tether.runtime.secrets import SecretsView
+from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
+from tether.runtime.triggers import gated_off, trigger_verdict
 from tether.runtime.units import Suspended, Unit, UnitResult
 from tether.runtime.values import dumps, to_json
-from tether.status import FINISHED, NOT_OK, CheckpointStatus, StepType, UnitStatus
+from tether.status import FINISHED, CheckpointStatus, StepType, UnitStatus
 from tether.stores.records import PendingInterrupt, utc
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
 
@@ -72,6 +74,7 @@ class Session:
     bodies: Bodies = field(default_factory=Bodies)
     budget: TemplateBudget = DEFAULT_BUDGET
     secrets: SecretsView | None = None
+    info: RunInfo | None = None
 
     def emit(self, event: Event) -> None:
         if self.listener is not None:
@@ -201,7 +204,8 @@ class Level:
         return self._output()
 
     def _started(self, node: PlanNode) -> float:
-        self.session.emit(Event("started", self.session.execution_id, node.id, self.agent_path))
+        self.session.emit(Event("started", self.session.execution_id, node.id, self.agent_path,
+                                title=node.title))
         return time.perf_counter()
 
     def _open(self, node: PlanNode, ready: Readiness) -> bool:
@@ -219,13 +223,13 @@ class Level:
         return True
 
     def _decide(self, node: PlanNode) -> UnitStatus:
-        """``running``, ``skipped`` or ``upstream_failed``: trigger rule, then guard."""
-        statuses = [self.state.status(n) for n in node.needs]
-        if statuses and node.trigger != "all_done":
-            ok = [s == UnitStatus.COMPLETED for s in statuses]
-            if not (all(ok) if node.trigger == "all_success" else any(ok)):
-                return UnitStatus.UPSTREAM_FAILED if any(s in NOT_OK for s in statuses) \
-                    else UnitStatus.SKIPPED
+        """``running``, ``skipped`` or ``upstream_failed``: trigger rule, switch, then guard."""
+        verdict = trigger_verdict(node.trigger, [self.state.status(n) for n in node.needs])
+        if verdict != UnitStatus.RUNNING:
+            return verdict
+        if node.id in self.plan.gates and gated_off(
+                self.plan, node, self.state.status, lambda n: self.state.unit(n).output):
+            return UnitStatus.SKIPPED
         if node.when is not None and not truthy(node.when, self.names(node), "when",
                                                 self.session.budget):
             return UnitStatus.SKIPPED
@@ -254,11 +258,11 @@ class Level:
 
     def _emit_finished(self, node: PlanNode, status: str, seconds: float) -> None:
         self.session.emit(Event("finished", self.session.execution_id, node.id,
-                                self.agent_path, status, seconds))
+                                self.agent_path, status, seconds, node.title))
 
     # -- units -------------------------------------------------------------------------------
     async def _execute(self, node: PlanNode, *, inline: bool) -> UnitResult:
-        if isinstance(node, TaskNode | WorkflowNode) and node.for_each is not None:
+        if isinstance(node, TaskNode | WorkflowNode) and node.fans_out:
             return await ForEach(self, node).run()
         return await self.unit(node, unit_path(node.id), node.id, inline=inline)
 
@@ -279,7 +283,8 @@ class Level:
         if iteration is None and node.loops:
             iteration = self.state.counter(node.loops[0])
         return namespace(self.plan, self.state.data, item=item, has_item=has_item,
-                         iteration=iteration, secrets=self.session.secrets)
+                         iteration=iteration, secrets=self.session.secrets,
+                         run=self.session.info)
 
     def answers(self, path: StatePath) -> list[Any]:
         """The answers given to the unit at ``path`` (for its ``interrupt()`` calls)."""
@@ -367,9 +372,11 @@ class Level:
         if not truthy(loop.while_, self.names(node, iteration=current), "loop.while",
                       self.session.budget):
             return False
-        if current >= loop.max_iterations:
+        bound = count_setting(loop.max_iterations, self.names(node, iteration=current),
+                              "loop.max_iterations", self.session.budget)
+        if current >= bound:
             if loop.on_exhausted == "fail":
-                message = (f"the loop closed by '{node.id}' ran {loop.max_iterations} times "
+                message = (f"the loop closed by '{node.id}' ran {bound} times "
                            "and its condition still holds")
                 self.state.unit(node.id).fail(NodeError("LoopExhausted", message, node.id))
                 self.mark(("nodes", node.id))
@@ -390,7 +397,8 @@ class Level:
         if self.plan.output is None:
             return None
         try:
-            value = render(self.plan.output, namespace(self.plan, self.state.data), "output",
+            value = render(self.plan.output, namespace(self.plan, self.state.data,
+                                                       run=self.session.info), "output",
                            self.session.budget)
             output, _ = to_json(value, "the workflow's output")
         except TemplateLimit as exc:

@@ -4,19 +4,26 @@ checkpointed unit (a crash never redoes a finished element).
 Elements start in order while fewer than the node's ``concurrency`` run; finished elements are
 taken from a queue, so scheduling costs O(1) per element at any concurrency. An element that
 asks a human waits on its own; the others go on. After a failure no new element starts (the
-in-flight ones finish); the node then fails with the first failure. The node's output is the
-list of the elements' outputs, in order.
+in-flight ones finish); the node then fails with the first failure. With ``fail_fast: false``
+every element runs, and the node then fails listing the failed elements (``ForEachFailed``).
+The node's output is the list of the elements' outputs, in order.
+
+A ``matrix`` node's elements are the combinations of its axes (the first axis varies
+slowest), without those matching an ``exclude`` entry, then each ``include`` entry that is not
+already one of them; ``item`` is the combination (a mapping, axis -> value).
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import TYPE_CHECKING, Any
 
 from tether.compiler.plan import TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, TemplateLimit
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import RenderError, failure_of, render
+from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, completed_entry
 from tether.runtime.units import Suspended, UnitResult
 from tether.runtime.values import dumps
@@ -33,11 +40,16 @@ class ForEach:
         self.level = level
         self.node = node
         self.failure: NodeFailure | None = None
+        self.failed: list[tuple[int, NodeError]] = []
         self.waiting = False
 
     def _items(self) -> list[Any]:
+        node = self.node
         try:
-            items = render(self.node.for_each, self.level.names(self.node), "for_each",
+            if node.matrix is not None:
+                return combinations(render(node.matrix, self.level.names(node), "matrix",
+                                           self.level.session.budget), node.id)
+            items = render(node.for_each, self.level.names(node), "for_each",
                            self.level.session.budget)
         except (RenderError, TemplateLimit) as exc:
             raise NodeFailure(failure_of(exc, self.node.id)) from None
@@ -60,6 +72,8 @@ class ForEach:
         self.waiting = any((units.get(str(i)) or {}).get("status") == UnitStatus.INTERRUPTED
                            for i in range(len(items)))
         await self._drain(items, todo)
+        if self.failed and not node.fail_fast:
+            raise NodeFailure(_all_failures(node.id, self.failed, len(items)))
         if self.failure is not None:
             raise self.failure
         if self.waiting:
@@ -68,13 +82,20 @@ class ForEach:
         return UnitResult(outputs, dumps(outputs), None)
 
     async def _drain(self, items: list[Any], todo: list[int]) -> None:
-        limit = self.node.concurrency or self.level.session.max_concurrency
+        limit = self.level.session.max_concurrency
+        if self.node.concurrency is not None:
+            try:
+                limit = count_setting(self.node.concurrency, self.level.names(self.node),
+                                      "concurrency", self.level.session.budget)
+            except (RenderError, TemplateLimit) as exc:
+                raise NodeFailure(failure_of(exc, self.node.id)) from None
         done: asyncio.Queue[asyncio.Task[UnitResult]] = asyncio.Queue()
         running: dict[asyncio.Task[UnitResult], int] = {}
         position = 0
         try:
             while True:
-                while position < len(todo) and len(running) < limit and self.failure is None:
+                while position < len(todo) and len(running) < limit and (
+                        self.failure is None or not self.node.fail_fast):
                     self.level.session.check()
                     index = todo[position]
                     position += 1
@@ -117,7 +138,39 @@ class ForEach:
         elif isinstance(exc, NodeFailure):
             level.state.at(path).fail(exc.error)
             level.mark(path)
+            self.failed.append((index, exc.error))
             if self.failure is None:
                 self.failure = NodeFailure(exc.error)
         else:
             raise exc
+
+
+def _all_failures(node_id: str, failed: list[tuple[int, NodeError]], total: int) -> NodeError:
+    """The error of a ``fail_fast: false`` node: every failed element, in order."""
+    failed = sorted(failed, key=lambda pair: pair[0])
+    shown = "; ".join(f"item {i}: {e.type}: {e.message}" for i, e in failed[:20])
+    more = f"; and {len(failed) - 20} more" if len(failed) > 20 else ""
+    return NodeError("ForEachFailed", f"{len(failed)} of {total} elements failed: {shown}{more}",
+                     node_id)
+
+
+def combinations(matrix: Any, node_id: str) -> list[Any]:
+    """The elements of a rendered ``matrix`` (see the module docstring)."""
+    if not isinstance(matrix, dict):
+        raise NodeFailure(NodeError("TypeError", f"matrix of node '{node_id}' must be a "
+                                    "mapping", node_id))
+    axes = {k: v for k, v in matrix.items() if k not in ("include", "exclude")}
+    for axis, values in axes.items():
+        if not isinstance(values, list):
+            raise NodeFailure(NodeError("TypeError", f"matrix axis '{axis}' of node "
+                                        f"'{node_id}' must be a list, not "
+                                        f"{type(values).__name__}", node_id))
+    exclude = [e for e in matrix.get("exclude") or () if isinstance(e, dict)]
+    rows = [dict(zip(axes, values, strict=True))
+            for values in itertools.product(*axes.values())] if axes else []
+    rows = [row for row in rows
+            if not any(all(row.get(k) == v for k, v in e.items()) for e in exclude)]
+    for extra in matrix.get("include") or ():
+        if isinstance(extra, dict) and extra not in rows:
+            rows.append(dict(extra))
+    return rows

@@ -158,6 +158,7 @@ def idempotent(fn: Any = None, /, *, key: KeyFunction | None = None) -> Any:
                 return _run_sync(func, key, args, kwargs)
             wrapper = sync_wrapper
         wrapper.__tether_idempotent__ = True
+        wrapper.__tether_key__ = key
         return wrapper  # type: ignore[no-any-return]
 
     if fn is not None:
@@ -165,11 +166,28 @@ def idempotent(fn: Any = None, /, *, key: KeyFunction | None = None) -> Any:
     return decorate
 
 
-def cached_call(fn: Callable[..., Any], args: dict[str, Any]) -> Any:
-    """Call a task for a node marked ``idempotent: true`` (sync result or awaitable)."""
-    if getattr(fn, "__tether_idempotent__", False):
+def cached_call(fn: Callable[..., Any], args: dict[str, Any], poll: int | None = None) -> Any:
+    """Call a task for a node marked ``idempotent: true`` (sync result or awaitable).
+
+    ``poll``: the attempt of a polling node (``until``); each attempt has its own key (the
+    function's own ``@idempotent`` key, if any, plus the attempt), so a re-executed attempt
+    returns its cached result and the next attempt calls the task again. An ``@idempotent``
+    function polled by a node without ``idempotent: true`` comes here too.
+    """
+    decorated = getattr(fn, "__tether_idempotent__", False)
+    if decorated and poll is None:
         return fn(**args)
+    key: KeyFunction | None = None
+    if poll is not None:
+        own: KeyFunction | None = getattr(fn, "__tether_key__", None)
+
+        def key(*_: Any, **kwargs: Any) -> str:
+            base = own(**kwargs) if own is not None else json.dumps(
+                kwargs, sort_keys=True, default=str)
+            return f"{base}#poll:{poll}"
+        if decorated:  # its own key (the arguments) is the same at every attempt: bypass it
+            fn = inspect.unwrap(fn)
     target = inspect.unwrap(fn)
     if inspect.iscoroutinefunction(target):
-        return _run_async(fn, None, (), args)
-    return _run_sync(fn, None, (), args)
+        return _run_async(fn, key, (), args)
+    return _run_sync(fn, key, (), args)

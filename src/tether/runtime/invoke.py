@@ -114,50 +114,68 @@ class Bodies:
 
 async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
                     scope: UnitScope, semaphore: asyncio.Semaphore | None,
-                    bodies: Bodies, *, spent: float = 0.0) -> tuple[Any, str]:
+                    bodies: Bodies, *, spent: float = 0.0,
+                    timeout: float | None = None) -> tuple[Any, str]:
     """Run a task unit to its JSON result, retrying per the node's policy.
 
     ``semaphore`` bounds concurrent bodies; None means the call is inline (the only unit
-    running). ``spent``: seconds of the node's timeout already used (rendering its arguments)
-    before the first attempt. Suspensions pass through at once; results that are not JSON
-    fail the unit without retrying (the same call would return the same value).
+    running). ``spent``: seconds of the node's ``timeout`` (computed, when it is an
+    expression) already used (rendering its arguments) before the first attempt.
+    Suspensions pass through at once; results that are not JSON fail the unit without
+    retrying (the same call would return the same value).
     """
     attempts = node.retry.max_attempts if node.retry else 1
     last: BaseException | None = None
     for attempt in range(1, attempts + 1):
-        scope.asked = 0
-        token = UNIT.set(scope)
+        limit = None if timeout is None else timeout - (spent if attempt == 1 else 0.0)
         try:
-            limit = None if node.timeout is None else node.timeout - (
-                spent if attempt == 1 else 0.0)
-            if semaphore is None:
-                result = await _attempt(fn, node, args, bodies, limit, inline=True)
-            else:
-                async with semaphore:
-                    result = await _attempt(fn, node, args, bodies, limit, inline=False)
-            return to_json(result, f"the output of node '{node.id}'", node_id=node.id)
-        except (InterruptSignal, NotJSONError, NodeFailure, KeyboardInterrupt):
-            raise
-        except asyncio.CancelledError as exc:
-            if _cancelled_by_us():
-                raise
-            last = exc  # the task's own CancelledError: a failure like any other
+            return await call_once(fn, node, args, scope, semaphore, bodies, limit,
+                                   timeout=timeout)
         except BaseException as exc:
-            last = exc
-        finally:
-            UNIT.reset(token)
+            last = retryable(exc)
         if attempt < attempts and node.retry is not None:
-            await asyncio.sleep(node.retry.backoff * 2 ** (attempt - 1))
+            await asyncio.sleep(node.retry.delay(attempt))
     assert last is not None
     error = NodeError.of(last, node.id, attempts=attempts if attempts > 1 else None)
     raise NodeFailure(error) from None
 
 
+async def call_once(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
+                    scope: UnitScope, semaphore: asyncio.Semaphore | None, bodies: Bodies,
+                    limit: float | None, *, timeout: float | None = None,
+                    poll: int | None = None) -> tuple[Any, str]:
+    """One call of a task: its JSON result and text, or whatever it raised."""
+    scope.asked = 0
+    token = UNIT.set(scope)
+    try:
+        if semaphore is None:
+            result = await _attempt(fn, node, args, bodies, limit, inline=True,
+                                    timeout=timeout, poll=poll)
+        else:
+            async with semaphore:
+                result = await _attempt(fn, node, args, bodies, limit, inline=False,
+                                        timeout=timeout, poll=poll)
+        return to_json(result, f"the output of node '{node.id}'", node_id=node.id)
+    finally:
+        UNIT.reset(token)
+
+
+def retryable(exc: BaseException) -> BaseException:
+    """``exc`` if a failed attempt may be retried; re-raises what must pass through (a
+    suspension, a value that is not JSON, Ctrl-C, the runtime's own cancellation)."""
+    if isinstance(exc, InterruptSignal | NotJSONError | NodeFailure | KeyboardInterrupt):
+        raise exc
+    if isinstance(exc, asyncio.CancelledError) and _cancelled_by_us():
+        raise exc
+    return exc  # the task's own CancelledError too: a failure like any other
+
+
 async def _attempt(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
-                   bodies: Bodies, limit: float | None, *, inline: bool) -> Any:
+                   bodies: Bodies, limit: float | None, *, inline: bool,
+                   timeout: float | None, poll: int | None) -> Any:
     call = functools.partial(fn, **args)
-    if node.idempotent:
-        call = functools.partial(cached_call, fn, args)
+    if node.idempotent or (poll is not None and getattr(fn, "__tether_idempotent__", False)):
+        call = functools.partial(cached_call, fn, args, poll)
     if is_async(fn):
         coroutine = call()
     elif inline and limit is None:
@@ -174,7 +192,7 @@ async def _attempt(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
                 raise TimeoutError
             result = await asyncio.wait_for(coroutine, limit)
         except TimeoutError:
-            raise TimeoutError(f"node '{node.id}' timed out after {node.timeout:g}s") from None
+            raise TimeoutError(f"node '{node.id}' timed out after {timeout:g}s") from None
     if inspect.isawaitable(result):
         result = await result
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import Undefined
@@ -81,12 +82,34 @@ class NodesView(Names):
         return len(self._plan.by_id)
 
 
+RUN_FIELDS = ("id", "workflow", "started_at", "attempt", "parent_id")
+"""What templates read as ``run.<field>`` (the compiler checks the same names)."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run a template is rendered in: ``run.id``, ``run.workflow``, ``run.started_at``
+    (ISO 8601 text), ``run.attempt`` (1 for the first execution, +1 per resume) and
+    ``run.parent_id`` (the run a fork branched from, else None)."""
+
+    id: str
+    workflow: str
+    started_at: str
+    attempt: int = 1
+    parent_id: str | None = None
+
+    def names(self) -> Names:
+        return Names({field: getattr(self, field) for field in RUN_FIELDS})
+
+
 def namespace(plan: Plan, state: dict[str, Any], *, item: Any = None, has_item: bool = False,
-              iteration: int | None = None,
-              secrets: SecretsView | None = None) -> dict[str, Any]:
+              iteration: int | None = None, secrets: SecretsView | None = None,
+              run: RunInfo | None = None) -> dict[str, Any]:
     """The names a template of ``plan`` can read in ``state``."""
     names: dict[str, Any] = {"inputs": Names(state["inputs"]),
                              "nodes": NodesView(plan, state["nodes"])}
+    if run is not None:
+        names["run"] = run.names()
     if secrets is not None:
         names["secrets"] = secrets
     if has_item:

@@ -60,6 +60,7 @@ class Prepared:
     state: RunState
     journal: Journal
     attempt: Attempt
+    run: RunRecord
 
 
 def approval_node(plan: Plan, pending: PendingInterrupt) -> ApprovalNode | None:
@@ -139,7 +140,7 @@ class Resumption:
             changed = self._reenter(plan, state, fresh)
         for path in changed:
             journal.mark(path)
-        return Prepared(plan, state, journal, self.attempt)
+        return Prepared(plan, state, journal, self.attempt, self.run)
 
     @staticmethod
     def _reenter(plan: Plan, state: RunState, decisions: list[Decision]) -> list[StatePath]:
@@ -164,7 +165,7 @@ class Resumption:
         if claim is None:
             raise self._answered_first(target)
         if claim.owned:
-            self.owned = True
+            self._taken()
             return None
         fresh = self.store.get_run(self.execution_id)
         holder = describe_owner(fresh.owner if fresh else None)
@@ -280,6 +281,14 @@ class Resumption:
             run.lease_until is not None and run.lease_until < time.time()) and not \
             provably_dead(run.owner)
 
+    def _taken(self) -> None:
+        """This attempt holds the run now: read once the attempt number the store counted
+        for it in the run row (``run.attempt``; nobody else can change it while we hold)."""
+        self.owned = True
+        taken = self.store.get_run(self.execution_id)
+        if taken is not None:
+            self.attempt.number = taken.attempt
+
     def _take(self) -> None:
         """Acquire the lease for this attempt, or AlreadyResumed naming the holder."""
         if self.owned:
@@ -290,7 +299,7 @@ class Resumption:
             fresh = store.get_run(eid)
             raise AlreadyResumed(eid, "it is being executed by "
                                  f"{describe_owner(fresh.owner if fresh else None)}")
-        self.owned = True
+        self._taken()
         if store.finished(eid):
             self.attempt.release()
             raise AlreadyResumed(eid)

@@ -28,6 +28,7 @@ from tether.runtime.journal import SNAPSHOT_EVERY, Journal
 from tether.runtime.pinning import check_compatible, check_same_plan
 from tether.runtime.plans import PlanSource, check_tasks, load_plan, remember, stored_plan
 from tether.runtime.registry import resolve_tasks
+from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
 from tether.runtime.resume import Prepared, Resumption
 from tether.runtime.secrets import masker_for
@@ -124,15 +125,16 @@ class Runner:
         store = self.checkpointer
         attempt = Attempt(store, execution_id, self.lease_seconds)
         journal = None
+        now = utc_now()
         if store is not None:
-            now = utc_now()
             store.create_run(RunRecord(
                 execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
                 status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
                 owner=attempt.token, lease_until=attempt.until()), plan.to_json())
             journal = Journal(store, execution_id, state.data,
                               snapshot_every=self.snapshot_every, attempt=attempt)
-        return await self._drive(execution_id, plan, state, journal, attempt)
+        info = RunInfo(execution_id, plan.name, now.isoformat())
+        return await self._drive(execution_id, plan, state, journal, attempt, info)
 
     # -- resume ------------------------------------------------------------------------------
     async def aresume(self, execution_id: str,
@@ -157,8 +159,11 @@ class Runner:
         return await self._drive_prepared(execution_id, prepared)
 
     async def _drive_prepared(self, execution_id: str, prepared: Prepared) -> RunResult:
+        record = prepared.run
+        info = RunInfo(execution_id, prepared.plan.name, record.created_at.isoformat(),
+                       prepared.attempt.number, record.parent_execution_id)
         return await self._drive(execution_id, prepared.plan, prepared.state, prepared.journal,
-                                 prepared.attempt)
+                                 prepared.attempt, info)
 
     # -- fork --------------------------------------------------------------------------------
     async def afork(self, execution_id: str, checkpoint_id: str | None = None,
@@ -207,7 +212,8 @@ class Runner:
                     step_type=StepType.FORK_ORIGIN, status=CheckpointStatus.COMPLETED,
                     full=True, counters=state.counters,
                     parent_checkpoint_id=origin.checkpoint_id if origin else None)
-        return await self._drive(branch, chosen, state, journal, attempt)
+        info = RunInfo(branch, chosen.name, now.isoformat(), 1, execution_id)
+        return await self._drive(branch, chosen, state, journal, attempt, info)
 
     @staticmethod
     def _origin(store: Checkpointer, execution_id: str,
@@ -225,9 +231,10 @@ class Runner:
 
     # -- driving -----------------------------------------------------------------------------
     async def _drive(self, execution_id: str, plan: Plan, state: RunState,
-                     journal: Journal | None, attempt: Attempt) -> RunResult:
+                     journal: Journal | None, attempt: Attempt,
+                     info: RunInfo | None = None) -> RunResult:
         driver = Driver(execution_id, plan, state, journal, attempt, self.tasks,
-                        self.max_concurrency, self.on_event, self.template_budget)
+                        self.max_concurrency, self.on_event, self.template_budget, info)
         return await driver.drive()
 
     # -- helpers -----------------------------------------------------------------------------

@@ -7,7 +7,8 @@ A job is a JSON object:
 ``plan``         a plan JSON file (``run`` and ``batch`` only; resume and fork use the stored plan)
 ``tasks``        ``harness`` (default) or ``examples``
 ``execution_id`` the run to start (optional for ``run``), resume, drive or fork
-``inputs``       run inputs; ``value`` the resume values (or null)
+``inputs``       run inputs; ``value`` the resume values (or null); ``node`` the pending
+                 interrupt a ``resume`` answers (when several are pending)
 ``checkpoint_id`` for ``fork``
 ``crash``        a crash spec (see :mod:`harness.crash`), ``gate`` its directory for ``block:``,
 ``quiescent``    defer kills out of idempotent bodies (``idempotent_tasks`` names them)
@@ -44,6 +45,7 @@ def _outcome(result: Any) -> dict[str, Any]:
     return {"outcome": result.status, "execution_id": result.execution_id,
             "state": result.state, "output": result.output,
             "pending": dict(result.pending[0]) if result.pending else None,
+            "pending_nodes": [p["node_id"] for p in result.pending],
             "error": dict(result.error) if result.error else None}
 
 
@@ -69,7 +71,7 @@ def perform(job: dict[str, Any], store: Checkpointer, task_map: dict[str, Any]) 
         return runner.run(job.get("inputs") or {}, execution_id=job.get("execution_id"))
     runner = Runner(None, store, task_map, lease_seconds=lease)
     if action == "resume":
-        return runner.resume(job["execution_id"], _value(job))
+        return runner.resume(job["execution_id"], _value(job), node=job.get("node"))
     if action == "drive":
         pending = store.get_pending(job["execution_id"])
         return runner.resume(job["execution_id"], _value(job) if pending else None)

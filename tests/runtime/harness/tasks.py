@@ -100,9 +100,31 @@ def apply(decision: dict[str, Any]) -> dict[str, Any]:
     return {"applied": decision.get("approved"), "by": decision.get("by")}
 
 
+def _poll(task: str, target: int) -> dict[str, Any]:
+    """The n-th execution of ``task``'s body in this run (counted in the effects file)."""
+    done_before = sum(1 for line in read_effects(EFFECTS) if EFFECTS is not None
+                      and line["task"] == task and line["eid"] == current_execution_id())
+    n = done_before + 1
+    record(task, {"target": target, "n": n})
+    crash.task_hook(f"{task}:{n}")
+    return {"n": n, "done": n >= target}
+
+
+def poll(target: int) -> dict[str, Any]:
+    """A status check for ``until``: done at its ``target``-th execution."""
+    return _poll("h.poll", target)
+
+
+@idempotent
+def poll_once(target: int) -> dict[str, Any]:
+    """The same as an ``@idempotent`` function: each poll attempt's body must run once."""
+    return _poll("h.poll_once", target)
+
+
 TASKS: dict[str, Callable[..., Any]] = {
     "h.step": step, "h.item": item, "h.draft": draft, "h.judge": judge,
-    "h.charge": charge, "h.ask": ask, "h.apply": apply,
+    "h.charge": charge, "h.ask": ask, "h.apply": apply, "h.poll": poll,
+    "h.poll_once": poll_once,
 }
 
 # -- the examples' tasks, recorded -------------------------------------------------------------

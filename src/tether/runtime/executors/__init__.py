@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from tether.compiler.plan import AgentNode, ApprovalNode, TaskNode, WorkflowNode
+from tether.compiler.plan import (
+    AgentNode,
+    ApprovalNode,
+    FailNode,
+    NoopNode,
+    SwitchNode,
+    TaskNode,
+    WorkflowNode,
+)
 from tether.runtime.executors.agent import AgentExecutor
 from tether.runtime.executors.approval import ApprovalExecutor
+from tether.runtime.executors.builtins import FailExecutor, NoopExecutor
+from tether.runtime.executors.switch import SwitchExecutor
 from tether.runtime.executors.task import TaskExecutor
 from tether.runtime.executors.workflow import WorkflowExecutor
 from tether.runtime.units import Unit, UnitResult
@@ -19,6 +29,9 @@ _TASK = TaskExecutor()
 _APPROVAL = ApprovalExecutor()
 _WORKFLOW = WorkflowExecutor()
 _AGENT = AgentExecutor()
+_SWITCH = SwitchExecutor()
+_NOOP = NoopExecutor()
+_FAIL = FailExecutor()
 
 
 async def execute(unit: Unit) -> UnitResult:
@@ -33,6 +46,12 @@ async def execute(unit: Unit) -> UnitResult:
             return await _WORKFLOW.run(unit, node)
         case AgentNode():
             return await _AGENT.run(unit, node)
+        case SwitchNode():
+            return await _SWITCH.run(unit, node)
+        case NoopNode():
+            return await _NOOP.run(unit, node)
+        case FailNode():
+            return await _FAIL.run(unit, node)
         case _:
             assert_never(node)
 

@@ -1,4 +1,4 @@
-"""``task`` nodes: render the arguments, call the registered function."""
+"""``task`` nodes: render the arguments, call the registered function (or poll it)."""
 
 from __future__ import annotations
 
@@ -7,27 +7,33 @@ import time
 from tether.compiler.plan import TaskNode
 from tether.runtime.context import UnitScope
 from tether.runtime.invoke import call_task
+from tether.runtime.polling import poll
 from tether.runtime.render import render
+from tether.runtime.settings import seconds_setting
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import to_json
 from tether.templating import TemplateBudget
 
 
 class TaskExecutor:
-    """Calls the node's task with its ``with:`` arguments, under its retry policy."""
+    """Calls the node's task with its ``with:`` arguments, under its retry policy; a node
+    with ``until`` polls (``runtime/polling.py``)."""
 
     async def run(self, unit: Unit, node: TaskNode) -> UnitResult:
         level = unit.level
         started = time.monotonic()
         budget = level.session.budget
-        if node.timeout is not None and node.timeout < budget.seconds:
-            budget = TemplateBudget(node.timeout, budget.max_size)  # it counts toward the node's
+        timeout = seconds_setting(node.timeout, unit.names(), "timeout", budget)
+        if timeout is not None and timeout < budget.seconds:
+            budget = TemplateBudget(timeout, budget.max_size)  # it counts toward the node's
         args = render(node.args, unit.names(), "with", budget)
         to_json(args, f"the arguments of node '{node.id}'", node_id=node.id)
         fn = level.session.tasks[node.task]
         answers = level.answers(unit.path)
         scope = UnitScope(unit.address, level.agent_path, answers)
         semaphore = None if unit.inline else level.session.semaphore
+        if node.until is not None:
+            return await poll(unit, node, fn, args, scope, semaphore, timeout)
         output, text = await call_task(fn, node, args, scope, semaphore, level.session.bodies,
-                                       spent=time.monotonic() - started)
+                                       spent=time.monotonic() - started, timeout=timeout)
         return UnitResult(output, text, args)

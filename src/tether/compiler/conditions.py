@@ -1,0 +1,75 @@
+"""Conditions that decide nothing: truth known at compile time, even with names in them.
+
+``{{ true }}``, ``{{ 'false' }}`` (a non-empty string is true) and ``{{ x or true }}`` are
+always true; ``{{ x and false }}`` always false. The expression is parsed (never evaluated
+with names) and folded over ``and``/``or``/``not`` and constants; a constant sub-expression
+without names is evaluated within a small budget.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from jinja2 import TemplateSyntaxError, nodes
+
+from tether.dsl.expressions import analyse
+from tether.templating import ENV, TemplateBudget, classify, compiled
+
+# Deciding whether a guard is constant must not make `check` slow: a small budget each.
+CONSTANT_BUDGET = TemplateBudget(seconds=0.05, max_size=10_000)
+
+
+@functools.lru_cache(maxsize=4096)
+def constant_truth(text: str | None) -> bool | None:
+    """The truth of a condition when it does not depend on anything it reads, else None."""
+    if text is None:
+        return None
+    analysis = analyse(text)
+    if analysis.error or analysis.kind != "expression":
+        return None
+    if not analysis.references:
+        try:
+            return bool(compiled(text)({}, CONSTANT_BUDGET))
+        except Exception:  # one that fails (or goes over its budget) at run time: unknown
+            return None
+    if " or " not in text and " and " not in text and "not " not in text:
+        return None
+    try:
+        tree = ENV.parse("{{ " + classify(text)[1] + " }}")
+    except (TemplateSyntaxError, RecursionError):
+        return None
+    output = tree.body[0] if tree.body else None
+    if not isinstance(output, nodes.Output) or len(output.nodes) != 1:
+        return None
+    return _fold(output.nodes[0])
+
+
+def _fold(node: nodes.Node) -> bool | None:
+    if isinstance(node, nodes.Const):
+        return bool(node.value)
+    if isinstance(node, nodes.Not):
+        inner = _fold(node.node)
+        return None if inner is None else not inner
+    if isinstance(node, nodes.Or | nodes.And):
+        left, right = _fold(node.left), _fold(node.right)
+        decisive = isinstance(node, nodes.Or)  # `or` is decided by a true side
+        if decisive in (left, right):
+            return decisive
+        if left is not None and right is not None:
+            return not decisive
+    return None
+
+
+def truthy_string(text: str) -> str | None:
+    """The string literal a condition is made of (``{{ 'false' }}``), if it is only that."""
+    kind, source = classify(text)
+    if kind != "expression":
+        return None
+    source = source.strip()
+    if len(source) >= 2 and source[0] == source[-1] and source[0] in "'\"" and \
+            source[0] not in source[1:-1]:
+        return source[1:-1]
+    return None
+
+
+__all__ = ["CONSTANT_BUDGET", "constant_truth", "truthy_string"]

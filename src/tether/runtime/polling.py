@@ -1,0 +1,71 @@
+"""``until``: a task node called again and again until a condition over its latest output
+holds, at most ``retry.max_attempts`` times, waiting ``retry.backoff`` between calls.
+
+Every call that returns is checkpointed (address ``<node>/attempt:<n>``, its output in
+``node_output``) and the unit's entry holds the number of attempts made and the latest
+output while it polls (status ``running``). A run that crashes mid-way resumes with the next
+attempt: the attempts already made are not repeated, and the bound counts them. A call that
+raises counts as an attempt too (as a retry would). When the bound is reached with the
+condition still false, the node fails (``UntilExhausted``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from tether.compiler.plan import TaskNode
+from tether.runtime.context import UnitScope
+from tether.runtime.invoke import NodeFailure, call_once, retryable
+from tether.runtime.render import NodesView, truthy
+from tether.runtime.state import NodeError
+from tether.runtime.units import Unit, UnitResult
+from tether.status import CheckpointStatus, UnitStatus
+
+
+async def poll(unit: Unit, node: TaskNode, fn: Callable[..., Any], args: dict[str, Any],
+               scope: UnitScope, semaphore: asyncio.Semaphore | None,
+               timeout: float | None) -> UnitResult:
+    """Call until ``node.until`` holds over the latest output (see the module docstring)."""
+    assert node.until is not None and node.retry is not None
+    level = unit.level
+    entry = level.state.at(unit.path)
+    made = int(entry.data.get("attempts", 0)) if entry.status == UnitStatus.RUNNING else 0
+    last: BaseException | None = None
+    for attempt in range(made + 1, node.retry.max_attempts + 1):
+        if attempt > 1:
+            await asyncio.sleep(node.retry.delay(attempt - 1))
+        level.session.check()
+        try:
+            output, text = await call_once(fn, node, args, scope, semaphore,
+                                           level.session.bodies, timeout, timeout=timeout,
+                                           poll=attempt)
+        except BaseException as exc:
+            last = retryable(exc)
+            continue
+        if _holds(unit, node, output):
+            return UnitResult(output, text, args)
+        last = None
+        entry.data.update({"status": UnitStatus.RUNNING, "output": output,
+                           "attempts": attempt})
+        level.mark(unit.path)
+        level.checkpoint(f"{unit.address}/attempt:{attempt}", node,
+                         CheckpointStatus.COMPLETED, text, args)
+    attempts = node.retry.max_attempts
+    if last is not None:
+        raise NodeFailure(NodeError.of(last, node.id, attempts=attempts))
+    raise NodeFailure(NodeError(
+        "UntilExhausted", f"`until` of node '{node.id}' was still false after {attempts} "
+        "attempts", node.id, attempts))
+
+
+def _holds(unit: Unit, node: TaskNode, output: Any) -> bool:
+    """The truth of ``until`` with ``nodes.<node>.output`` the latest output."""
+    names = unit.names()
+    level = unit.level
+    latest = dict(level.state.nodes)
+    latest[node.id] = {"status": UnitStatus.RUNNING, "output": output}
+    names["nodes"] = NodesView(level.plan, latest)
+    assert node.until is not None
+    return truthy(node.until, names, "until", level.session.budget)
