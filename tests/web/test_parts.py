@@ -47,6 +47,25 @@ def test_buttons_set_approved_and_problems_come_back_by_field() -> None:
     assert no_buttons.answer(Decision.APPROVE, {"size": "L"}) == ({"size": "L"}, {})
 
 
+def test_enum_fields_are_choices_and_values_outside_them_come_back_by_field() -> None:
+    form = Form((PlanInput(name="approved", type="boolean", required=True),
+                 PlanInput(name="tier", type="string", required=True, enum=("gold", "silver")),
+                 PlanInput(name="level", type="integer", required=False, default=2,
+                           enum=(1, 2, 3))))
+    (tier, level) = form.fields
+    assert (tier.widget, tier.choices) == ("choice", ["gold", "silver"])
+    assert (level.widget, level.choices, level.shown_default) == ("choice", ["1", "2", "3"], "2")
+    assert form.read_post({"field.tier": "gold", "field.level": "3"}) == {"tier": "gold",
+                                                                          "level": 3}
+    _, errors = form.answer(Decision.APPROVE, {"tier": "bronze", "level": True})
+    assert errors == {"tier": ["field 'tier' must be one of \"gold\", \"silver\""],
+                      "level": ["field 'level' must be an integer, not a boolean"]}
+    _, errors = form.answer(Decision.APPROVE, {"tier": "silver", "level": 4})
+    assert errors == {"level": ["field 'level' must be one of 1, 2, 3"]}
+    assert form.answer(Decision.REJECT, {"tier": "silver"}) == (
+        {"tier": "silver", "approved": False}, {})
+
+
 def test_json_trees_escape_every_text_and_fold_what_is_long_or_deep() -> None:
     nested: object = "bottom"
     for _ in range(MAX_DEPTH + 3):

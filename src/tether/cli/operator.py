@@ -27,7 +27,7 @@ from tether.cli.terminal import dumps, printable, shell_quote
 from tether.errors import TetherError
 
 if TYPE_CHECKING:
-    from tether.compiler.plan import Plan
+    from tether.compiler.plan import Plan, PlanInput
     from tether.runtime.execution import Event
     from tether.runtime.runner import Runner, RunResult
     from tether.stores.base import Checkpointer
@@ -146,16 +146,18 @@ def _report_paused(result: RunResult, store: Checkpointer | None) -> None:
         example = dumps({"approved": True})
         form = _form_of(store, result.execution_id, interrupt) if store else None
         if form:
-            example = dumps({f.name: _example(f.type) for f in form if f.required}
-                            or {f.name: _example(f.type) for f in form})
+            example = dumps({f.name: _example(f) for f in form if f.required}
+                            or {f.name: _example(f) for f in form})
         which = f" --node {shell_quote(node)}" if len(result.pending) > 1 else ""
         click.echo(f"resume with: tether resume {shell_quote(result.execution_id)}{which} "
                    f"--value {shell_quote(example)}")
 
 
-def _example(type_name: str) -> Any:
+def _example(field: PlanInput) -> Any:
+    if field.enum:
+        return field.enum[0]
     return {"boolean": True, "number": 0, "integer": 0, "string": "...", "object": {},
-            "array": []}.get(type_name)
+            "array": []}.get(field.type)
 
 
 def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any]) -> Any:

@@ -37,7 +37,8 @@ DEFAULT_BACKOFF = 1.0
 
 def plan_input(name: str, spec: InputSpec) -> PlanInput:
     return PlanInput(name=name, type=spec.type, required=not spec.has_default,
-                     default=spec.default, description=spec.description)
+                     default=spec.default, description=spec.description,
+                     enum=tuple(spec.enum) if spec.enum is not None else None)
 
 
 def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan],

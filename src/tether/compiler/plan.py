@@ -55,6 +55,16 @@ class PlanInput(_PlanModel):
     required: bool
     default: Any = None
     description: str | None = None
+    enum: tuple[Any, ...] | None = None
+    """The allowed values, when the input or field declares them."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_enum(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # left out when not declared, so plans of earlier releases keep their fingerprints
+        data: dict[str, Any] = handler(self)
+        if self.enum is None:
+            data.pop("enum", None)
+        return data
 
 
 class PlanRetry(_PlanModel):

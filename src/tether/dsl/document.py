@@ -88,6 +88,9 @@ class InputSpec(_Model):
     default: Any = Field(
         None, description="The value used when none is given; without it the input is required."
     )
+    enum: list[Any] | None = Field(
+        None, description="The allowed values (each of `type`); any other value is refused. "
+        "A form shows them as a choice.")
     description: str | None = Field(None, description="What the input is for.")
 
     @property

@@ -234,7 +234,7 @@ class _Reader:
                                 for i, item in enumerate(children)]
 
     def spec(self, tree: Tree[Token], path: Path) -> dict[str, Any]:
-        """An input or a form field: ``NAME: TYPE [= VALUE] [description STRING]``."""
+        """An input or a form field: ``NAME: TYPE [= VALUE] [enum VALUES] [description STRING]``."""
         name, type_token, *rest = tree.children
         self.record(path, self.span(name), self.span(tree))
         spec = {"type": self.value(type_token, (*path, "type"), self.span(type_token))}

@@ -106,10 +106,12 @@ def duration(text: str | None) -> str:
 
 
 def _spec(name: str, spec: dict[str, Any], indent: str, used: int) -> str:
-    """``NAME: TYPE [= VALUE] [description STRING]`` (inputs and form fields)."""
+    """``NAME: TYPE [= VALUE] [enum VALUES] [description STRING]`` (inputs and form fields)."""
     text = f"{name}: {spec['type']}"
     if "default" in spec:
         text += " = " + value(spec["default"], indent, used + len(text) + 3)
+    if "enum" in spec:
+        text += " enum " + value(spec["enum"], indent, used + len(text) + 6)
     if "description" in spec:
         description = spec["description"]
         text += " description " + ("null" if description is None else quoted(description))

@@ -8,6 +8,7 @@ validated again, so the compiler can still report graph and template problems in
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -318,11 +319,43 @@ def _check_node_id(mapper: _Mapper, node_id: str) -> None:
 
 def _check_default(mapper: _Mapper, spec: dict[str, Any], path: Path) -> None:
     type_name, default = spec.get("type"), spec.get("default")
-    if type_name not in INPUT_TYPES or default is None:
+    if type_name not in INPUT_TYPES:
+        return
+    enum = spec.get("enum")
+    if isinstance(enum, list):
+        enum = _check_enum(mapper, enum, str(type_name), path)
+    if default is None:
         return
     if not matches_type(default, str(type_name)):
         mapper.add("E500", f"the default of `{path[-1]}` must be {article(str(type_name))}, "
                    f"not {json_type_name(default)}", (*path, "default"))
+    elif isinstance(enum, list) and enum and default not in enum:
+        mapper.add("E203", f"the default of `{path[-1]}` is not one of its `enum` values",
+                   (*path, "default"), help="allowed: " + _shown_values(enum))
+
+
+def _check_enum(mapper: _Mapper, enum: list[Any], type_name: str, path: Path) -> list[Any]:
+    """An ``enum`` lists at least one value, each of the declared type, none twice; returns
+    the valid values."""
+    if not enum:
+        mapper.add("E203", f"the `enum` of `{path[-1]}` lists no value", (*path, "enum"),
+                   help="list the allowed values, or remove `enum`")
+    seen: list[Any] = []
+    for i, item in enumerate(enum):
+        if item is None or not matches_type(item, type_name):
+            mapper.add("E203", f"`enum` value {_shown_values([item])} of `{path[-1]}` must be "
+                       f"{article(type_name)}, not {json_type_name(item)}", (*path, "enum", i))
+        elif item in seen:
+            mapper.add("E203", f"`enum` value {_shown_values([item])} of `{path[-1]}` is "
+                       "listed twice", (*path, "enum", i))
+        else:
+            seen.append(item)
+    return seen
+
+
+def _shown_values(values: list[Any]) -> str:
+    return ", ".join(json.dumps(v, ensure_ascii=False)[:60] for v in values[:20]) + (
+        ", ..." if len(values) > 20 else "")
 
 
 def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
+import json
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -67,12 +68,27 @@ def check_values(specs: tuple[PlanInput, ...], given: dict[str, Any] | None,
             if value is not None and not matches_type(value, spec.type):
                 problems.append(Problem(spec.name, f"{what} '{spec.name}' must be "
                                         f"{article(spec.type)}, not {json_type_name(value)}"))
+            elif value is not None and spec.enum is not None and not _listed(value, spec.enum):
+                problems.append(Problem(spec.name, f"{what} '{spec.name}' must be one of "
+                                        f"{_choices(spec.enum)}"))
             result[spec.name] = value
         elif spec.required:
             problems.append(Problem(spec.name, f"missing required {what} '{spec.name}'"))
         else:
             result[spec.name] = spec.default
     return result, problems
+
+
+def _listed(value: Any, allowed: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is one of ``allowed`` (``True`` is not ``1``)."""
+    if isinstance(value, bool):
+        return any(a is value for a in allowed)
+    return any(value == a and not isinstance(a, bool) for a in allowed)
+
+
+def _choices(allowed: tuple[Any, ...]) -> str:
+    shown = [json.dumps(a, ensure_ascii=False)[:60] for a in allowed[:20]]
+    return ", ".join(shown) + (", ..." if len(allowed) > 20 else "")
 
 
 def is_async(fn: Callable[..., Any]) -> bool:

@@ -140,6 +140,7 @@ class FieldOut(BaseModel):
     required: bool
     default: Any
     description: str | None
+    enum: list[Any] | None = None
 
 
 class ApprovalOut(BaseModel):
@@ -271,7 +272,8 @@ def approval(request: Request, execution_id: str, checkpoint_id: str,
         decision=DecisionOut.of(view.decision) if view.decision else None,
         form=None if specs is None else [FieldOut(
             name=s.name, type=s.type, required=s.required, default=s.default,
-            description=s.description) for s in specs],
+            description=s.description, enum=list(s.enum) if s.enum is not None else None)
+            for s in specs],
         buttons=view.form.decided_by_buttons)
 
 

@@ -45,9 +45,12 @@ class FormField:
     required: bool
     default: Any
     description: str | None
+    enum: tuple[Any, ...] | None = None
 
     @property
     def widget(self) -> str:
+        if self.enum:
+            return "choice"
         match self.type:
             case "boolean":
                 return "boolean"
@@ -63,9 +66,17 @@ class FormField:
         """The default as the input's initial text."""
         if self.default is None:
             return ""
-        if isinstance(self.default, str):
-            return self.default
-        return json.dumps(self.default, ensure_ascii=False)
+        return shown(self.default)
+
+    @property
+    def choices(self) -> list[str]:
+        """The allowed values as the texts a choice posts (an ``enum`` field)."""
+        return [shown(v) for v in self.enum or ()]
+
+
+def shown(value: Any) -> str:
+    """A value as the text of an input (strings as they are, the rest as JSON)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ class Form:
     def fields(self) -> list[FormField]:
         """The fields drawn as inputs (``approved`` is the buttons' when they set it)."""
         buttons = self.decided_by_buttons
-        return [FormField(s.name, s.type, s.required, s.default, s.description)
+        return [FormField(s.name, s.type, s.required, s.default, s.description, s.enum)
                 for s in self.specs or () if not (buttons and s.name == APPROVED)]
 
     def answer(self, decision: Decision | None, values: Mapping[str, Any],
