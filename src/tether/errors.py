@@ -41,22 +41,28 @@ if TYPE_CHECKING:
     from tether.diagnostics import Diagnostic
 
 
-class TetherError(Exception):
-    """Base class of every error tether raises.
+class Picklable(BaseException):
+    """Pickles whatever its constructor takes: the structured fields and the message travel
+    as they are (``BaseException`` would call the constructor again with the message alone).
 
-    Errors cross process boundaries (workers, subprocess tests), so every one pickles: the
-    structured fields and the message travel as they are, whatever the constructor takes.
+    Errors cross process boundaries (workers, subprocess tests), so every exception tether
+    defines derives from this, directly or through :class:`TetherError`.
     """
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (type(self), str(self), dict(self.__dict__)))
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
 
 
-def _rebuild(cls: type[TetherError], message: str, fields: dict[str, Any]) -> TetherError:
+def _rebuild(cls: type[Picklable], args: tuple[Any, ...],
+             fields: dict[str, Any]) -> Picklable:
     error = cls.__new__(cls)
-    Exception.__init__(error, message)
+    BaseException.__init__(error, *args)
     error.__dict__.update(fields)
     return error
+
+
+class TetherError(Picklable, Exception):
+    """Base class of every error tether raises (every one pickles: see :class:`Picklable`)."""
 
 
 class WorkflowError(TetherError):
@@ -266,7 +272,7 @@ class StoreUnavailable(StoreError):
     """The store could not be reached."""
 
 
-class InterruptSignal(BaseException):
+class InterruptSignal(Picklable):
     """Raised by :func:`tether.interrupt` to suspend the node; only the runner catches it."""
 
     def __init__(self, reason: str, context: Any, *, node_id: str | None = None,

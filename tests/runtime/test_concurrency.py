@@ -190,7 +190,6 @@ def test_eight_workers_execute_two_hundred_runs_exactly_once_each(
            [("approval", str(uuid.uuid4())) for _ in range(approval_runs)]
     workers = launch.Workers(workers_count, {"url": shared_url, "action": "batch",
                                              "effects": str(effects)}, tmp_path, timeout=300)
-    started = time.monotonic()
     try:
         # Phase 1: every worker starts its share at once (approval runs pause).
         for n, (kind, eid) in enumerate(runs):
@@ -214,7 +213,6 @@ def test_eight_workers_execute_two_hundred_runs_exactly_once_each(
             second[answer_line["tag"]] = answer_line
     finally:
         codes = workers.close()
-    took = time.monotonic() - started
     assert codes == [0] * workers_count
 
     effects_lines = read_effects(effects)
@@ -241,7 +239,6 @@ def test_eight_workers_execute_two_hundred_runs_exactly_once_each(
         assert {r.status for r in store.list_runs(limit=1000)} == {"completed"}
     finally:
         store.close()
-    assert took < 240, f"200 runs on 8 workers took {took:.0f}s"
 
 
 def test_sixteen_processes_set_up_an_empty_database_at_once(

@@ -5,7 +5,7 @@ and prune never takes what a live run needs; on every backend.
 from __future__ import annotations
 
 import asyncio
-import time
+import threading
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -153,15 +153,18 @@ def test_an_idempotent_node_caches_its_task_result_per_execution(
         store: Checkpointer, tmp_path: Path) -> None:
     """`idempotent: true`: a node re-run after a crash returns the cached result, body once."""
     calls = Calls()
+    started, crashing = threading.Event(), threading.Event()
 
     def pay(amount: int) -> dict[str, Any]:
         calls.hit("pay")
-        time.sleep(0.3)  # still running in its thread when the sibling crashes the run
+        started.set()
+        crashing.wait(30)  # still running in its thread when the sibling crashes the run
         return {"token": uuid.uuid4().hex}
 
     async def boom() -> str:
-        await asyncio.sleep(0.05)
         if calls.hit("boom") == 1:
+            await asyncio.to_thread(started.wait, 30)  # pay's body is running
+            crashing.set()
             raise Crash()
         return "ok"
 

@@ -341,14 +341,13 @@ def test_a_live_holder_keeps_the_run_and_a_dead_one_is_replaced_at_once(
         holder.kill()  # SIGKILL
         holder.communicate()
     assert holder.returncode == -9
-    started = time.monotonic()
-    third = launch.run_fresh(flow.job("resume", None, lease_seconds=300), tmp_path)
-    took = time.monotonic() - started
+    # The holder is provably dead (SIGKILL), so the take-over does not wait for its 300 s lease:
+    # a resumer that waited would outlive this timeout and fail.
+    third = launch.run_fresh(flow.job("resume", None, lease_seconds=300), tmp_path, timeout=60)
     if paused:
         _assert_finished(flow, third.result, approval_reference)
     else:
         assert third.result is not None and third.result["outcome"] == "paused", third.result
-    assert took < 30, f"the take-over waited {took:.1f}s (the lease is 300s)"
 
 
 APPROVAL_NODE = tether.compile(WORKFLOWS / "approval_node.yaml")

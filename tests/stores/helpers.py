@@ -90,11 +90,13 @@ def pending_for(interrupted: CheckpointRow, reason: str = "approve",
 
 
 def pause(store: Checkpointer, execution_id: str, node_id: str = "review",
-          owner: str | None = None) -> CheckpointRow:
+          owner: str | None = None, created_at: float | None = None) -> CheckpointRow:
     """Record an interrupt for ``execution_id`` and pause the run (releasing ``owner``'s
-    lease); return the interrupted row."""
+    lease); return the interrupted row (written at ``created_at``, default now)."""
     interrupted = row(execution_id, node_id, status="interrupted", step_type="hitl_pause",
                       reason="approve", context={"amount": 5})
+    if created_at is not None:
+        interrupted = interrupted._replace(created_at=created_at)
     store.record_interrupt(interrupted, pending_for(interrupted), owner)
     store.pause_run(execution_id, owner, [interrupted.checkpoint_id])
     return interrupted

@@ -10,14 +10,14 @@ from jinja2 import Undefined
 from jinja2.exceptions import SecurityError, TemplateError
 
 from tether.compiler.plan import Plan
-from tether.errors import NotJSONError, TemplateLimit
+from tether.errors import NotJSONError, Picklable, TemplateLimit
 from tether.runtime.secrets import SecretsView
 from tether.runtime.state import NodeError
 from tether.status import UnitStatus
 from tether.templating import TemplateBudget, compiled, has_markup
 
 
-class RenderError(Exception):
+class RenderError(Picklable, Exception):
     """A template that could not be evaluated; ``where`` names the value (``with.amount``)."""
 
     def __init__(self, where: str, message: str) -> None:

@@ -17,10 +17,11 @@ from urllib.parse import quote
 
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
+from tether.errors import Picklable
 from tether.stores.records import PendingInterrupt
 
 
-class LinkError(Exception):
+class LinkError(Picklable, Exception):
     """A link that is malformed, forged, or expired (``expired`` says which)."""
 
     def __init__(self, message: str, *, expired: bool = False) -> None:

@@ -1,0 +1,136 @@
+"""Every exception tether defines pickles and unpickles with its fields and message.
+
+Errors cross process boundaries (workers, subprocess tests), so a class whose constructor
+takes other arguments than its message must still come back whole. The classes are found by
+importing every module of the package: a new exception without a sample here fails
+:func:`test_every_exception_class_has_a_sample`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+import pkgutil
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+import tether
+from tether.runtime.state import NodeError
+
+ERROR = NodeError("ValueError", "bad", "n")
+
+
+def _samples() -> dict[str, Any]:
+    """One instance per exception class, by qualified name."""
+    from tether import errors
+    from tether.agents import errors as agent_errors
+    from tether.durations import DurationError
+    from tether.files import NotRegularFile
+    from tether.runtime.execution import RunFailure
+    from tether.runtime.invoke import NodeFailure
+    from tether.runtime.render import RenderError
+    from tether.runtime.secrets import SecretMissing
+    from tether.runtime.units import Suspended
+    from tether.testing.script import ScriptError
+
+    samples: list[BaseException] = [
+        errors.TetherError("plain"),
+        errors.WorkflowError([]),
+        errors.PlanError("unreadable plan"),
+        errors.PlanMismatch("run-1", "a" * 64, "b" * 64, "n", "detail"),
+        errors.InputError(["amount is missing"]),
+        errors.TaskError("no task t", task="t", node_id="n"),
+        errors.NotJSONError("the output", "a set", node_id="n"),
+        errors.RunNotFound("run-1"),
+        errors.CheckpointNotFound("run-1", "c1", "is not in this run"),
+        errors.ForkError("run-1", ["nodes must be an object"]),
+        errors.ExecutionExists("run-1"),
+        errors.ResumeError("run-1", "nothing is waiting", node_id="n"),
+        errors.ResumeValueError("run-1", "review", ["approved is missing"]),
+        errors.AlreadyResumed("run-1", "answered", answered_by="ada",
+                              answered_at=datetime(2024, 1, 2, tzinfo=UTC)),
+        errors.LeaseLost("run-1"),
+        errors.TemplateLimit("size", "1 MB", node_id="n", field="with.x"),
+        errors.StoreURLError("bad port", parameter="port"),
+        errors.StoreError("disk full"),
+        errors.SchemaVersionError(9, 2),
+        errors.StoreUnavailable("connection refused"),
+        errors.InterruptSignal("manager_approval", {"amount": 5}, node_id="n",
+                               agent_path="workflow:w"),
+        agent_errors.AgentError("agent"),
+        agent_errors.ModelSpecError("gpt", "no provider"),
+        agent_errors.ProviderUnavailable("openai", "openai"),
+        agent_errors.MissingAPIKey("openai", "OPENAI_API_KEY"),
+        agent_errors.ModelError(provider="openai", model="m", message="slow down",
+                                retryable=True, status_code=429, retry_after=2.0),
+        agent_errors.ToolSchemaError("lookup", "no annotation", parameter="x"),
+        agent_errors.ToolArgumentsError("lookup", ["x is missing"]),
+        agent_errors.ConversationError("no user message"),
+        DurationError("'5x' is not a duration"),
+        NotRegularFile("/dev/zero"),
+        RenderError("with.amount", "division by zero"),
+        SecretMissing("API_KEY"),
+        Suspended(),
+        ScriptError("not a list"),
+        RunFailure(ERROR),
+        NodeFailure(ERROR),
+    ]
+    try:
+        from tether.web.auth import Forbidden, Unauthenticated
+        from tether.web.config import ConfigError
+        from tether.web.console import BadRequest, Conflict, NotFound
+        from tether.web.fleet import FleetUnavailable
+        from tether.web.links import LinkError
+    except ImportError:  # the web extra is not installed
+        pass
+    else:
+        samples += [Forbidden("approver only"), Unauthenticated("no token"),
+                    ConfigError("bad --auth"), BadRequest("comment", "too long"),
+                    Conflict("finished"), NotFound("no run"), FleetUnavailable("no worker"),
+                    LinkError("expired", expired=True)]
+    return {f"{type(s).__module__}.{type(s).__qualname__}": s for s in samples}
+
+
+def _defined_exceptions() -> set[str]:
+    """Every exception class defined in a module of the package that imports here."""
+    found: set[str] = set()
+    for info in pkgutil.walk_packages(tether.__path__, "tether."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional extra (web, providers) is not installed
+            continue
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BaseException) \
+                    and value.__module__ == module.__name__ \
+                    and not value.__name__.startswith("_"):
+                found.add(f"{value.__module__}.{value.__qualname__}")
+    return found
+
+
+SAMPLES = _samples()
+
+
+def test_every_exception_class_has_a_sample() -> None:
+    """A new exception class gets a sample here, so its pickling is tested."""
+    assert _defined_exceptions() - set(SAMPLES) - {"tether.errors.Picklable"} == set()
+
+
+# Defined in modules the runtime's speed work owns (runtime/execution.py, runtime/invoke.py);
+# they carry a NodeError inside one process and never cross a process boundary today.
+_NOT_YET = {"tether.runtime.execution.RunFailure", "tether.runtime.invoke.NodeFailure"}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_an_exception_survives_pickling(name: str) -> None:
+    """Unpickled: the same class, message, arguments and structured fields."""
+    if name in _NOT_YET:
+        pytest.xfail("its constructor takes a NodeError; not picklable yet")
+    error = SAMPLES[name]
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is type(error)
+    assert (str(copy), copy.args) == (str(error), error.args)
+    assert copy.__dict__ == error.__dict__
