@@ -28,6 +28,7 @@ from tether.compiler.plan import (
     ApprovalNode,
     FailNode,
     NoopNode,
+    SleepNode,
     Plan,
     PlanLoop,
     PlanNode,
@@ -102,6 +103,9 @@ def node_lines(node: PlanNode) -> list[str]:
             pass
         case FailNode():
             lines.append(f"fail: {_expression(node.fail)}")
+        case SleepNode():
+            lines.append(f"sleep {node.sleep}" if node.sleep is not None
+                         else f"sleep until {_expression(node.sleep_until or '')}")
         case _:
             assert_never(node)
     if node.when is not None:
@@ -199,6 +203,8 @@ def _mermaid_shape(kind: NodeKind) -> tuple[str, str]:
             return "((", "))"
         case NodeKind.FAIL:
             return "([", "])"
+        case NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
+            return "[(", ")]"
         case _:
             assert_never(kind)
 
@@ -239,7 +245,7 @@ def _colours(kind: NodeKind) -> tuple[str, str] | None:
             return _SWITCH_FILL, _SWITCH_STROKE
         case NodeKind.FAIL:
             return _FAIL_FILL, _FAIL_STROKE
-        case NodeKind.NOOP:
+        case NodeKind.NOOP | NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
             return None
         case _:
             assert_never(kind)
@@ -297,6 +303,8 @@ def _dot_shape(kind: NodeKind) -> dict[str, str]:
                     "fillcolor": dot_string(_SWITCH_FILL), "color": dot_string(_SWITCH_STROKE)}
         case NodeKind.NOOP:
             return {"shape": "circle"}
+        case NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
+            return {"shape": "cylinder"}
         case NodeKind.FAIL:
             return {"shape": "octagon", "style": "filled",
                     "fillcolor": dot_string(_FAIL_FILL), "color": dot_string(_FAIL_STROKE)}

@@ -98,6 +98,18 @@ class PlanApproval(_PlanModel):
     reason: str
     context: Any = None
     form: tuple[PlanInput, ...] | None = None
+    timeout: float | None = None
+    """Seconds the approval waits for a human before ``on_timeout`` applies."""
+    on_timeout: Literal["fail", "skip"] | dict[str, Any] = "fail"
+
+    @model_serializer(mode="wrap")
+    def _without_timeout(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # left out without a timeout, so plans of earlier releases keep their fingerprints
+        data: dict[str, Any] = handler(self)
+        if self.timeout is None:
+            data.pop("timeout", None)
+            data.pop("on_timeout", None)
+        return data
 
 
 class PlanSubworkflow(_PlanModel):
@@ -256,11 +268,29 @@ class FailNode(_NodeBase):
     fail: str
 
 
+class SleepNode(_NodeBase):
+    """A durable timer: waits ``sleep`` (a duration, or a template giving one) or until
+    ``sleep_until`` (a template giving a timestamp), then completes."""
+
+    kind: Literal[NodeKind.SLEEP, NodeKind.SLEEP_UNTIL] = NodeKind.SLEEP
+    sleep: str | None = None
+    sleep_until: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _own_key(self, handler: SerializerFunctionWrapHandler,
+                 info: SerializationInfo) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.pop("sleep_until" if self.kind == NodeKind.SLEEP else "sleep", None)
+        return plan_shape.add_absent(self.kind, data, info)
+
+
 PlanNode: TypeAlias = Annotated[
-    TaskNode | ApprovalNode | WorkflowNode | AgentNode | SwitchNode | NoopNode | FailNode,
+    TaskNode | ApprovalNode | WorkflowNode | AgentNode | SwitchNode | NoopNode | FailNode
+    | SleepNode,
     Field(discriminator="kind")]
 """One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode`,
-:class:`AgentNode`, :class:`SwitchNode`, :class:`NoopNode` or :class:`FailNode`."""
+:class:`AgentNode`, :class:`SwitchNode`, :class:`NoopNode`, :class:`FailNode` or
+:class:`SleepNode`."""
 
 
 class SourceRef(_PlanModel):
