@@ -13,7 +13,6 @@ from tether.compiler.plan import (
     ApprovalNode,
     FailNode,
     NoopNode,
-    SleepNode,
     Plan,
     PlanApproval,
     PlanInput,
@@ -22,6 +21,8 @@ from tether.compiler.plan import (
     PlanRetry,
     PlanSubworkflow,
     PlanSwitch,
+    SleepNode,
+    SleepUntilNode,
     SourceRef,
     SwitchNode,
     TaskNode,
@@ -117,9 +118,10 @@ def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
             return NoopNode.model_construct(noop=True, **common)
         case NodeKind.FAIL:
             return FailNode.model_construct(fail=node.fail or "", **common)
-        case NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
-            return SleepNode.model_construct(kind=kind, sleep=node.sleep,
-                                             sleep_until=node.sleep_until, **common)
+        case NodeKind.SLEEP:
+            return SleepNode.model_construct(sleep=node.sleep or "", **common)
+        case NodeKind.SLEEP_UNTIL:
+            return SleepUntilNode.model_construct(sleep_until=node.sleep_until or "", **common)
         case None:
             raise ValueError(f"node `{node_id}` has no kind; a plan is built only without errors")
         case _:

@@ -28,10 +28,11 @@ from tether.compiler.plan import (
     ApprovalNode,
     FailNode,
     NoopNode,
-    SleepNode,
     Plan,
     PlanLoop,
     PlanNode,
+    SleepNode,
+    SleepUntilNode,
     SwitchNode,
     TaskNode,
     WorkflowNode,
@@ -104,8 +105,9 @@ def node_lines(node: PlanNode) -> list[str]:
         case FailNode():
             lines.append(f"fail: {_expression(node.fail)}")
         case SleepNode():
-            lines.append(f"sleep {node.sleep}" if node.sleep is not None
-                         else f"sleep until {_expression(node.sleep_until or '')}")
+            lines.append(f"sleep {_expression(node.sleep)}")
+        case SleepUntilNode():
+            lines.append(f"sleep until {_expression(node.sleep_until)}")
         case _:
             assert_never(node)
     if node.when is not None:

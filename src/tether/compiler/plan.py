@@ -269,28 +269,28 @@ class FailNode(_NodeBase):
 
 
 class SleepNode(_NodeBase):
-    """A durable timer: waits ``sleep`` (a duration, or a template giving one) or until
-    ``sleep_until`` (a template giving a timestamp), then completes."""
+    """A durable timer: waits ``sleep`` (a duration, or a template giving one or a number
+    of seconds), then completes."""
 
-    kind: Literal[NodeKind.SLEEP, NodeKind.SLEEP_UNTIL] = NodeKind.SLEEP
-    sleep: str | None = None
-    sleep_until: str | None = None
+    kind: Literal[NodeKind.SLEEP] = NodeKind.SLEEP
+    sleep: str
 
-    @model_serializer(mode="wrap")
-    def _own_key(self, handler: SerializerFunctionWrapHandler,
-                 info: SerializationInfo) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        data.pop("sleep_until" if self.kind == NodeKind.SLEEP else "sleep", None)
-        return plan_shape.add_absent(self.kind, data, info)
+
+class SleepUntilNode(_NodeBase):
+    """A durable timer: waits until ``sleep_until`` (a template giving ISO 8601 text with an
+    offset, or a Unix timestamp), then completes."""
+
+    kind: Literal[NodeKind.SLEEP_UNTIL] = NodeKind.SLEEP_UNTIL
+    sleep_until: str
 
 
 PlanNode: TypeAlias = Annotated[
     TaskNode | ApprovalNode | WorkflowNode | AgentNode | SwitchNode | NoopNode | FailNode
-    | SleepNode,
+    | SleepNode | SleepUntilNode,
     Field(discriminator="kind")]
 """One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode`,
-:class:`AgentNode`, :class:`SwitchNode`, :class:`NoopNode`, :class:`FailNode` or
-:class:`SleepNode`."""
+:class:`AgentNode`, :class:`SwitchNode`, :class:`NoopNode`, :class:`FailNode`,
+:class:`SleepNode` or :class:`SleepUntilNode`."""
 
 
 class SourceRef(_PlanModel):

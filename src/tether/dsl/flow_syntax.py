@@ -42,12 +42,13 @@ class Reporter(Protocol):
 
 
 CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
-           "idempotent", "loop", "reason", "context", "form", "on_timeout", "model", "instructions", "prompt",
-           "tools", "max_turns", "output", "handoffs", "approve_tools", "title", "until",
+           "idempotent", "loop", "reason", "context", "form", "on_timeout", "model",
+           "instructions", "prompt", "tools", "max_turns", "output", "handoffs", "approve_tools",
+           "title", "until",
            "fail_fast", "matrix", "on", "case", "default")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "task",
               "approval", "agent", "switch", "noop", "fail", "sleep", "sleep_until", "output")
-APPROVAL_PARTS = ("reason", "context", "form", "timeout", "on_timeout")
+APPROVAL_PARTS = ("reason", "context", "form", "on_timeout")
 """The clauses that give an approval node's ``approval``, one part each."""
 AGENT_PARTS = ("model", "instructions", "prompt", "tools", "max_turns", "output", "handoffs",
                "approve_tools")
@@ -229,7 +230,8 @@ def _expected(names: set[str]) -> str:
     clauses = {name for name in names if name.lower() in CLAUSES}
     if len(clauses) > 3:
         names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW", "AGENT", "SWITCH",
-                                   "NOOP", "FAIL", "SLEEP", "SLEEP_UNTIL", "SWITCH_ON", "SWITCH_CASE", "SWITCH_DEFAULT"}
+                                   "NOOP", "FAIL", "SLEEP", "SLEEP_UNTIL", "SWITCH_ON",
+                                   "SWITCH_CASE", "SWITCH_DEFAULT"}
         words.append("a clause (" + ", ".join(c for c in CLAUSES if c.upper() in clauses) + ")")
     words += sorted(describe_terminal(name) for name in names - {"$END"})
     words += ["end of line"] if "$END" in names else []

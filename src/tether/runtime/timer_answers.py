@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tether.compiler.plan import ApprovalNode, Plan, SleepNode
+from tether.compiler.plan import ApprovalNode, Plan, SleepNode, SleepUntilNode
 from tether.errors import TimerNotDue
 from tether.runtime.executors.approval import TIMEOUT_KEY
 from tether.runtime.executors.sleep import TIMER_RESOLVER, timer_answer
@@ -35,7 +35,7 @@ def fired_answer(plan: Plan, pending: PendingInterrupt, now: float
         on_timeout = node.approval.on_timeout
         answer = dict(on_timeout) if isinstance(on_timeout, dict) else {TIMEOUT_KEY: on_timeout}
         return answer, TIMEOUT_RESOLVER
-    if not isinstance(node, SleepNode):
+    if not isinstance(node, SleepNode | SleepUntilNode):
         raise TimerNotDue(pending.execution_id, f"'{pending.address}' is not a timer of this "
                           "plan", due_at=float("inf"), node_id=pending.node_id)
     return timer_answer(pending.due_at, now), TIMER_RESOLVER

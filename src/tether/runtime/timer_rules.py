@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from tether.compiler.plan import ApprovalNode, Plan, PlanNode, SleepNode
+from tether.compiler.plan import ApprovalNode, Plan, PlanNode, SleepNode, SleepUntilNode
 from tether.errors import ResumeError, TimerNotDue
 from tether.paths import StatePath
 from tether.runtime.state import RunState, split_address
@@ -43,7 +43,8 @@ def wake_sleeps(plan: Plan, state: RunState, pending: list[PendingInterrupt], *,
     for row in pending:
         if row.due_at is None or (park and row.due_at > now):
             continue
-        if not isinstance(timer_node(plan, row), SleepNode) or row.checkpoint_id not in waiting:
+        sleeps = isinstance(timer_node(plan, row), SleepNode | SleepUntilNode)
+        if not sleeps or row.checkpoint_id not in waiting:
             continue
         path, unit = waiting[row.checkpoint_id]
         unit.status = UnitStatus.PENDING
@@ -56,7 +57,7 @@ def wake_sleeps(plan: Plan, state: RunState, pending: list[PendingInterrupt], *,
 def not_due(execution_id: str, plan: Plan, pending: list[PendingInterrupt]) -> None:
     """Raise :class:`TimerNotDue` when every pending row is a sleep not due yet."""
     if not pending or not all(row.due_at is not None
-                              and isinstance(timer_node(plan, row), SleepNode)
+                              and isinstance(timer_node(plan, row), SleepNode | SleepUntilNode)
                               for row in pending):
         return
     first = min(pending, key=lambda row: row.due_at or 0.0)
@@ -72,7 +73,7 @@ def refuse_human_answer(execution_id: str, plan: Plan, target: PendingInterrupt)
     if target.due_at is None:
         return
     node = timer_node(plan, target)
-    if isinstance(node, SleepNode):
+    if isinstance(node, SleepNode | SleepUntilNode):
         raise ResumeError(execution_id, f"node '{target.address}' is a timer due at "
                           f"{_moment(target.due_at)}; it takes no value (resume without one "
                           "once it is due)", node_id=target.node_id)

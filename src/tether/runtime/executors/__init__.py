@@ -14,6 +14,7 @@ from tether.compiler.plan import (
     FailNode,
     NoopNode,
     SleepNode,
+    SleepUntilNode,
     SwitchNode,
     TaskNode,
     WorkflowNode,
@@ -55,7 +56,7 @@ async def execute(unit: Unit) -> UnitResult:
             return await _NOOP.run(unit, node)
         case FailNode():
             return await _FAIL.run(unit, node)
-        case SleepNode():
+        case SleepNode() | SleepUntilNode():
             return await _SLEEP.run(unit, node)
         case _:
             assert_never(node)

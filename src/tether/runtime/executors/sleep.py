@@ -20,7 +20,7 @@ import math
 import time
 from typing import Any
 
-from tether.compiler.plan import SleepNode
+from tether.compiler.plan import SleepNode, SleepUntilNode
 from tether.durations import DurationError, parse_duration
 from tether.errors import InterruptSignal
 from tether.runtime.invoke import NodeFailure
@@ -48,7 +48,7 @@ def _iso(moment: float) -> str:
 class SleepExecutor:
     """Waits durably (see the module docstring)."""
 
-    async def run(self, unit: Unit, node: SleepNode) -> UnitResult:
+    async def run(self, unit: Unit, node: SleepNode | SleepUntilNode) -> UnitResult:
         level = unit.level
         session = level.session
         answers = level.answers(unit.path)
@@ -80,13 +80,13 @@ class SleepExecutor:
         return _done(self._fire(unit, row), node)
 
     @staticmethod
-    def _due(unit: Unit, node: SleepNode) -> float:
+    def _due(unit: Unit, node: SleepNode | SleepUntilNode) -> float:
         names = unit.names()
         budget = unit.level.session.budget
-        if node.sleep is not None:
+        if isinstance(node, SleepNode):
             value = render(node.sleep, names, "sleep", budget)
             return time.time() + _seconds(value, node)
-        value = render(node.sleep_until or "", names, "sleep_until", budget)
+        value = render(node.sleep_until, names, "sleep_until", budget)
         try:
             return parse_timestamp(value)
         except TimestampError as exc:
@@ -110,7 +110,7 @@ class SleepExecutor:
         return answer
 
 
-def _seconds(value: Any, node: SleepNode) -> float:
+def _seconds(value: Any, node: SleepNode | SleepUntilNode) -> float:
     """Seconds of a rendered ``sleep``: a duration text or a number of seconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         seconds = float(value)
@@ -153,7 +153,7 @@ async def _wait_until(due_at: float, unit: Unit) -> None:
         await asyncio.sleep(min(remaining, _POLL))
 
 
-def _done(answer: Any, node: SleepNode) -> UnitResult:
+def _done(answer: Any, node: SleepNode | SleepUntilNode) -> UnitResult:
     output, text = to_json(dict(answer) if isinstance(answer, dict) else answer,
                            f"the output of sleep node '{node.id}'", node_id=node.id)
     return UnitResult(output, text, None)
