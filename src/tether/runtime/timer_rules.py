@@ -56,7 +56,8 @@ def wake_sleeps(plan: Plan, state: RunState, pending: list[PendingInterrupt], *,
 
 def not_due(execution_id: str, plan: Plan, pending: list[PendingInterrupt]) -> None:
     """Raise :class:`TimerNotDue` when every pending row is a sleep not due yet."""
-    if not pending or not all(row.due_at is not None
+    now = time.time()
+    if not pending or not all(row.due_at is not None and row.due_at > now
                               and isinstance(timer_node(plan, row), SleepNode | SleepUntilNode)
                               for row in pending):
         return
