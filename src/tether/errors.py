@@ -179,6 +179,16 @@ class ResumeError(TetherError):
 ChainResumeError = ResumeError
 
 
+class TimerNotDue(ResumeError):
+    """The run waits only for timers that are not due yet (``due_at``: the soonest, Unix
+    seconds); nothing was changed."""
+
+    def __init__(self, execution_id: str, message: str, *, due_at: float,
+                 node_id: str | None = None) -> None:
+        self.due_at = due_at
+        super().__init__(execution_id, message, node_id=node_id)
+
+
 class ResumeValueError(ResumeError):
     """Resume values that do not match the approval node's form; nothing was changed."""
 

@@ -24,9 +24,12 @@ class NodeKind(StrEnum):
     SWITCH = "switch"
     NOOP = "noop"
     FAIL = "fail"
+    SLEEP = "sleep"
+    SLEEP_UNTIL = "sleep_until"
 
 
-NodeKindName = Literal["task", "approval", "workflow", "agent", "switch", "noop", "fail"]
+NodeKindName = Literal["task", "approval", "workflow", "agent", "switch", "noop", "fail",
+                       "sleep", "sleep_until"]
 """The kinds as a ``Literal``, for pydantic discriminators (equal to :class:`NodeKind`)."""
 
 SETTINGS: tuple[str, ...] = ("with", "retry", "timeout", "idempotent", "for_each", "concurrency",
@@ -65,6 +68,10 @@ KINDS: dict[NodeKind, KindSpec] = {
         KindSpec(NodeKind.NOOP, "a noop node", "does nothing and completes", refuses=SETTINGS),
         KindSpec(NodeKind.FAIL, "a fail node", "fails with its rendered message",
                  refuses=SETTINGS),
+        KindSpec(NodeKind.SLEEP, "a sleep node", "waits a duration (a durable timer)",
+                 refuses=SETTINGS),
+        KindSpec(NodeKind.SLEEP_UNTIL, "a sleep_until node",
+                 "waits until a timestamp (a durable timer)", refuses=SETTINGS),
     )
 }
 

@@ -15,6 +15,8 @@ from tether.compiler.plan import (
     ApprovalNode,
     FailNode,
     NoopNode,
+    SleepNode,
+    SleepUntilNode,
     SwitchNode,
     TaskNode,
     WorkflowNode,
@@ -25,7 +27,8 @@ from tether.kinds import KIND_NAMES, KINDS, SETTINGS, NodeKind, NodeKindName
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "language.md"
 VARIANTS = {NodeKind.TASK: TaskNode, NodeKind.APPROVAL: ApprovalNode,
             NodeKind.WORKFLOW: WorkflowNode, NodeKind.AGENT: AgentNode,
-            NodeKind.SWITCH: SwitchNode, NodeKind.NOOP: NoopNode, NodeKind.FAIL: FailNode}
+            NodeKind.SWITCH: SwitchNode, NodeKind.NOOP: NoopNode, NodeKind.FAIL: FailNode,
+            NodeKind.SLEEP: SleepNode, NodeKind.SLEEP_UNTIL: SleepUntilNode}
 FORMAT_1_KINDS = ("task", "approval", "workflow")
 """Kinds added after format 1 carry their own key; format 1's keys stay as they were."""
 
@@ -69,7 +72,8 @@ def test_validation_refuses_exactly_the_settings_the_table_refuses(kind: NodeKin
     head = {"task": "task: t", "approval": "approval: {reason: r}", "workflow": "workflow: w.yaml",
             "agent": "agent: {model: 'openai:m', prompt: p, max_turns: 1}",
             "switch": "switch: {on: x, cases: {a: [b]}}", "noop": "noop: true",
-            "fail": "fail: stop"}
+            "fail": "fail: stop", "sleep": "sleep: 2s",
+            "sleep_until": "sleep_until: '2026-01-01T00:00:00Z'"}
     extra = ", for_each: [1]" if setting in ("concurrency", "fail_fast") else ""
     extra += ", retry: {max_attempts: 2}" if setting == "until" and kind == "task" else ""
     text = (f"tether: 1\nname: w\nnodes:\n  a: {{{head[kind]}, {setting}: {values[setting]}"

@@ -236,8 +236,26 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     if value is not None:
         answer = Resume(**parse_object(value, "--value", '\'{"approved": true}\''))
     store = open_store(db)
+    if answer is None:
+        _exit_if_timer_not_due(store, execution_id)
     runner = make_runner(None, store, tasks, quiet)
     report(runner.resume(execution_id, answer, node=node, plan=plan_source), as_json, store)
+
+
+def _exit_if_timer_not_due(store: Checkpointer, execution_id: str) -> None:
+    """A paused run waiting only for sleeps not due yet: say when, exit 4, change nothing."""
+    from tether.errors import TimerNotDue
+    from tether.runtime.plans import stored_plan
+    from tether.runtime.timer_rules import not_due
+
+    run = store.get_run(execution_id)
+    if run is None or run.status != "paused":
+        return
+    try:
+        not_due(execution_id, stored_plan(store, run), store.list_pending(execution_id))
+    except TimerNotDue as exc:
+        click.echo(f"{exc}", err=True)
+        raise SystemExit(EXIT_PAUSED) from None
 
 
 @click.command()

@@ -21,6 +21,8 @@ from tether.compiler.plan import (
     PlanRetry,
     PlanSubworkflow,
     PlanSwitch,
+    SleepNode,
+    SleepUntilNode,
     SourceRef,
     SwitchNode,
     TaskNode,
@@ -29,7 +31,7 @@ from tether.compiler.plan import (
 )
 from tether.dsl.ast import Workflow
 from tether.dsl.document import InputSpec, NodeSpec
-from tether.durations import parse_duration
+from tether.durations import DurationError, parse_duration
 from tether.kinds import NodeKind
 
 DEFAULT_BACKOFF = 1.0
@@ -117,6 +119,10 @@ def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
             return NoopNode.model_construct(noop=True, **common)
         case NodeKind.FAIL:
             return FailNode.model_construct(fail=node.fail or "", **common)
+        case NodeKind.SLEEP:
+            return SleepNode.model_construct(sleep=node.sleep or "", **common)
+        case NodeKind.SLEEP_UNTIL:
+            return SleepUntilNode.model_construct(sleep_until=node.sleep_until or "", **common)
         case None:
             raise ValueError(f"node `{node_id}` has no kind; a plan is built only without errors")
         case _:
@@ -163,4 +169,14 @@ def _approval(node: NodeSpec) -> PlanApproval:
         reason=node.approval.reason,
         context=node.approval.context,
         form=tuple(plan_input(n, s) for n, s in form.items()) if form is not None else None,
+        timeout=_timeout_seconds(node.approval.timeout),
+        on_timeout=node.approval.on_timeout if node.approval.on_timeout is not None else "fail",
     )
+
+
+def _timeout_seconds(text: str | None) -> float | None:
+    """An approval's timeout in seconds (checked valid by E852 before a plan is built)."""
+    try:
+        return parse_duration(text) if text else None
+    except DurationError:
+        return None

@@ -31,6 +31,8 @@ from tether.compiler.plan import (
     Plan,
     PlanLoop,
     PlanNode,
+    SleepNode,
+    SleepUntilNode,
     SwitchNode,
     TaskNode,
     WorkflowNode,
@@ -102,6 +104,10 @@ def node_lines(node: PlanNode) -> list[str]:
             pass
         case FailNode():
             lines.append(f"fail: {_expression(node.fail)}")
+        case SleepNode():
+            lines.append(f"sleep {_expression(node.sleep)}")
+        case SleepUntilNode():
+            lines.append(f"sleep until {_expression(node.sleep_until)}")
         case _:
             assert_never(node)
     if node.when is not None:
@@ -199,6 +205,8 @@ def _mermaid_shape(kind: NodeKind) -> tuple[str, str]:
             return "((", "))"
         case NodeKind.FAIL:
             return "([", "])"
+        case NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
+            return "[(", ")]"
         case _:
             assert_never(kind)
 
@@ -239,7 +247,7 @@ def _colours(kind: NodeKind) -> tuple[str, str] | None:
             return _SWITCH_FILL, _SWITCH_STROKE
         case NodeKind.FAIL:
             return _FAIL_FILL, _FAIL_STROKE
-        case NodeKind.NOOP:
+        case NodeKind.NOOP | NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
             return None
         case _:
             assert_never(kind)
@@ -297,6 +305,8 @@ def _dot_shape(kind: NodeKind) -> dict[str, str]:
                     "fillcolor": dot_string(_SWITCH_FILL), "color": dot_string(_SWITCH_STROKE)}
         case NodeKind.NOOP:
             return {"shape": "circle"}
+        case NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
+            return {"shape": "cylinder"}
         case NodeKind.FAIL:
             return {"shape": "octagon", "style": "filled",
                     "fillcolor": dot_string(_FAIL_FILL), "color": dot_string(_FAIL_STROKE)}

@@ -108,6 +108,18 @@ class PlanApproval(_PlanModel):
     reason: str
     context: Any = None
     form: tuple[PlanInput, ...] | None = None
+    timeout: float | None = None
+    """Seconds the approval waits for a human before ``on_timeout`` applies."""
+    on_timeout: Literal["fail", "skip"] | dict[str, Any] = "fail"
+
+    @model_serializer(mode="wrap")
+    def _without_timeout(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # left out without a timeout, so plans of earlier releases keep their fingerprints
+        data: dict[str, Any] = handler(self)
+        if self.timeout is None:
+            data.pop("timeout", None)
+            data.pop("on_timeout", None)
+        return data
 
 
 class PlanSubworkflow(_PlanModel):
@@ -266,11 +278,29 @@ class FailNode(_NodeBase):
     fail: str
 
 
+class SleepNode(_NodeBase):
+    """A durable timer: waits ``sleep`` (a duration, or a template giving one or a number
+    of seconds), then completes."""
+
+    kind: Literal[NodeKind.SLEEP] = NodeKind.SLEEP
+    sleep: str
+
+
+class SleepUntilNode(_NodeBase):
+    """A durable timer: waits until ``sleep_until`` (a template giving ISO 8601 text with an
+    offset, or a Unix timestamp), then completes."""
+
+    kind: Literal[NodeKind.SLEEP_UNTIL] = NodeKind.SLEEP_UNTIL
+    sleep_until: str
+
+
 PlanNode: TypeAlias = Annotated[
-    TaskNode | ApprovalNode | WorkflowNode | AgentNode | SwitchNode | NoopNode | FailNode,
+    TaskNode | ApprovalNode | WorkflowNode | AgentNode | SwitchNode | NoopNode | FailNode
+    | SleepNode | SleepUntilNode,
     Field(discriminator="kind")]
 """One node of the plan: a :class:`TaskNode`, :class:`ApprovalNode`, :class:`WorkflowNode`,
-:class:`AgentNode`, :class:`SwitchNode`, :class:`NoopNode` or :class:`FailNode`."""
+:class:`AgentNode`, :class:`SwitchNode`, :class:`NoopNode`, :class:`FailNode`,
+:class:`SleepNode` or :class:`SleepUntilNode`."""
 
 
 class SourceRef(_PlanModel):

@@ -3,7 +3,7 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, E8xx secrets, E9xx agents, W1xx lints.
+sub-workflows, E80x secrets, E85x timers, E9xx agents, W1xx lints.
 """
 
 from __future__ import annotations
@@ -324,6 +324,32 @@ people who answer; the workflow's `output` is stored and printed; a sub-workflow
 stored with its run. A secret read in any of them would leak, so tether refuses it. Pass the
 secret to the task that needs it (`with:`), or declare it in the sub-workflow and read it
 there.
+"""),
+        _code("E850", "invalid-sleep", "a `sleep` that is not a duration", """
+`sleep:` waits a duration, written like every duration of the language (500ms, 30s, 5m, 2h,
+7d, 2w; at most 366 days), or a template giving one (a duration text, or a number of
+seconds), checked when the node runs.
+"""),
+        _code("E851", "invalid-sleep-until", "a `sleep_until` that is not a timestamp", """
+`sleep_until:` waits until a moment: ISO 8601 text with a UTC offset
+(`2026-12-03T10:00:00+01:00`, `...Z`), a Unix timestamp in seconds, or a template giving one.
+Text without an offset is refused: the workers of a fleet may sit in different time zones,
+and a timer must mean one moment on all of them.
+"""),
+        _code("E852", "invalid-approval-timeout", "an approval `timeout` that is not a duration",
+              """
+`approval.timeout` is how long the approval waits for a human before `on_timeout` applies:
+a duration such as 30m, 3d or 2w (at most 366 days).
+"""),
+        _code("E853", "on-timeout-without-timeout", "`on_timeout` without `timeout`", """
+`approval.on_timeout` says what happens when the approval times out; without
+`approval.timeout` it never does. Add the timeout, or remove `on_timeout`.
+"""),
+        _code("E854", "on-timeout-answer", "an `on_timeout` answer that does not match the form",
+              """
+`on_timeout` given as a mapping is the answer the approval gets when it times out (recorded
+as a decision with resolver `timeout`). It must match the approval's `form`: every field
+without a default, no other field, each of its type, as a human's answer would.
 """),
         _code("E900", "unknown-tool", "an agent's tool is not a registered task or an agent", """
 With task modules given, every name under an agent's `tools:` must be a task registered

@@ -142,6 +142,12 @@ class ApprovalSpec(_Model):
     form: dict[str, InputSpec] | None = Field(
         None, description="The fields a resume must give; they become the node's output."
     )
+    timeout: str | None = Field(
+        None, description="How long the approval waits for a human (30m, 3d, ...); then "
+        "`on_timeout` applies.")
+    on_timeout: Literal["fail", "skip"] | dict[str, Any] | None = Field(
+        None, description="What a timed-out approval does: `fail` (the default), `skip`, or "
+        "an answer (a mapping checked against the form), recorded with resolver `timeout`.")
 
 
 class ModelRef(_Model):
@@ -203,7 +209,7 @@ class SwitchSpec(_Model):
 
 class NodeSpec(_Model):
     """One node: exactly one of ``task``, ``approval``, ``workflow``, ``agent``, ``switch``,
-    ``noop``, ``fail``, and optional settings."""
+    ``noop``, ``fail``, ``sleep``, ``sleep_until``, and optional settings."""
 
     task: str | None = Field(None, description="The registered task this node calls.")
     approval: ApprovalSpec | None = Field(None, description="Pause for a human decision.")
@@ -216,6 +222,11 @@ class NodeSpec(_Model):
                               "completes (a join point, a placeholder).")
     fail: str | None = Field(None, description="Fail the run's branch with this message "
                              "(a template).")
+    sleep: str | None = Field(None, description="Wait this long (2h, 30s, or a template "
+                              "giving a duration or a number of seconds): a durable timer.")
+    sleep_until: str | None = Field(
+        None, description="Wait until this moment (a template giving ISO 8601 text with a "
+        "UTC offset, or a Unix timestamp in seconds): a durable timer.")
     title: str | None = Field(None, description="A human title, shown in graphs, progress "
                               "and `tether show`.")
     with_: dict[str, Any] | None = Field(

@@ -289,7 +289,8 @@ class _Reader:
             case NodeKind.NOOP:
                 node["noop"] = True
                 self.record((*path, "noop"), head, head)
-            case NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.FAIL:
+            case (NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.FAIL | NodeKind.SLEEP
+                  | NodeKind.SLEEP_UNTIL):
                 node[kind.value] = self.value(rest.pop(0), (*path, kind.value), head)
             case _:
                 assert_never(kind)
@@ -311,7 +312,9 @@ class _Reader:
         if not self.once((*path, key_name), span, f"duplicate clause {shown}", first):
             return
         spec = KINDS[kind]
-        if not spec.takes(key_name):
+        if kind == NodeKind.APPROVAL and key_name == "timeout":  # the approval's own timeout
+            self.approval_part(tree, node, (*path, "approval", key_name), kind, span)
+        elif not spec.takes(key_name):
             verb = "do" if name == "args" else "does"
             self.error("E208", f"{shown} {verb} not apply to {spec.noun}", span,
                        help=refused_help(kind))
@@ -333,7 +336,7 @@ class _Reader:
             case NodeKind.APPROVAL:
                 node["approval"][path[-1]] = self.clause_value(tree, path, span)
             case (NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.AGENT | NodeKind.SWITCH
-                  | NodeKind.NOOP | NodeKind.FAIL):
+                  | NodeKind.NOOP | NodeKind.FAIL | NodeKind.SLEEP | NodeKind.SLEEP_UNTIL):
                 self.error("E208", f"`{path[-1]}` does not apply to {KINDS[kind].noun}", span,
                            help="`reason`, `context` and `form` belong to `approval` nodes")
             case _:
@@ -346,7 +349,7 @@ class _Reader:
             case NodeKind.AGENT:
                 node["agent"][path[-1]] = self.clause_value(tree, path, span)
             case (NodeKind.TASK | NodeKind.WORKFLOW | NodeKind.APPROVAL | NodeKind.SWITCH
-                  | NodeKind.NOOP | NodeKind.FAIL):
+                  | NodeKind.NOOP | NodeKind.FAIL | NodeKind.SLEEP | NodeKind.SLEEP_UNTIL):
                 self.error("E208", f"`{path[-1]}` does not apply to {KINDS[kind].noun}", span,
                            help=f"`{path[-1]}` belongs to `agent` nodes")
             case _:

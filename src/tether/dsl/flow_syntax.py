@@ -42,12 +42,13 @@ class Reporter(Protocol):
 
 
 CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
-           "idempotent", "loop", "reason", "context", "form", "model", "instructions", "prompt",
-           "tools", "max_turns", "output", "handoffs", "approve_tools", "title", "until",
+           "idempotent", "loop", "reason", "context", "form", "on_timeout", "model",
+           "instructions", "prompt", "tools", "max_turns", "output", "handoffs", "approve_tools",
+           "title", "until",
            "fail_fast", "matrix", "on", "case", "default")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "task",
-              "approval", "agent", "switch", "noop", "fail", "output")
-APPROVAL_PARTS = ("reason", "context", "form")
+              "approval", "agent", "switch", "noop", "fail", "sleep", "sleep_until", "output")
+APPROVAL_PARTS = ("reason", "context", "form", "on_timeout")
 """The clauses that give an approval node's ``approval``, one part each."""
 AGENT_PARTS = ("model", "instructions", "prompt", "tools", "max_turns", "output", "handoffs",
                "approve_tools")
@@ -87,7 +88,7 @@ _TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
 _VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
 _STARTS = re.compile(
     r"(?:tether|workflow|description|inputs?|secrets|task|approval|agent|switch|noop|fail"
-    r"|output)\b(?![ \t]*:)")
+    r"|sleep|sleep_until|output)\b(?![ \t]*:)")
 MAX_SYNTAX_ERRORS = 100
 TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
@@ -203,7 +204,7 @@ def refused_help(kind: NodeKind) -> str | None:
                     "`max_turns`, `output`, `handoffs` and `approve_tools`")
         case NodeKind.SWITCH:
             return "a switch node takes `on`, `case` and `default`"
-        case NodeKind.NOOP | NodeKind.FAIL:
+        case NodeKind.NOOP | NodeKind.FAIL | NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
             return f"a {kind.value} node takes `after`, `when`, `trigger`, `title` and `loop`"
         case NodeKind.TASK:
             return None
@@ -229,7 +230,8 @@ def _expected(names: set[str]) -> str:
     clauses = {name for name in names if name.lower() in CLAUSES}
     if len(clauses) > 3:
         names = names - clauses - {"WITH", "TASK", "APPROVAL", "WORKFLOW", "AGENT", "SWITCH",
-                                   "NOOP", "FAIL", "SWITCH_ON", "SWITCH_CASE", "SWITCH_DEFAULT"}
+                                   "NOOP", "FAIL", "SLEEP", "SLEEP_UNTIL", "SWITCH_ON",
+                                   "SWITCH_CASE", "SWITCH_DEFAULT"}
         words.append("a clause (" + ", ".join(c for c in CLAUSES if c.upper() in clauses) + ")")
     words += sorted(describe_terminal(name) for name in names - {"$END"})
     words += ["end of line"] if "$END" in names else []
@@ -324,7 +326,7 @@ _KEYWORD_PREFIX = re.compile(
     r"|false|for_each|form|handoffs|idempotent|input|inputs|instructions|loop|max|max_turns"
     r"|model|null|on_exhausted|output|prompt|reason|retry|secrets|task|tether|timeout|tools|to"
     r"|trigger|true|when|while|with|workflow|title|until|fail_fast|matrix|strategy|switch"
-    r"|noop)(\w+)"
+    r"|noop|on_timeout|sleep)(\w+)"
 )
 
 

@@ -139,8 +139,9 @@ def _head(node_id: str, node: dict[str, Any]) -> str:
             head = f"workflow {node_id} = {quoted(node['workflow'])}"
         case NodeKind.APPROVAL | NodeKind.AGENT | NodeKind.SWITCH | NodeKind.NOOP:
             head = f"{kind.value} {node_id}"  # their parts are clauses
-        case NodeKind.FAIL:
-            head = f"fail {node_id} = {value(node['fail'], '', len(node_id) + 8)}"
+        case NodeKind.FAIL | NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
+            word = kind.value
+            head = f"{word} {node_id} = {value(node[word], '', len(node_id) + len(word) + 4)}"
         case _:
             assert_never(kind)
     args = node.get("with")
@@ -163,6 +164,9 @@ def _approval_clauses(approval: dict[str, Any]) -> list[str]:
     if "form" in approval:
         form = approval["form"]
         lines.append("form " + ("null" if form is None else _fields(form)))
+    for key in ("timeout", "on_timeout"):
+        if key in approval:
+            lines.append(_clause(key, approval[key]))
     return lines
 
 

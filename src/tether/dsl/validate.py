@@ -34,6 +34,7 @@ from tether.dsl.document import (
     WorkflowDoc,
 )
 from tether.dsl.source import Path, RawDocument, SourceMap
+from tether.dsl.timer_checks import check_timers
 from tether.durations import DURATION_RE, MAX_SECONDS, DurationError, parse_duration
 from tether.jsontypes import article, json_type_name, matches_type
 from tether.kinds import KIND_NAMES, KINDS, NodeKind
@@ -402,6 +403,7 @@ def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
             field_path: Path = (*path, "approval", "form", name)
             _check_id(mapper, name, field_path, "form field")
             _check_default(mapper, spec, field_path)
+    check_timers(mapper.add, node_id, node, path)
     for_each = node.get("for_each")
     if isinstance(for_each, dict | bool | int | float):
         mapper.add("E202", f"`for_each` must be a list or an expression, "

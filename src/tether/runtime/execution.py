@@ -39,7 +39,7 @@ from tether.runtime.secrets import SecretsView
 from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
 from tether.runtime.triggers import gated_off, trigger_verdict
-from tether.runtime.units import Suspended, Unit, UnitResult
+from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
 from tether.runtime.values import dumps, to_json
 from tether.status import FINISHED, CheckpointStatus, StepType, UnitStatus
 from tether.stores.records import PendingInterrupt, utc
@@ -47,7 +47,7 @@ from tether.templating import DEFAULT_BUDGET, TemplateBudget
 
 __all__ = ["Event", "Level", "RunFailure", "Session", "Suspended"]
 
-Outcome = UnitResult | NodeFailure | InterruptSignal | Suspended
+Outcome = UnitResult | NodeFailure | InterruptSignal | Suspended | UnitSkipped
 
 
 class RunFailure(Exception):
@@ -75,6 +75,7 @@ class Session:
     budget: TemplateBudget = DEFAULT_BUDGET
     secrets: SecretsView | None = None
     info: RunInfo | None = None
+    park_timers: bool = False  # True: a timer parks its unit (workers); False: wait in place
 
     def emit(self, event: Event) -> None:
         if self.listener is not None:
@@ -249,6 +250,9 @@ class Level:
             return
         if isinstance(outcome, NodeFailure):
             self._fail(node, outcome.error)
+        elif isinstance(outcome, UnitSkipped):
+            self._set(node.id, {"status": UnitStatus.SKIPPED, "output": None})
+            self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, "null")
         elif self._complete(node, outcome):
             ready.restart(node.id)
             self._emit_finished(node, UnitStatus.COMPLETED, seconds)
@@ -312,11 +316,11 @@ class Level:
 
     def suspend(self, node: PlanNode, path: StatePath, address: str,
                 signal: InterruptSignal, *, agent_path: str | None = None,
-                node_index: int | None = None) -> None:
+                node_index: int | None = None, due_at: float | None = None) -> None:
         """Record the unit at ``path`` as waiting: its interrupted checkpoint (a full
         snapshot) and its pending row, in one transaction. Without a store, the signal goes
         to the caller. An agent's pause names its own place (``agent_path``, its turn as
-        ``node_index``)."""
+        ``node_index``). ``due_at``: the pause is a timer, due then."""
         journal = self.session.journal
         if journal is None:
             raise signal
@@ -332,7 +336,7 @@ class Level:
                           reason=signal.reason, context_json=dumps(signal.context))
         context = json.loads(row.interrupt_context) if row.interrupt_context else None
         pending = PendingInterrupt(journal.execution_id, checkpoint_id, address,
-                                   where, signal.reason, context, utc(row.created_at))
+                                   where, signal.reason, context, utc(row.created_at), due_at)
         try:
             journal.store.record_interrupt(row, pending, journal.owner)
         except BaseException:
@@ -412,7 +416,7 @@ async def outcome_of(coroutine: Coroutine[Any, Any, UnitResult]) -> Outcome:
     """Await a unit; its result or the way it stopped (anything else propagates)."""
     try:
         return await coroutine
-    except (NodeFailure, InterruptSignal, Suspended) as exc:
+    except (NodeFailure, InterruptSignal, Suspended, UnitSkipped) as exc:
         return exc
 
 
@@ -421,7 +425,7 @@ def task_outcome(task: asyncio.Task[UnitResult]) -> Outcome:
     exc = task.exception()
     if exc is None:
         return task.result()
-    if isinstance(exc, NodeFailure | InterruptSignal | Suspended):
+    if isinstance(exc, NodeFailure | InterruptSignal | Suspended | UnitSkipped):
         return exc
     raise exc
 

@@ -42,6 +42,7 @@ from tether.runtime.pinning import check_compatible
 from tether.runtime.plans import PlanSource, check_tasks, stored_plan
 from tether.runtime.results import RunResult
 from tether.runtime.state import RunState, split_address
+from tether.runtime.timer_rules import not_due, refuse_human_answer, wake_sleeps
 from tether.runtime.values import to_json
 from tether.status import RUN_END, RunStatus, UnitStatus
 from tether.stores.base import Checkpointer
@@ -87,7 +88,7 @@ class Resumption:
     def __init__(self, runner: Runner, store: Checkpointer, run: RunRecord,
                  resume: Resume | Mapping[str, Any] | None, node: str | None,
                  plan: PlanSource | None, resolver: str | None = None,
-                 comment: str | None = None) -> None:
+                 comment: str | None = None, *, fired: bool = False) -> None:
         self.runner = runner
         self.store = store
         self.run = run
@@ -99,6 +100,8 @@ class Resumption:
         self.comment = comment
         self.attempt = Attempt(store, run.execution_id, runner.lease_seconds)
         self.owned = False
+        self.fired = fired  # the value is a due timer's answer (fire_due), not a human's
+        self.pending: list[PendingInterrupt] = []
 
     def prepare(self) -> Prepared | RunResult:
         """Decide; take the run (and claim the answer) or raise; RunResult when the answer
@@ -116,6 +119,7 @@ class Resumption:
         if plan.fingerprint != self.run.plan_fingerprint:
             check_compatible(eid, stored_plan(store, self.run), plan, state.data)
         pending = store.list_pending(eid)
+        self.pending = pending
         decisions = store.decisions(eid)
         adopt_waits(plan, state, pending, decisions)
         if self.answer is not None:
@@ -126,6 +130,7 @@ class Resumption:
         if self.answer is None and pending:
             changed = self._reenter(plan, state, decisions)
             if Readiness(plan, state).take() is None:
+                not_due(eid, plan, pending)
                 first = pending[0]
                 raise ResumeError(eid, f"it is paused at node '{first.address}' waiting for "
                                   f"input ({first.reason}); resume it with Resume(...)",
@@ -142,21 +147,28 @@ class Resumption:
             journal.mark(path)
         return Prepared(plan, state, journal, self.attempt, self.run)
 
-    @staticmethod
-    def _reenter(plan: Plan, state: RunState, decisions: list[Decision]) -> list[StatePath]:
-        """Failed units runnable again, answered units given their answers: changed paths."""
+    def _reenter(self, plan: Plan, state: RunState,
+                 decisions: list[Decision]) -> list[StatePath]:
+        """Failed units runnable again, answered units given their answers, waiting sleeps
+        re-entered (due ones only when timers park): changed paths."""
         return [*state.reopen(plan, forget_answers=False),
-                *apply_decisions(plan, state, decisions)]
+                *apply_decisions(plan, state, decisions),
+                *wake_sleeps(plan, state, self.pending, park=self.runner.park_timers)]
 
     # -- with a value ------------------------------------------------------------------------
     def _answer(self, plan: Plan, state: RunState, pending: list[PendingInterrupt],
                 decisions: list[Decision]) -> RunResult | None:
         assert self.answer is not None
         target = self._target(pending)
-        if target is None:
+        if self.fired:
+            if target is None:
+                raise AlreadyResumed(self.execution_id, "the timer was already fired")
+        elif target is None:
             self._late_answer(plan, state, decisions)
             return None
-        self._validate(plan, target)
+        else:
+            refuse_human_answer(self.execution_id, plan, target)
+            self._validate(plan, target)
         now = time.time()
         claim = self.store.claim(target, self.answer, owner=self.attempt.token,
                                  until=self.attempt.until(), now=now,

@@ -33,10 +33,11 @@ from tether.runtime.results import RunResult
 from tether.runtime.resume import Prepared, Resumption
 from tether.runtime.secrets import masker_for
 from tether.runtime.state import RunState
+from tether.runtime.timer_answers import due_approval, fired_answer
 from tether.runtime.values import to_json
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 from tether.stores.base import Checkpointer
-from tether.stores.records import Checkpoint, RunRecord, utc
+from tether.stores.records import Checkpoint, PendingInterrupt, RunRecord, utc
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
 
 __all__ = ["RunResult", "Runner", "load_plan"]
@@ -62,6 +63,10 @@ class Runner:
         template_budget: what one template render may spend (default 1 s and 1,000,000
             characters); a render also counts toward its node's ``timeout``. Going over is a
             ``TemplateLimit`` failure of the node, naming the field.
+        park_timers: what a durable timer (a ``sleep`` node) does once recorded. False (in
+            place: ``tether run``, ``tether resume``): its branch waits in this process and
+            fires it when due. True (workers): the unit stays waiting and the run pauses once
+            nothing else can run; :func:`tether.runtime.timers.fire_due` fires it when due.
     """
 
     def __init__(self, plan_or_path: PlanSource | None = None,
@@ -70,7 +75,8 @@ class Runner:
                  max_concurrency: int = 16, lease_seconds: float = 30.0,
                  snapshot_every: int = SNAPSHOT_EVERY,
                  on_event: Callable[[Event], None] | None = None,
-                 template_budget: TemplateBudget | None = None) -> None:
+                 template_budget: TemplateBudget | None = None,
+                 park_timers: bool = False) -> None:
         if not 0 < lease_seconds <= MAX_LEASE_SECONDS:
             raise ValueError(f"lease_seconds must be above 0 and at most {MAX_LEASE_SECONDS:g}")
         self.plan = load_plan(plan_or_path) if plan_or_path is not None else None
@@ -83,6 +89,7 @@ class Runner:
         self.snapshot_every = snapshot_every
         self.on_event = on_event
         self.template_budget = template_budget or DEFAULT_BUDGET
+        self.park_timers = park_timers
 
     # -- sync twins --------------------------------------------------------------------------
     def run(self, inputs: Mapping[str, Any] | None = None,
@@ -152,11 +159,31 @@ class Runner:
         """
         store = self._store()
         run = self._run(store, execution_id)
+        if resume is None:
+            timed_out = due_approval(store, self.plan_for(run, plan), execution_id)
+            if timed_out is not None:  # its deadline passed: firing it is the resume
+                return await self.afire(timed_out, plan=plan)
         prepared = Resumption(self, store, run, resume, node, plan, resolver,
                               comment).prepare()
         if isinstance(prepared, RunResult):
             return prepared
         return await self._drive_prepared(execution_id, prepared)
+
+    async def afire(self, pending: PendingInterrupt, *,
+                    plan: PlanSource | None = None) -> RunResult:
+        """Fire a due timer: claim its pending row with the timer's answer (a sleep's, or an
+        approval's ``on_timeout``) and continue the run as a resume does. Exactly one of any
+        number of concurrent firers (and of a person answering an approval) claims it; the
+        others get :class:`AlreadyResumed`. :class:`TimerNotDue` before its due time."""
+        store = self._store()
+        run = self._run(store, pending.execution_id)
+        chosen = self.plan_for(run, plan)
+        answer, resolver = fired_answer(chosen, pending, time.time())
+        prepared = Resumption(self, store, run, answer, pending.address, plan, resolver,
+                              None, fired=True).prepare()
+        if isinstance(prepared, RunResult):
+            return prepared
+        return await self._drive_prepared(pending.execution_id, prepared)
 
     async def _drive_prepared(self, execution_id: str, prepared: Prepared) -> RunResult:
         record = prepared.run
@@ -235,6 +262,7 @@ class Runner:
                      info: RunInfo | None = None) -> RunResult:
         driver = Driver(execution_id, plan, state, journal, attempt, self.tasks,
                         self.max_concurrency, self.on_event, self.template_budget, info)
+        driver.session.park_timers = self.park_timers
         return await driver.drive()
 
     # -- helpers -----------------------------------------------------------------------------

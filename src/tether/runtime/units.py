@@ -34,6 +34,11 @@ class Suspended(Exception):
     """A (sub-)run stopped with units waiting for answers and nothing else to do."""
 
 
+class UnitSkipped(Exception):
+    """The unit decided, when it ran, that it is skipped (an approval that timed out with
+    ``on_timeout: skip``); its dependants follow their trigger rules."""
+
+
 @dataclass
 class Unit:
     """One unit to execute, at ``path`` in its level's state (``address``: ``node`` or

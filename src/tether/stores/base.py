@@ -168,6 +168,11 @@ class Checkpointer(abc.ABC):
         """Pending interrupts (of one run, or of every run), oldest first."""
 
     @abc.abstractmethod
+    def due_pending(self, now: float, limit: int = 100) -> list[PendingInterrupt]:
+        """Up to ``limit`` pending rows of every run whose ``due_at`` is at most ``now``
+        (timers due to fire), soonest due first."""
+
+    @abc.abstractmethod
     def pending_page(self, before: PendingCursor | None = None,
                      limit: int = 50) -> list[PendingEntry]:
         """Up to ``limit`` pending interrupts of every run, newest first (``created_at``, then

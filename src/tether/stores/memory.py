@@ -217,6 +217,13 @@ class InMemoryCheckpointer(Checkpointer):
             pending = [_copy_pending(p) for group in groups for p in group.values()]
         return sorted(pending, key=lambda p: (p.created_at, p.execution_id, p.checkpoint_id))
 
+    def due_pending(self, now: float, limit: int = 100) -> list[PendingInterrupt]:
+        with self._lock:
+            due = [_copy_pending(p) for group in self._pending.values() for p in group.values()
+                   if p.due_at is not None and p.due_at <= now]
+        due.sort(key=lambda p: (p.due_at or 0.0, p.execution_id, p.checkpoint_id))
+        return due[:max(0, limit)]
+
     def pending_page(self, before: PendingCursor | None = None,
                      limit: int = 50) -> list[PendingEntry]:
         with self._lock:

@@ -171,8 +171,16 @@ def _move_decisions(ctx: MigrationContext) -> None:
             created_at=updated_at))
 
 
+def _v3_timers(ctx: MigrationContext) -> None:
+    """Durable timers: ``pending_interrupts.due_at`` (when a sleep fires or an approval times
+    out; null for a pause only an answer ends), indexed for the workers' ``due_pending``."""
+    pending = ctx.table("pending_interrupts")
+    ctx.run(f"ALTER TABLE {pending} ADD COLUMN due_at FLOAT")
+    ctx.run(f"CREATE INDEX pending_due ON {pending} (due_at)")
+
+
 Migration = Callable[[MigrationContext], None]
 
-MIGRATIONS: list[Migration] = [_v1, _v2]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -185,6 +185,14 @@ class PendingInterrupt(Mapping[str, Any]):
     reason: str
     context: Any
     created_at: datetime
+    due_at: float | None = None
+    """A timer's due time (Unix seconds): when it fires (a ``sleep`` node) or times out (an
+    approval with ``timeout``); None for a pause only an answer ends."""
+
+    @property
+    def due(self) -> datetime | None:
+        """:attr:`due_at` as an aware UTC datetime."""
+        return utc(self.due_at) if self.due_at is not None else None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form: reason, context, node_id, agent_path."""

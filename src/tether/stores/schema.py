@@ -102,8 +102,10 @@ pending_interrupts = Table(
     Column("reason", Text, nullable=False, comment="what is being approved"),
     Column("context", Text, nullable=False, comment="frozen context (JSON)"),
     Column("created_at", Float, nullable=False, comment="when the unit paused"),
+    Column("due_at", Float, comment="a timer's due time (sleep, approval timeout), else null"),
     Index("pending_unit", "execution_id", "agent_path", "node_id", unique=True),
     Index("pending_created", "created_at"),
+    Index("pending_due", "due_at"),
 )
 
 decisions = Table(

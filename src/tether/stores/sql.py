@@ -544,7 +544,7 @@ class SQLCheckpointer(Checkpointer):
                           checkpoint_id=pending.checkpoint_id, node_id=pending.node_id,
                           agent_path=pending.agent_path, reason=pending.reason,
                           context=_json(pending.context) or "null",
-                          created_at=pending.created_at.timestamp())
+                          created_at=pending.created_at.timestamp(), due_at=pending.due_at)
 
     @transient()
     def pause_run(self, execution_id: str, owner: str | None,
@@ -579,7 +579,7 @@ class SQLCheckpointer(Checkpointer):
             execution_id=values["execution_id"], checkpoint_id=values["checkpoint_id"],
             node_id=values["node_id"], agent_path=values["agent_path"],
             reason=values["reason"], context=_parse(values["context"]),
-            created_at=utc(values["created_at"]))
+            created_at=utc(values["created_at"]), due_at=values["due_at"])
 
     @transient()
     def list_pending(self, execution_id: str | None = None) -> list[PendingInterrupt]:
@@ -595,6 +595,17 @@ class SQLCheckpointer(Checkpointer):
                     pending_interrupts.c.execution_id == _EID).order_by(*order),
                     eid=execution_id)
             rows = cursor.fetchall()
+        return [self._to_pending(row) for row in rows]
+
+    @transient()
+    def due_pending(self, now: float, limit: int = 100) -> list[PendingInterrupt]:
+        with self._cursor("listing due timers") as cursor:
+            rows = self._execute(cursor, "due_pending", lambda: select(
+                *pending_interrupts.columns).where(
+                pending_interrupts.c.due_at <= bindparam("now")).order_by(
+                pending_interrupts.c.due_at, pending_interrupts.c.execution_id,
+                pending_interrupts.c.checkpoint_id).limit(bindparam("n")),
+                now=now, n=max(0, limit)).fetchall()
         return [self._to_pending(row) for row in rows]
 
     @transient()

@@ -13,6 +13,8 @@ from tether.compiler.plan import (
     ApprovalNode,
     FailNode,
     NoopNode,
+    SleepNode,
+    SleepUntilNode,
     SwitchNode,
     TaskNode,
     WorkflowNode,
@@ -20,6 +22,7 @@ from tether.compiler.plan import (
 from tether.runtime.executors.agent import AgentExecutor
 from tether.runtime.executors.approval import ApprovalExecutor
 from tether.runtime.executors.builtins import FailExecutor, NoopExecutor
+from tether.runtime.executors.sleep import SleepExecutor
 from tether.runtime.executors.switch import SwitchExecutor
 from tether.runtime.executors.task import TaskExecutor
 from tether.runtime.executors.workflow import WorkflowExecutor
@@ -32,6 +35,7 @@ _AGENT = AgentExecutor()
 _SWITCH = SwitchExecutor()
 _NOOP = NoopExecutor()
 _FAIL = FailExecutor()
+_SLEEP = SleepExecutor()
 
 
 async def execute(unit: Unit) -> UnitResult:
@@ -52,6 +56,8 @@ async def execute(unit: Unit) -> UnitResult:
             return await _NOOP.run(unit, node)
         case FailNode():
             return await _FAIL.run(unit, node)
+        case SleepNode() | SleepUntilNode():
+            return await _SLEEP.run(unit, node)
         case _:
             assert_never(node)
 

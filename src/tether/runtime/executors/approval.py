@@ -1,14 +1,34 @@
-"""``approval`` nodes: a built-in pause for a human, answered with the node's form."""
+"""``approval`` nodes: a built-in pause for a human, answered with the node's form.
+
+With ``timeout``, the pause is also a timer: its pending row is due ``timeout`` after the node
+first asked, and firing it (:func:`tether.runtime.timers.fire_due`, or ``tether resume`` after
+the deadline) answers it with ``on_timeout``: the marker ``{"$timeout": "fail"|"skip"}``, or
+the configured answer (recorded with resolver ``timeout``).
+"""
 
 from __future__ import annotations
 
+import time
+
 from tether.compiler.plan import ApprovalNode
-from tether.runtime.context import UNIT, UnitScope, interrupt
+from tether.errors import InterruptSignal
+from tether.runtime.context import UNIT, Resume, UnitScope, interrupt
 from tether.runtime.invoke import NodeFailure, check_values
 from tether.runtime.render import render
 from tether.runtime.state import NodeError
-from tether.runtime.units import Unit, UnitResult
+from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
 from tether.runtime.values import to_json
+
+TIMEOUT_KEY = "$timeout"
+"""The key of the answer a timed-out approval gets for ``on_timeout: fail`` or ``skip``."""
+
+
+def seconds_text(seconds: float) -> str:
+    """``259200`` -> ``3d``: a timeout as it is usually written."""
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
 
 
 class ApprovalExecutor:
@@ -25,13 +45,34 @@ class ApprovalExecutor:
         answers = level.answers(unit.path)
         token = UNIT.set(UnitScope(unit.address, level.agent_path, answers))
         try:
-            answer = interrupt(str(reason), context)
+            answer = self._ask(unit, node, str(reason), context)
         finally:
             UNIT.reset(token)
         values = dict(answer)
+        if TIMEOUT_KEY in values and approval.timeout is not None:
+            assert approval.timeout is not None
+            after = seconds_text(approval.timeout)
+            if values[TIMEOUT_KEY] == "skip":
+                raise UnitSkipped(f"approval '{node.id}' timed out after {after}")
+            raise NodeFailure(NodeError("ApprovalTimeout",
+                                        f"approval '{node.id}' timed out after {after}",
+                                        node.id))
         if approval.form is not None:
             values, problems = check_values(approval.form, values, "field")
             if problems:
                 raise NodeFailure(NodeError("ResumeValueError", "; ".join(problems), node.id))
         output, text = to_json(values, f"the answer of approval '{node.id}'", node_id=node.id)
         return UnitResult(output, text, context)
+
+    @staticmethod
+    def _ask(unit: Unit, node: ApprovalNode, reason: str, context: object) -> Resume:
+        """The answer; without one, record the pause (a timer too, with ``timeout``)."""
+        timeout = node.approval.timeout
+        try:
+            return interrupt(reason, context)
+        except InterruptSignal as signal:
+            if timeout is None or unit.level.session.journal is None:
+                raise
+            unit.level.suspend(node, unit.path, unit.address, signal,
+                               due_at=time.time() + timeout)
+        raise Suspended()

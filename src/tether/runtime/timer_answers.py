@@ -1,0 +1,51 @@
+"""The answer a due timer fires with: a sleep's ``{"due_at", "fired_at"}``, or an approval's
+``on_timeout`` (the ``$timeout`` marker for ``fail`` and ``skip``, else the configured answer).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tether.compiler.plan import ApprovalNode, Plan, SleepNode, SleepUntilNode
+from tether.errors import TimerNotDue
+from tether.runtime.executors.approval import TIMEOUT_KEY
+from tether.runtime.executors.sleep import TIMER_RESOLVER, timer_answer
+from tether.runtime.timer_rules import timer_node
+from tether.stores.base import Checkpointer
+from tether.stores.records import PendingInterrupt, utc
+
+TIMEOUT_RESOLVER = "timeout"
+"""The resolver of the decision a timed-out approval records."""
+
+__all__ = ["TIMEOUT_RESOLVER", "TIMER_RESOLVER", "due_approval", "fired_answer"]
+
+
+def fired_answer(plan: Plan, pending: PendingInterrupt, now: float
+                 ) -> tuple[dict[str, Any], str]:
+    """The answer and resolver ``pending`` fires with at ``now``; :class:`TimerNotDue`
+    before its due time (or for a row that is not a timer)."""
+    if pending.due_at is None or pending.due_at > now:
+        due = pending.due_at if pending.due_at is not None else float("inf")
+        when = utc(due).isoformat(timespec="seconds") if pending.due_at is not None else "never"
+        raise TimerNotDue(pending.execution_id, f"the timer of '{pending.address}' is due at "
+                          f"{when}; nothing was changed", due_at=due, node_id=pending.node_id)
+    node = timer_node(plan, pending)
+    if isinstance(node, ApprovalNode):
+        on_timeout = node.approval.on_timeout
+        answer = dict(on_timeout) if isinstance(on_timeout, dict) else {TIMEOUT_KEY: on_timeout}
+        return answer, TIMEOUT_RESOLVER
+    if not isinstance(node, SleepNode | SleepUntilNode):
+        raise TimerNotDue(pending.execution_id, f"'{pending.address}' is not a timer of this "
+                          "plan", due_at=float("inf"), node_id=pending.node_id)
+    return timer_answer(pending.due_at, now), TIMER_RESOLVER
+
+
+def due_approval(store: Checkpointer, plan: Plan, execution_id: str) -> PendingInterrupt | None:
+    """The run's first approval whose deadline passed and that nobody answered yet."""
+    now = time.time()
+    for row in store.list_pending(execution_id):
+        if row.due_at is not None and row.due_at <= now and isinstance(
+                timer_node(plan, row), ApprovalNode):
+            return row
+    return None
