@@ -125,6 +125,7 @@ def step(name: str) -> dict:
         os.fsync(handle.fileno())
     gate = os.environ.get("FENCE_GATE")
     if gate and name == "middle":
+        Path(gate).mkdir(exist_ok=True)
         Path(gate, "blocked").write_text(str(os.getpid()))
         while not Path(gate, "release").exists():
             time.sleep(0.05)
