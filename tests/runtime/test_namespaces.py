@@ -31,7 +31,7 @@ from tether import Runner, open_checkpointer
 
 APPROVAL = tether.compile(WORKFLOWS / "approval.yaml")
 ANSWER = {"approved": True, "by": "namespace"}
-UNSHARE = ["unshare", "--pid", "--fork", "--mount-proc"]
+UNSHARE = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
 
 
 def _probe() -> str | None:
@@ -178,7 +178,7 @@ def test_a_live_holder_in_another_pid_namespace_is_never_taken_for_dead(
         (gate / "release").write_text("")
         done = launch.finish(holder, holder_result)
     finally:
-        if holder.poll() is None:
+        if holder.poll() is None:  # a failure above: end the holder (--kill-child: its child)
             holder.kill()
             holder.communicate()
     assert done.result is not None, done.describe()
