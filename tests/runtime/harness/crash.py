@@ -17,7 +17,8 @@ A spec names one boundary:
     recorded and before it returns.
 ``block:<label>``
     not a crash: the task body labelled ``label`` writes ``<gate>/blocked`` and waits until
-    the parent kills the process (to kill a resumer while it holds the run).
+    the parent kills the process (to kill a resumer while it holds the run), or stops and
+    resumes it, then creates ``<gate>/release`` (the body then returns normally).
 
 Only the child's store object is wrapped (instance attributes); production code is untouched.
 """
@@ -149,7 +150,7 @@ class Crash:
             assert self.gate is not None
             self.gate.mkdir(parents=True, exist_ok=True)
             (self.gate / "blocked").write_text(str(os.getpid()))
-            while True:  # the parent kills us
+            while not (self.gate / "release").exists():  # the parent kills or releases us
                 time.sleep(0.05)
 
 
