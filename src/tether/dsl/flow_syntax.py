@@ -150,6 +150,12 @@ def _compiled_parser() -> Lark | None:
     return None if _lark_cython is None else _build(compiled=True)
 
 
+def grammar() -> Lark:
+    """A parser to read the grammar's terminals from: the compiled one when there is one, so
+    a file without syntax errors builds only one parser's tables."""
+    return _compiled_parser() or parser()
+
+
 def parse_statement(text: str, *, pure: bool = False) -> Tree[Token]:
     """The parse tree of one statement, by lark-cython when installed (unless ``pure``).
 
@@ -169,7 +175,7 @@ def parse_statement(text: str, *, pure: bool = False) -> Tree[Token]:
 @functools.cache
 def _scanner() -> re.Pattern[str]:
     """The statement splitter's tokens; strings and templates use the grammar's own patterns."""
-    lark = parser()
+    lark = grammar()
     string = lark.get_terminal("STRING").pattern.to_regexp()
     template = lark.get_terminal("TEMPLATE").pattern.to_regexp()
     return re.compile(
@@ -431,6 +437,7 @@ __all__ = [
     "Chunk",
     "Reporter",
     "describe_terminal",
+    "grammar",
     "parse_statement",
     "parser",
     "refused_help",
