@@ -44,6 +44,27 @@ def find_reference(text: str, ref: Reference) -> tuple[int, int] | None:
     return None
 
 
+class Located:
+    """Where a template reads a name, worked out (line and column) only when a diagnostic
+    needs it: most reads are fine, and locating each one cost more than checking it."""
+
+    __slots__ = ("_ctx", "_path", "_ref", "_span", "_text")
+
+    def __init__(self, ctx: Context, path: Path, text: str, ref: Reference) -> None:
+        self._ctx, self._path, self._text, self._ref = ctx, path, text, ref
+        self._span: Span | None = None
+
+    @property
+    def span(self) -> Span:
+        if self._span is None:
+            self._span = self._ctx.locate_name(self._path, self._text, self._ref)
+        return self._span
+
+
+Where = Span | Located
+"""A place to report at: a span, or a name read whose span is computed when reported."""
+
+
 @dataclass
 class Context:
     """One workflow being compiled, and the diagnostics found so far."""
@@ -51,8 +72,11 @@ class Context:
     workflow: Workflow
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
-    def report(self, code: str, message: str, span: Span, *, related: list[Related] | None = None,
-               help: str | None = None, node_id: str | None = None) -> None:
+    def report(self, code: str, message: str, span: Where, *,
+               related: list[Related] | None = None, help: str | None = None,
+               node_id: str | None = None) -> None:
+        if isinstance(span, Located):
+            span = span.span
         self.diagnostics.append(
             make(code, message, span, related=related or (), help=help, node_id=node_id)
         )
@@ -78,6 +102,10 @@ class Context:
         if found is None:
             return self.workflow.source.value(path)
         return self.at_offset(path, text, *found)
+
+    def name_at(self, path: Path, text: str, ref: Reference) -> Located:
+        """The place of the name ``ref`` reads, located only if a diagnostic is reported."""
+        return Located(self, path, text, ref)
 
     def at_offset(self, path: Path, text: str, offset: int, length: int) -> Span:
         """The span of ``text[offset:offset + length]`` in the source of the value at ``path``."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.compiler.agents import callers_in_graph
-from tether.compiler.context import Context
+from tether.compiler.context import Context, Where
 from tether.compiler.graph import Graph
 from tether.compiler.secrets import check_secret
 from tether.diagnostics import Span
@@ -228,7 +228,7 @@ def _python_offset(text: str) -> int | None:
 
 def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
                      reads: Reads) -> None:
-    span = ctx.locate_name(site.path, site.text, ref)
+    span = ctx.name_at(site.path, site.text, ref)
     reader = site.reader
     if site.setting and ref.root not in ("inputs", "run"):
         ctx.report("E414", f"`{site.path[-1]}` of node `{reader}` reads `{ref.root}`; a "
@@ -274,7 +274,7 @@ def analysis_calls(site: Site) -> tuple[str, ...]:
     return analyse(site.text).calls
 
 
-def report_unknown_function(ctx: Context, name: str, span: Span, reader: str | None) -> None:
+def report_unknown_function(ctx: Context, name: str, span: Where, reader: str | None) -> None:
     """E412: a call of a name that is not a template function, with what is available."""
     functions = sorted(n for n, v in ENV.globals.items() if callable(v))
     close = did_you_mean(name, functions)
@@ -287,7 +287,7 @@ def report_unknown_function(ctx: Context, name: str, span: Span, reader: str | N
                help=f"{close} ({listed})" if close else listed)
 
 
-def _check_run_read(ctx: Context, ref: Reference, span: Span, reader: str | None) -> None:
+def _check_run_read(ctx: Context, ref: Reference, span: Where, reader: str | None) -> None:
     if ref.attrs and ref.attrs[0] not in RUN_FIELDS:
         field = ref.attrs[0]
         ctx.report("E413", f"`run` has no field `{field}`", span, node_id=reader,
@@ -295,7 +295,7 @@ def _check_run_read(ctx: Context, ref: Reference, span: Span, reader: str | None
                    or "the run's fields: " + ", ".join(f"`{f}`" for f in RUN_FIELDS))
 
 
-def _check_input(ctx: Context, ref: Reference, span: Span, reader: str | None,
+def _check_input(ctx: Context, ref: Reference, span: Where, reader: str | None,
                  used: set[str]) -> None:
     inputs = ctx.workflow.inputs
     if not ref.attrs:
@@ -314,7 +314,7 @@ def _check_input(ctx: Context, ref: Reference, span: Span, reader: str | None,
 
 
 def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
-                     span: Span) -> bool:
+                     span: Where) -> bool:
     """Check one read of ``nodes``; True when it reads an existing node's output or status
     from where it may."""
     reader = site.reader
@@ -366,7 +366,7 @@ def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
 
 
 def _check_broken_read(ctx: Context, graph: Graph, target: str, reader: str | None,
-                       span: Span) -> None:
+                       span: Where) -> None:
     """A read of a node set aside for schema errors: still not-upstream if nothing needs it."""
     if reader is None or reader in graph.cyclic or graph.reads_broken(target, reader):
         return
@@ -376,7 +376,7 @@ def _check_broken_read(ctx: Context, graph: Graph, target: str, reader: str | No
 
 
 def _check_called_read(ctx: Context, graph: Graph, site: Site, target: str,
-                       span: Span) -> bool:
+                       span: Where) -> bool:
     """A template of an agent run only when called reads a node: it must be upstream of
     every graph agent that calls it. True when it is."""
     reader = site.reader

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tether.compiler.context import Context
-from tether.diagnostics import Span
+from tether.compiler.context import Context, Where
 from tether.dsl.document import SECRET_RE
 from tether.dsl.expressions import Reference
 from tether.suggest import closest, did_you_mean
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
     from tether.compiler.references import Site
 
 
-def check_secret(ctx: Context, site: Site, ref: Reference, span: Span, used: set[str]) -> None:
+def check_secret(ctx: Context, site: Site, ref: Reference, span: Where, used: set[str]) -> None:
     """Check one ``secrets.NAME`` read; record the names read in ``used``."""
     declared = list(ctx.workflow.doc.secrets or ())
     reader = site.reader

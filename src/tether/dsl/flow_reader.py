@@ -39,7 +39,7 @@ from tether.dsl.flow_syntax import (
     SWITCH_PARTS,
     TOO_DEEP,
     Chunk,
-    parser,
+    parse_statement,
     refused_help,
     report_syntax_error,
     shorten,
@@ -59,8 +59,8 @@ class _Failed(Exception):
 class _Reader:
     """Turns the statements of one file into plain data, spans and diagnostics."""
 
-    def __init__(self, text: str, file: str) -> None:
-        self.text, self.file = text, file
+    def __init__(self, text: str, file: str, *, pure: bool = False) -> None:
+        self.text, self.file, self.pure = text, file, pure
         self.source = SourceMap(file=file, text=text)
         self.diagnostics: list[Diagnostic] = []
         self.data: dict[str, Any] = {"tether": FORMAT_VERSION}  # `tether N` is optional
@@ -456,7 +456,7 @@ def _parse_chunk(reader: _Reader, chunk: Chunk) -> Tree[Token] | None:
         return None
     text = reader.text[chunk.start:chunk.end]
     try:
-        tree = parser().parse(text)
+        tree = parse_statement(text, pure=reader.pure)
     except UnexpectedInput as exc:
         report_syntax_error(reader, chunk, exc)
         return None
@@ -485,19 +485,21 @@ def _check_order(reader: _Reader, parsed: list[tuple[Chunk, Tree[Token] | None]]
                      help="name the workflow first, for example `workflow refund`")
 
 
-def read_flow(text: str, file: str) -> RawDocument:
+def read_flow(text: str, file: str, *, pure: bool = False) -> RawDocument:
     """Parse ``.flow`` ``text`` (shown as ``file`` in diagnostics) into a :class:`RawDocument`.
 
     Args:
         text: The source text.
         file: The name diagnostics show.
+        pure: Parse with Lark's own parser even when lark-cython is installed (both give
+            the same result; the tests compare them).
 
     Returns:
         The data a YAML file of the same meaning gives, with its source map and diagnostics.
         The data is None when the text has a syntax error (E102) or is nested too deeply
         (E103): half a document would only produce misleading follow-up errors.
     """
-    reader = _Reader(text, file)
+    reader = _Reader(text, file, pure=pure)
     # Parse trees are many small objects that all live until the end; the cyclic garbage
     # collector would scan them again and again (a 10,000-node file reads a third faster).
     collecting = gc.isenabled()

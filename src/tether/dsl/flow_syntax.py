@@ -94,18 +94,89 @@ TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
 
 
+try:  # the LALR lexer and parser compiled (CPython); Lark's own when it is not installed
+    import lark_cython as _lark_cython  # type: ignore[import-untyped, unused-ignore]
+
+    _COMPILED_TOKEN: type | None = _lark_cython.lark_cython.Token
+except ImportError:  # pragma: no cover - PyPy, or lark-cython absent
+    _lark_cython, _COMPILED_TOKEN = None, None
+
+
+class _Tree(Tree[Token]):
+    """A parse tree whose tokens are Lark's own, whichever parser built it.
+
+    lark-cython's tokens are not ``str`` (``json.loads`` and ``isinstance(x, Token)`` refuse
+    them): each is turned into a :class:`lark.Token` with the same positions as the rule
+    that holds it is built, so both parsers give equal trees with equal positions.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, data: Any, children: list[Any], meta: Any = None) -> None:
+        compiled = _COMPILED_TOKEN
+        for i, child in enumerate(children):
+            if type(child) is compiled:
+                children[i] = _lark_token(child)
+        if type(data) is compiled:
+            data = _lark_rule(data)
+        super().__init__(data, children, meta)
+
+
+def _lark_rule(token: Any) -> Token:
+    return Token(token.type, token.value)  # a rule's name: no position, as Lark gives it
+
+
+def _lark_token(token: Any) -> Token:
+    return Token(token.type, token.value, token.start_pos, token.line, token.column,
+                 token.end_line, token.end_column, token.end_pos)
+
+
+def _build(*, compiled: bool) -> Lark:
+    grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
+    options: dict[str, Any] = {"_plugins": _lark_cython.plugins, "tree_class": _Tree} \
+        if compiled else {}
+    return Lark(grammar, parser="lalr", lexer="contextual", start="statement",
+                propagate_positions=True, maybe_placeholders=False, **options)
+
+
 @functools.cache
 def parser() -> Lark:
-    """The Lark parser of one statement, built once per process."""
-    grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="contextual", start="statement",
-                propagate_positions=True, maybe_placeholders=False)
+    """Lark's own parser of one statement, built once per process: the reference, and the
+    one whose exceptions become diagnostics."""
+    return _build(compiled=False)
+
+
+@functools.cache
+def _compiled_parser() -> Lark | None:
+    return None if _lark_cython is None else _build(compiled=True)
+
+
+def grammar() -> Lark:
+    """A parser to read the grammar's terminals from: the compiled one when there is one, so
+    a file without syntax errors builds only one parser's tables."""
+    return _compiled_parser() or parser()
+
+
+def parse_statement(text: str, *, pure: bool = False) -> Tree[Token]:
+    """The parse tree of one statement, by lark-cython when installed (unless ``pure``).
+
+    A statement the compiled parser refuses is parsed again by Lark's own, so a syntax error
+    is always Lark's :class:`UnexpectedInput` (with its interactive parser) and is reported
+    the same way with or without lark-cython.
+    """
+    compiled = None if pure else _compiled_parser()
+    if compiled is not None:
+        try:
+            return compiled.parse(text)
+        except UnexpectedInput:
+            pass
+    return parser().parse(text)
 
 
 @functools.cache
 def _scanner() -> re.Pattern[str]:
     """The statement splitter's tokens; strings and templates use the grammar's own patterns."""
-    lark = parser()
+    lark = grammar()
     string = lark.get_terminal("STRING").pattern.to_regexp()
     template = lark.get_terminal("TEMPLATE").pattern.to_regexp()
     return re.compile(
@@ -368,6 +439,8 @@ __all__ = [
     "Chunk",
     "Reporter",
     "describe_terminal",
+    "grammar",
+    "parse_statement",
     "parser",
     "refused_help",
     "report_syntax_error",

@@ -15,7 +15,7 @@ import re
 from typing import Any, assert_never
 
 from tether.dsl.document import FORMAT_VERSION, WorkflowDoc, dump_document
-from tether.dsl.flow_syntax import AGENT_LISTS, AGENT_PARTS, parser
+from tether.dsl.flow_syntax import AGENT_LISTS, AGENT_PARTS, grammar
 from tether.kinds import KIND_NAMES, NodeKind
 
 INDENT = "    "
@@ -29,7 +29,7 @@ _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 @functools.cache
 def _terminal(name: str) -> re.Pattern[str]:
     """The grammar's own pattern of a terminal, so a bare token is written only if it reads back."""
-    return re.compile(parser().get_terminal(name).pattern.to_regexp())
+    return re.compile(grammar().get_terminal(name).pattern.to_regexp())
 
 
 def _bare(name: str, text: str) -> bool:
