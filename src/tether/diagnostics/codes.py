@@ -3,7 +3,7 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, E8xx secrets, E9xx agents, W1xx lints.
+sub-workflows, E80x secrets, E87x schedules, E9xx agents, W1xx lints.
 """
 
 from __future__ import annotations
@@ -324,6 +324,25 @@ people who answer; the workflow's `output` is stored and printed; a sub-workflow
 stored with its run. A secret read in any of them would leak, so tether refuses it. Pass the
 secret to the task that needs it (`with:`), or declare it in the sub-workflow and read it
 there.
+"""),
+        _code("E870", "invalid-cron", "a schedule's cron expression cannot be read", """
+`schedule.cron` is five fields separated by spaces: minute (0-59), hour (0-23), day of the
+month (1-31), month (1-12 or JAN-DEC) and day of the week (0-7 or SUN-SAT, 0 and 7 are
+Sunday). Each field is `*`, a number, a range `1-5`, a step `*/15` or `1-30/5`, or a list of
+them `1,15`. The message names the field that could not be read. Examples: `0 3 * * *`
+(03:00 every day), `*/15 * * * MON-FRI` (every quarter hour on weekdays).
+"""),
+        _code("E871", "unknown-timezone", "a schedule's time zone is not an IANA time zone", """
+`schedule.timezone` names a zone of the IANA time zone database, spelt as it is there:
+`Europe/Paris`, `America/New_York`, `UTC` (names are case-sensitive). The help line suggests
+the closest name.
+"""),
+        _code("E872", "schedule-inputs",
+              "a schedule's inputs do not match the workflow's inputs", """
+Each run a schedule starts gets `schedule.inputs`, so they are checked as the inputs of
+`tether run` are: every required input is given, no undeclared input is given, each value is
+of its input's type and, where the input lists an `enum`, one of its values. Templates are not
+allowed in schedule inputs (nothing is there to render them against): give the values.
 """),
         _code("E900", "unknown-tool", "an agent's tool is not a registered task or an agent", """
 With task modules given, every name under an agent's `tools:` must be a task registered
