@@ -29,6 +29,7 @@ from tether.compiler.plan import (
     WorkflowNode,
     with_fingerprint,
 )
+from tether.compiler.schedules import plan_schedule
 from tether.dsl.ast import Workflow
 from tether.dsl.document import InputSpec, NodeSpec
 from tether.durations import DurationError, parse_duration
@@ -67,6 +68,7 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan],
         description=workflow.doc.description,
         inputs=tuple(plan_input(n, s) for n, s in workflow.inputs.items()),
         secrets=tuple(workflow.doc.secrets or ()),
+        schedule=plan_schedule(workflow),
         nodes=nodes,
         agents=agents,
         generations=tuple(tuple(g) for g in graph.generations),

@@ -303,6 +303,16 @@ PlanNode: TypeAlias = Annotated[
 :class:`SleepNode` or :class:`SleepUntilNode`."""
 
 
+class PlanSchedule(_PlanModel):
+    """When workers start runs of the plan: each tick of ``cron`` read in ``timezone``, with
+    ``inputs``; ``catchup`` says which ticks missed while no worker ran still start one."""
+
+    cron: str
+    timezone: str = "UTC"
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    catchup: Literal["none", "latest", "all"] = "latest"
+
+
 class SourceRef(_PlanModel):
     """Where a node is defined: file (relative to the main workflow file), line, column."""
 
@@ -323,6 +333,8 @@ class Plan(_PlanModel):
     description: str | None = None
     inputs: tuple[PlanInput, ...] = ()
     secrets: tuple[str, ...] = ()
+    schedule: PlanSchedule | None = None
+    """When workers start runs of it (absent from the JSON when there is none)."""
     nodes: tuple[PlanNode, ...]
     agents: tuple[PlanAgent, ...] = ()
     """Agents that run only when another agent calls them (workers, handoff targets)."""
@@ -337,6 +349,8 @@ class Plan(_PlanModel):
         data: dict[str, Any] = handler(self)
         if not self.secrets:
             data.pop("secrets", None)
+        if self.schedule is None:
+            data.pop("schedule", None)
         if not self.agents:
             data.pop("agents", None)
         return data

@@ -4,6 +4,8 @@ Codes never change meaning once published. ``E`` codes are errors, ``W`` codes a
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
 sub-workflows, E80x secrets, E85x timers, E9xx agents, W1xx lints.
+
+sub-workflows, E80x secrets, E87x schedules, E9xx agents, W1xx lints.
 """
 
 from __future__ import annotations
@@ -350,6 +352,25 @@ a duration such as 30m, 3d or 2w (at most 366 days).
 `on_timeout` given as a mapping is the answer the approval gets when it times out (recorded
 as a decision with resolver `timeout`). It must match the approval's `form`: every field
 without a default, no other field, each of its type, as a human's answer would.
+
+        _code("E870", "invalid-cron", "a schedule's cron expression cannot be read", """
+`schedule.cron` is five fields separated by spaces: minute (0-59), hour (0-23), day of the
+month (1-31), month (1-12 or JAN-DEC) and day of the week (0-7 or SUN-SAT, 0 and 7 are
+Sunday). Each field is `*`, a number, a range `1-5`, a step `*/15` or `1-30/5`, or a list of
+them `1,15`. The message names the field that could not be read. Examples: `0 3 * * *`
+(03:00 every day), `*/15 * * * MON-FRI` (every quarter hour on weekdays).
+"""),
+        _code("E871", "unknown-timezone", "a schedule's time zone is not an IANA time zone", """
+`schedule.timezone` names a zone of the IANA time zone database, spelt as it is there:
+`Europe/Paris`, `America/New_York`, `UTC` (names are case-sensitive). The help line suggests
+the closest name.
+"""),
+        _code("E872", "schedule-inputs",
+              "a schedule's inputs do not match the workflow's inputs", """
+Each run a schedule starts gets `schedule.inputs`, so they are checked as the inputs of
+`tether run` are: every required input is given, no undeclared input is given, each value is
+of its input's type and, where the input lists an `enum`, one of its values. Templates are not
+allowed in schedule inputs (nothing is there to render them against): give the values.
 """),
         _code("E900", "unknown-tool", "an agent's tool is not a registered task or an agent", """
 With task modules given, every name under an agent's `tools:` must be a task registered

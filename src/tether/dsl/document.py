@@ -34,6 +34,7 @@ TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",
                       "none_failed_min_one_success"]
 RetryStrategy = Literal["exponential", "fixed"]
 OnExhausted = Literal["fail", "continue"]
+Catchup = Literal["none", "latest", "all"]
 
 INPUT_TYPES: tuple[str, ...] = ("string", "number", "integer", "boolean", "object", "array")
 TRIGGER_RULES: tuple[str, ...] = ("all_success", "all_done", "any_success", "none_failed",
@@ -271,6 +272,20 @@ class NodeSpec(_Model):
         return kinds[0] if len(kinds) == 1 else None
 
 
+class ScheduleSpec(_Model):
+    """Start a run of the workflow at each tick of a cron expression (workers fire it)."""
+
+    cron: str = Field(description="Five cron fields: minute hour day-of-month month "
+                      "day-of-week, e.g. `0 3 * * *` (03:00 every day).")
+    timezone: str | None = Field(None, description="The IANA time zone the expression is read "
+                                 "in, e.g. Europe/Paris (default UTC).")
+    inputs: dict[str, Any] | None = Field(
+        None, description="The inputs of each run, checked against the workflow's inputs.")
+    catchup: Catchup | None = Field(
+        None, description="Ticks missed while no worker ran: `none` skips them, `latest` "
+        "(default) starts the newest one, `all` starts each of them.")
+
+
 class WorkflowDoc(_Model):
     """A tether workflow file."""
 
@@ -297,6 +312,9 @@ class WorkflowDoc(_Model):
         "from the environment variable of that name when a node runs, and is never stored.",
         json_schema_extra={"items": {"pattern": SECRET_PATTERN}},
     )
+    schedule: ScheduleSpec | None = Field(
+        None, description="Start a run at each tick of a cron expression "
+        "(`tether schedules add FILE` registers it with the workers).")
     nodes: dict[str, NodeSpec] = Field(
         min_length=1,
         description="The nodes, by id.",

@@ -46,8 +46,9 @@ CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "time
            "instructions", "prompt", "tools", "max_turns", "output", "handoffs", "approve_tools",
            "title", "until",
            "fail_fast", "matrix", "on", "case", "default")
-STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "task",
-              "approval", "agent", "switch", "noop", "fail", "sleep", "sleep_until", "output")
+STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "schedule",
+              "task", "approval", "agent", "switch", "noop", "fail", "sleep", "sleep_until",
+              "output")
 APPROVAL_PARTS = ("reason", "context", "form", "on_timeout")
 """The clauses that give an approval node's ``approval``, one part each."""
 AGENT_PARTS = ("model", "instructions", "prompt", "tools", "max_turns", "output", "handoffs",
@@ -71,6 +72,8 @@ HEADER_STATEMENTS: dict[str, tuple[Path, str, str, str]] = {
                "the workflow is first named"),
     "description_stmt": (("description",), "description", "duplicate `description`",
                          "the description is first given"),
+    "schedule_stmt": (("schedule",), "schedule", "duplicate `schedule`",
+                      "the schedule is first given"),
 }
 """Statements given once per file: grammar rule -> (path, keyword, message, note)."""
 CLAUSE_PARTS = {"loop_to": ("to", "to"), "loop_while": ("while", "while"),
@@ -87,8 +90,8 @@ _TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
                    "DURATION": "a duration", "$END": "end of line"}
 _VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
 _STARTS = re.compile(
-    r"(?:tether|workflow|description|inputs?|secrets|task|approval|agent|switch|noop|fail"
-    r"|sleep|sleep_until|output)\b(?![ \t]*:)")
+    r"(?:tether|workflow|description|inputs?|secrets|schedule|task|approval|agent|switch|noop"
+    r"|fail|sleep|sleep_until|output)\b(?![ \t]*:)")
 MAX_SYNTAX_ERRORS = 100
 TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
@@ -395,7 +398,8 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
 _KEYWORD_PREFIX = re.compile(
     r"(?<![\w.])(after|agent|approval|approve_tools|backoff|concurrency|context|description"
     r"|false|for_each|form|handoffs|idempotent|input|inputs|instructions|loop|max|max_turns"
-    r"|model|null|on_exhausted|output|prompt|reason|retry|secrets|task|tether|timeout|tools|to"
+    r"|model|null|on_exhausted|output|prompt|reason|retry|schedule|secrets|task|tether|timeout"
+    r"|tools|to"
     r"|trigger|true|when|while|with|workflow|title|until|fail_fast|matrix|strategy|switch"
     r"|noop|on_timeout|sleep)(\w+)"
 )

@@ -30,6 +30,7 @@ from tether.dsl.document import (
     ModelRef,
     NodeSpec,
     RetryPolicy,
+    ScheduleSpec,
     SwitchSpec,
     WorkflowDoc,
 )
@@ -71,6 +72,8 @@ def describe(path: Path) -> str:
         return f"in {where}"
     if len(path) >= 2 and path[0] == "inputs":
         return f"in input `{path[1]}`"
+    if path and path[0] == "schedule":
+        return "in the schedule"
     return "at the top level"
 
 
@@ -80,7 +83,9 @@ def _model_at(path: Path) -> type[BaseModel] | None:
     steps = list(path)
     while steps:
         key = steps.pop(0)
-        if model is WorkflowDoc and key in ("nodes", "inputs") and steps:
+        if model is WorkflowDoc and key == "schedule":
+            model = ScheduleSpec
+        elif model is WorkflowDoc and key in ("nodes", "inputs") and steps:
             steps.pop(0)
             model = NodeSpec if key == "nodes" else InputSpec
         elif model is NodeSpec and key in ("retry", "loop", "approval", "agent", "switch"):

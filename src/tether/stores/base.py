@@ -30,6 +30,7 @@ from tether.stores.records import (
     fold,
     fold_last,
 )
+from tether.stores.schedule_records import ScheduleRecord
 
 _UNKNOWN: Any = object()
 _EPOCH = datetime.fromtimestamp(0, tz=UTC)
@@ -238,6 +239,32 @@ class Checkpointer(abc.ABC):
                    owner: str | None) -> None:
         """Atomically write the run_end row, set the run's final status and error, and release
         ``owner``'s lease; fenced on ``owner`` when given."""
+
+    # -- schedules ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def put_schedule(self, schedule: ScheduleRecord, plan_json: str) -> None:
+        """Register a schedule (with its plan), or update the one of that name: an update
+        keeps the stored ``created_at`` and ``last_tick`` (ticks already handled stay so)."""
+
+    @abc.abstractmethod
+    def get_schedule(self, name: str) -> ScheduleRecord | None:
+        """The schedule of the workflow ``name``, or None."""
+
+    @abc.abstractmethod
+    def list_schedules(self) -> list[ScheduleRecord]:
+        """Every schedule, by name."""
+
+    @abc.abstractmethod
+    def remove_schedule(self, name: str) -> bool:
+        """Remove a schedule; False when there was none of that name."""
+
+    @abc.abstractmethod
+    def advance_schedule(self, name: str, expected_last_tick: float | None,
+                         new_last_tick: float, next_tick: float | None = None) -> bool:
+        """Compare-and-set: move ``last_tick`` from ``expected_last_tick`` to
+        ``new_last_tick`` (and store ``next_tick``) only if it still is the expected value;
+        False (nothing written) when another process moved it first or the schedule is gone.
+        """
 
     def prune(self, older_than: timedelta, *, include_failed: bool = False) -> PruneResult:
         """Delete whole runs that finished longer than ``older_than`` ago: their checkpoints,

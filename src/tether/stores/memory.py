@@ -31,6 +31,7 @@ from tether.stores.records import (
     RunStatus,
     utc,
 )
+from tether.stores.schedule_records import ScheduleRecord
 
 
 class InMemoryCheckpointer(Checkpointer):
@@ -45,6 +46,7 @@ class InMemoryCheckpointer(Checkpointer):
         self._pending: dict[str, dict[str, PendingInterrupt]] = {}  # by run, then unit
         self._decisions: dict[str, dict[str, Decision]] = {}  # by run, then checkpoint id
         self._cache: dict[tuple[str, str], str] = {}
+        self._schedules: dict[str, ScheduleRecord] = {}
 
     def __repr__(self) -> str:
         return "InMemoryCheckpointer()"
@@ -288,6 +290,39 @@ class InMemoryCheckpointer(Checkpointer):
                 changes.update(owner=None, lease_until=None)
             self._update(row.execution_id, **changes)
 
+    # -- schedules ---------------------------------------------------------------------------
+    def put_schedule(self, schedule: ScheduleRecord, plan_json: str) -> None:
+        with self._lock:
+            self._plans.setdefault(schedule.plan_fingerprint, plan_json)
+            old = self._schedules.get(schedule.name)
+            if old is not None:
+                schedule = dataclasses.replace(schedule, created_at=old.created_at,
+                                               last_tick=old.last_tick)
+            self._schedules[schedule.name] = _copy_schedule(schedule)
+
+    def get_schedule(self, name: str) -> ScheduleRecord | None:
+        with self._lock:
+            found = self._schedules.get(name)
+            return _copy_schedule(found) if found is not None else None
+
+    def list_schedules(self) -> list[ScheduleRecord]:
+        with self._lock:
+            return [_copy_schedule(self._schedules[name]) for name in sorted(self._schedules)]
+
+    def remove_schedule(self, name: str) -> bool:
+        with self._lock:
+            return self._schedules.pop(name, None) is not None
+
+    def advance_schedule(self, name: str, expected_last_tick: float | None,
+                         new_last_tick: float, next_tick: float | None = None) -> bool:
+        with self._lock:
+            found = self._schedules.get(name)
+            if found is None or found.last_tick != expected_last_tick:
+                return False
+            self._schedules[name] = dataclasses.replace(
+                found, last_tick=new_last_tick, next_tick=next_tick, updated_at=time.time())
+            return True
+
     def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
         finished = {RunStatus.COMPLETED.value} | ({RunStatus.FAILED.value} if include_failed
                                                   else set())
@@ -308,6 +343,7 @@ class InMemoryCheckpointer(Checkpointer):
                 self._pending.pop(execution_id, None)
                 self._decisions.pop(execution_id, None)
             used = {r.plan_fingerprint for r in self._runs.values()}
+            used |= {s.plan_fingerprint for s in self._schedules.values()}
             for fingerprint in [f for f in self._plans if f not in used]:
                 del self._plans[fingerprint]
         return PruneResult(len(doomed), checkpoints, len(keys), tuple(sorted(doomed)))
@@ -329,6 +365,10 @@ def _copy_pending(pending: PendingInterrupt) -> PendingInterrupt:
 
 def _copy(run: RunRecord) -> RunRecord:
     return dataclasses.replace(run, inputs=_copy_json(run.inputs), error=_copy_json(run.error))
+
+
+def _copy_schedule(schedule: ScheduleRecord) -> ScheduleRecord:
+    return dataclasses.replace(schedule, inputs=_copy_json(schedule.inputs))
 
 
 def _copy_decision(decision: Decision) -> Decision:

@@ -179,8 +179,29 @@ def _v3_timers(ctx: MigrationContext) -> None:
     ctx.run(f"CREATE INDEX pending_due ON {pending} (due_at)")
 
 
+_SCHEDULES_V3 = Table(
+    "schedules", MetaData(),
+    Column("name", String(200), primary_key=True),
+    Column("plan_fingerprint", String(64), nullable=False),
+    Column("cron", Text, nullable=False),
+    Column("timezone", Text, nullable=False),
+    Column("inputs", Text, nullable=False),
+    Column("catchup", String(16), nullable=False),
+    Column("queue", Text),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("last_tick", Float),
+    Column("next_tick", Float))
+
+
+def _v3_schedules(ctx: MigrationContext) -> None:
+    """Schedules: one row per workflow name (``tether schedules add``); its plan lives in
+    ``plans``. ``last_tick`` moves by compare-and-set, so each tick is handled once."""
+    _SCHEDULES_V3.create(ctx.connection)
+
+
 Migration = Callable[[MigrationContext], None]
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v3_schedules]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -131,9 +131,23 @@ idempotency_cache = Table(
     Column("created_at", Float, nullable=False, comment="when cached"),
 )
 
-
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("name", String(200), primary_key=True, comment="the workflow's name"),
+    Column("plan_fingerprint", String(64), nullable=False, comment="plans.fingerprint"),
+    Column("cron", Text, nullable=False, comment="five cron fields"),
+    Column("timezone", Text, nullable=False, comment="the IANA zone the cron is read in"),
+    Column("inputs", Text, nullable=False, comment="the inputs of each run (JSON)"),
+    Column("catchup", String(16), nullable=False, comment="none, latest or all"),
+    Column("queue", Text, comment="the queue its runs are submitted to"),
+    Column("created_at", Float, nullable=False, comment="when first registered"),
+    Column("updated_at", Float, nullable=False, comment="last change"),
+    Column("last_tick", Float, comment="the newest tick handled (moved by compare-and-set)"),
+    Column("next_tick", Float, comment="the next tick after last_tick, for listing"),
+)
 
 __all__ = [
     "MIGRATIONS", "SCHEMA_VERSION", "checkpoints", "decisions", "idempotency_cache",
-    "metadata", "pending_interrupts", "plans", "runs", "schema_version",
+    "metadata", "pending_interrupts", "plans", "runs", "schedules", "schema_version",
 ]

@@ -69,6 +69,7 @@ from tether.stores.records import (
     utc,
 )
 from tether.stores.retry import transient
+from tether.stores.schedule_sql import SQLSchedules
 from tether.stores.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -78,6 +79,7 @@ from tether.stores.schema import (
     pending_interrupts,
     plans,
     runs,
+    schedules,
     schema_version,
 )
 from tether.stores.statements import Statements
@@ -149,7 +151,7 @@ def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
         run.owner, run.plan_fingerprint, run.created_at)
 
 
-class SQLCheckpointer(Checkpointer):
+class SQLCheckpointer(SQLSchedules, Checkpointer):
     """Checkpointer over a SQL database; see the dialect subclasses.
 
     ``retry_seconds``: how long an operation waits for an unreachable database to come back
@@ -737,6 +739,7 @@ class SQLCheckpointer(Checkpointer):
                 connection.execute(delete(decisions).where(
                     decisions.c.execution_id.in_(chunk)))
                 connection.execute(delete(runs).where(runs.c.execution_id.in_(chunk)))
-            connection.execute(delete(plans).where(
-                plans.c.fingerprint.not_in(select(runs.c.plan_fingerprint))))
+            connection.execute(delete(plans).where(and_(
+                plans.c.fingerprint.not_in(select(runs.c.plan_fingerprint)),
+                plans.c.fingerprint.not_in(select(schedules.c.plan_fingerprint)))))
         return PruneResult(len(doomed), counts[0], counts[1], tuple(sorted(doomed)))

@@ -1,0 +1,117 @@
+"""``tether schedules``: register, list and remove the schedules the workers fire."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import click
+
+from tether.cli.authoring import ExistingFile, compile_or_exit
+from tether.cli.operator import json_option
+from tether.cli.options import color_option, db_option, open_store
+from tether.cli.terminal import console, dumps, printable, text
+from tether.stores.schedule_records import ScheduleRecord
+
+
+def register(group: click.Group) -> None:
+    """Add ``tether schedules`` (and its subcommands) to ``group``."""
+    group.add_command(schedules)
+
+
+def _moment(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _as_json(record: ScheduleRecord) -> dict[str, object]:
+    return {"name": record.name, "cron": record.cron, "timezone": record.timezone,
+            "catchup": record.catchup, "inputs": record.inputs, "queue": record.queue,
+            "plan_fingerprint": record.plan_fingerprint,
+            "last_tick": _moment(record.last_tick), "next_tick": _moment(record.next_tick)}
+
+
+@click.group(invoke_without_command=True)
+@db_option
+@json_option
+@click.pass_context
+def schedules(ctx: click.Context, db: str, as_json: bool) -> None:
+    """List the registered schedules with their last and next tick (times in UTC).
+
+    `tether schedules add FILE` registers a workflow's schedule; `tether schedules remove
+    NAME` removes one. Workers (`tether worker`) start one run per tick.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    records = open_store(db).list_schedules()
+    if as_json:
+        click.echo(dumps([_as_json(r) for r in records], indent=2))
+        return
+    if not records:
+        click.echo("no schedules")
+        return
+    from rich.table import Table
+
+    table = Table("name", "cron", "timezone", "catchup", "queue", "last tick", "next tick",
+                  box=None, pad_edge=False)
+    for r in records:
+        table.add_row(text(r.name), text(r.cron), text(r.timezone), text(r.catchup),
+                      text(r.queue or ""), text(_moment(r.last_tick) or ""),
+                      text(_moment(r.next_tick) or "never"))
+    console().print(table)
+
+
+@schedules.command("add")
+@click.argument("file", type=ExistingFile)
+@db_option
+@click.option("--queue", metavar="NAME", help="The queue the schedule's runs are submitted to "
+              "(an update without it keeps the queue).")
+@color_option
+def add(file: str, db: str, queue: str | None, color: str) -> None:
+    """Register FILE's schedule (or update the one of its workflow's name).
+
+    FILE is compiled as `tether check` does (errors are printed, exit 1); it must have a
+    `schedule:`. The plan is stored with the schedule. Updating keeps the ticks already
+    handled; a new schedule fires from the next tick after now.
+    """
+    from tether.cron import next_tick
+
+    plan = compile_or_exit(file, color)
+    if plan.schedule is None:
+        click.echo(f"error: {printable(file)} has no `schedule:`; nothing to register",
+                   err=True)
+        raise click.exceptions.Exit(1)
+    store = open_store(db, create=True)
+    now = time.time()
+    existing = store.get_schedule(plan.name)
+    last = existing.last_tick if existing is not None and existing.last_tick is not None \
+        else now
+    if queue is None and existing is not None:
+        queue = existing.queue  # an update without --queue keeps the queue
+    spec = plan.schedule
+    upcoming = next_tick(spec.cron, spec.timezone, datetime.fromtimestamp(last, UTC))
+    record = ScheduleRecord(
+        name=plan.name, plan_fingerprint=plan.fingerprint, cron=spec.cron,
+        timezone=spec.timezone, catchup=spec.catchup, inputs=dict(spec.inputs), queue=queue,
+        created_at=now, updated_at=now, last_tick=last,
+        next_tick=upcoming.timestamp() if upcoming is not None else None)
+    store.put_schedule(record, plan.to_json())
+    verb = "updated" if existing is not None else "registered"
+    shown = _moment(record.next_tick) or "never"
+    click.echo(f"{verb} schedule {printable(plan.name)}: {printable(spec.cron)} "
+               f"({printable(spec.timezone)}), next tick {shown}")
+
+
+@schedules.command("remove")
+@click.argument("name")
+@db_option
+def remove(name: str, db: str) -> None:
+    """Remove the schedule of the workflow NAME (runs already started are not touched)."""
+    if not open_store(db).remove_schedule(name):
+        click.echo(f"error: no schedule named {printable(name)}", err=True)
+        raise click.exceptions.Exit(1)
+    click.echo(f"removed schedule {printable(name)}")
+
+
+__all__ = ["register", "schedules"]

@@ -1,0 +1,83 @@
+"""A workflow's ``schedule``: its cron expression, time zone and inputs (E870-E872)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tether.compiler.context import Context
+from tether.compiler.plan import PlanSchedule
+from tether.cron import cron_problem, zone_names, zone_problem
+from tether.dsl.ast import Workflow
+from tether.dsl.document import Catchup
+from tether.jsontypes import article, json_type_name, matches_type
+from tether.suggest import did_you_mean
+
+DEFAULT_TIMEZONE = "UTC"
+DEFAULT_CATCHUP: Catchup = "latest"
+
+
+def check_schedule(ctx: Context) -> None:
+    """Report what is wrong with the workflow's schedule, if it has one."""
+    spec = ctx.workflow.doc.schedule
+    if spec is None:
+        return
+    problem = cron_problem(spec.cron)
+    if problem is not None:
+        ctx.report("E870", problem.message,
+                   ctx.at_offset(("schedule", "cron"), spec.cron, problem.offset,
+                                 problem.length),
+                   help="five fields: minute hour day-of-month month day-of-week, "
+                   "e.g. `0 3 * * *`")
+    if spec.timezone is not None and (message := zone_problem(spec.timezone)) is not None:
+        ctx.report("E871", message, ctx.span("schedule", "timezone"),
+                   help=did_you_mean(spec.timezone, zone_names())
+                   or "an IANA name such as `Europe/Paris` or `UTC`")
+    _check_inputs(ctx, spec.inputs or {})
+
+
+def _check_inputs(ctx: Context, given: dict[str, Any]) -> None:
+    declared = ctx.workflow.inputs
+    for name, value in given.items():
+        spec = declared.get(name)
+        where = ctx.span("schedule", "inputs", name)
+        if spec is None:
+            ctx.report("E872", f"the schedule gives input `{name}`, which is not declared",
+                       ctx.key_span("schedule", "inputs", name),
+                       help=did_you_mean(name, declared) or "declared inputs: " + (
+                           ", ".join(f"`{n}`" for n in declared) or "none"))
+        elif isinstance(value, str) and ("{{" in value or "{%" in value):
+            ctx.report("E872", f"schedule input `{name}` is a template", where,
+                       help="schedule inputs are values; nothing renders them")
+        elif value is not None and not matches_type(value, spec.type):
+            ctx.report("E872", f"schedule input `{name}` must be {article(spec.type)}, not "
+                       f"{json_type_name(value)}", where)
+        elif value is not None and spec.enum is not None and not _listed(value, spec.enum):
+            allowed = ", ".join(json.dumps(a, ensure_ascii=False)[:60] for a in spec.enum[:20])
+            ctx.report("E872", f"schedule input `{name}` must be one of {allowed}", where)
+    inputs = ctx.workflow.doc.schedule.inputs if ctx.workflow.doc.schedule else None
+    at = ("schedule", "inputs") if inputs is not None else ("schedule",)
+    for name, spec in declared.items():
+        if not spec.has_default and name not in given:
+            ctx.report("E872", f"the schedule does not give required input `{name}`",
+                       ctx.key_span(*at),
+                       help=f"add it under `schedule.inputs`, or give input `{name}` a default")
+
+
+def _listed(value: Any, allowed: list[Any]) -> bool:
+    """Whether ``value`` is one of ``allowed`` (``True`` is not ``1``)."""
+    if isinstance(value, bool):
+        return any(a is value for a in allowed)
+    return any(value == a and not isinstance(a, bool) for a in allowed)
+
+
+def plan_schedule(workflow: Workflow) -> PlanSchedule | None:
+    """The plan's schedule: the document's, with the defaults filled in."""
+    spec = workflow.doc.schedule
+    if spec is None:
+        return None
+    return PlanSchedule(cron=spec.cron, timezone=spec.timezone or DEFAULT_TIMEZONE,
+                        inputs=dict(spec.inputs or {}), catchup=spec.catchup or DEFAULT_CATCHUP)
+
+
+__all__ = ["DEFAULT_CATCHUP", "DEFAULT_TIMEZONE", "check_schedule", "plan_schedule"]

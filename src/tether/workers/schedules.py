@@ -1,0 +1,131 @@
+"""Firing schedules: each tick of each registered schedule starts exactly one run.
+
+:func:`fire_schedules` is called by every worker (at each poll, with the current time); any
+number of processes may call it at once. Exactly once per tick across the fleet rests on two
+things the store serialises:
+
+- the run of a tick has a deterministic execution id, ``<name>@<tick in UTC ISO 8601>``
+  (``nightly@2024-03-31T01:00:00Z``), so a second submit of the same tick finds the id taken
+  (``ExecutionExists``), which counts as already fired: a process killed between submitting
+  and advancing leaves a tick that the next process re-submits harmlessly;
+- the schedule's ``last_tick`` moves by compare-and-set (``advance_schedule``) only after the
+  ticks' runs exist, so no tick is lost and none is handled twice.
+
+Catch-up (ticks that fell due while no worker ran, more than ``grace`` seconds ago): ``none``
+skips them (only a tick due within ``grace`` fires), ``latest`` fires the newest due tick,
+``all`` fires every due tick oldest first, at most :data:`MAX_TICKS_PER_CALL` per call (the
+rest on the next calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from tether.compiler.plan import Plan
+from tether.cron import next_tick, ticks
+from tether.errors import ExecutionExists, TetherError
+from tether.stores.base import Checkpointer
+from tether.stores.schedule_records import ScheduleRecord
+
+MAX_TICKS_PER_CALL = 1000
+"""The most ticks of one schedule ``catchup: all`` fires in one call."""
+GRACE_SECONDS = 60.0
+"""A tick due at most this long ago is on time, not missed (``catchup: none`` fires it)."""
+
+Submit = Callable[[Plan, dict[str, Any], str, str | None], None]
+"""``submit(plan, inputs, execution_id, queue)``: start (or enqueue) one run; it must raise
+:class:`~tether.errors.ExecutionExists` when ``execution_id`` already names a run."""
+
+
+def tick_execution_id(name: str, tick: datetime) -> str:
+    """The execution id of the run of ``name``'s tick: ``<name>@<UTC ISO 8601>``."""
+    return f"{name}@{tick.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+
+
+def due_ticks(schedule: ScheduleRecord, now: datetime, *,
+              limit: int = MAX_TICKS_PER_CALL + 1) -> list[datetime]:
+    """The ticks after ``last_tick`` and at or before ``now`` (at most ``limit``, oldest first)."""
+    if schedule.last_tick is None:
+        return []
+    found: list[datetime] = []
+    for tick in ticks(schedule.cron, schedule.timezone,
+                      datetime.fromtimestamp(schedule.last_tick, UTC)):
+        if tick > now or len(found) >= limit:
+            break
+        found.append(tick)
+    return found
+
+
+def _to_fire(schedule: ScheduleRecord, due: list[datetime], now: datetime,
+             grace: float) -> tuple[list[datetime], datetime]:
+    """The ticks to fire, and the tick ``last_tick`` moves to once they are fired."""
+    if schedule.catchup == "all":
+        chosen = due[:MAX_TICKS_PER_CALL]
+        return chosen, chosen[-1]
+    newest = due[-1]
+    if schedule.catchup == "none" and (now - newest).total_seconds() > grace:
+        return [], newest
+    return [newest], newest
+
+
+def fire_schedules(store: Checkpointer, now: datetime, submit: Submit, *,
+                   grace: float = GRACE_SECONDS) -> list[str]:
+    """Start the runs of every schedule's due ticks; return the execution ids this call
+    submitted (ticks another process submitted first are not listed).
+
+    ``now`` is an aware datetime (the caller's clock: pass it explicitly). A schedule without
+    ``last_tick`` starts counting from ``now``. A submit that raises anything but
+    ``ExecutionExists`` stops that schedule for this call, unadvanced (its ticks fire on a later
+    call); the error propagates after the other schedules were handled.
+    """
+    if now.tzinfo is None:
+        raise ValueError("fire_schedules needs an aware datetime (e.g. datetime.now(UTC))")
+    fired: list[str] = []
+    failure: BaseException | None = None
+    plans: dict[str, Plan] = {}
+    for schedule in store.list_schedules():
+        if schedule.last_tick is None:
+            start = now.timestamp()
+            store.advance_schedule(schedule.name, None, start, _next(schedule, now))
+            continue
+        due = due_ticks(schedule, now)
+        if not due:
+            continue
+        chosen, last = _to_fire(schedule, due, now, grace)
+        try:
+            plan = plans.get(schedule.plan_fingerprint) or _plan(store, schedule)
+            plans[schedule.plan_fingerprint] = plan
+            for tick in chosen:
+                execution_id = tick_execution_id(schedule.name, tick)
+                try:
+                    submit(plan, dict(schedule.inputs), execution_id, schedule.queue)
+                except ExecutionExists:
+                    continue
+                fired.append(execution_id)
+        except Exception as exc:  # re-raised below, after the other schedules
+            failure = failure or exc
+            continue
+        store.advance_schedule(schedule.name, schedule.last_tick, last.timestamp(),
+                               _next(schedule, last))
+    if failure is not None:
+        raise failure
+    return fired
+
+
+def _next(schedule: ScheduleRecord, after: datetime) -> float | None:
+    tick = next_tick(schedule.cron, schedule.timezone, after)
+    return tick.timestamp() if tick is not None else None
+
+
+def _plan(store: Checkpointer, schedule: ScheduleRecord) -> Plan:
+    text = store.get_plan(schedule.plan_fingerprint)
+    if text is None:
+        raise TetherError(f"schedule {schedule.name}: its plan "
+                          f"{schedule.plan_fingerprint[:12]} is missing from the store")
+    return Plan.from_json(text)
+
+
+__all__ = ["GRACE_SECONDS", "MAX_TICKS_PER_CALL", "Submit", "due_ticks", "fire_schedules",
+           "tick_execution_id"]
