@@ -3,9 +3,7 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, E80x secrets, E85x timers, E9xx agents, W1xx lints.
-
-sub-workflows, E80x secrets, E87x schedules, E9xx agents, W1xx lints.
+sub-workflows, E80x secrets, E85x timers, E87x schedules, E9xx agents, W1xx lints.
 """
 
 from __future__ import annotations
@@ -352,7 +350,7 @@ a duration such as 30m, 3d or 2w (at most 366 days).
 `on_timeout` given as a mapping is the answer the approval gets when it times out (recorded
 as a decision with resolver `timeout`). It must match the approval's `form`: every field
 without a default, no other field, each of its type, as a human's answer would.
-
+"""),
         _code("E870", "invalid-cron", "a schedule's cron expression cannot be read", """
 `schedule.cron` is five fields separated by spaces: minute (0-59), hour (0-23), day of the
 month (1-31), month (1-12 or JAN-DEC) and day of the week (0-7 or SUN-SAT, 0 and 7 are
