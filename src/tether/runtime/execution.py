@@ -81,9 +81,12 @@ class Session:
             self.listener(event)
 
     def check(self) -> None:
-        """Stop (LeaseLost) before starting anything once the attempt lost the run."""
+        """Stop (LeaseLost) before starting anything once the attempt lost the run; the node
+        boundary where a worker's attempt stops for a cancel or a shutdown (StopAtBoundary)."""
         if self.attempt is not None:
             self.attempt.check()
+            if self.attempt.boundary is not None:
+                self.attempt.boundary()
 
 
 class Readiness:

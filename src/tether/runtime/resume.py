@@ -87,7 +87,7 @@ class Resumption:
     def __init__(self, runner: Runner, store: Checkpointer, run: RunRecord,
                  resume: Resume | Mapping[str, Any] | None, node: str | None,
                  plan: PlanSource | None, resolver: str | None = None,
-                 comment: str | None = None) -> None:
+                 comment: str | None = None, owner: str | None = None) -> None:
         self.runner = runner
         self.store = store
         self.run = run
@@ -97,7 +97,7 @@ class Resumption:
         self.explicit_plan = plan
         self.resolver = resolver
         self.comment = comment
-        self.attempt = Attempt(store, run.execution_id, runner.lease_seconds)
+        self.attempt = Attempt(store, run.execution_id, runner.lease_seconds, token=owner)
         self.owned = False
 
     def prepare(self) -> Prepared | RunResult:
@@ -106,6 +106,9 @@ class Resumption:
         store, eid = self.store, self.execution_id
         if self.run.status == RunStatus.COMPLETED:
             raise AlreadyResumed(eid)
+        if self.run.status == RunStatus.CANCELLED:
+            raise ResumeError(eid, "it was cancelled; a cancelled run never runs again "
+                              "(fork it to start over from a checkpoint)")
         last, checkpoint = store.resume_point(eid, self.run.inputs)
         if last is not None and last.node_id == RUN_END and last.status == "completed":
             raise AlreadyResumed(eid)
