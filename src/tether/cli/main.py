@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.operator",
     "tether.cli.inspect",
     "tether.cli.serve",
+    "tether.cli.fleet",
 )
 
 EXIT_OK = 0

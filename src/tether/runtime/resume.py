@@ -145,6 +145,24 @@ class Resumption:
             journal.mark(path)
         return Prepared(plan, state, journal, self.attempt, self.run)
 
+    def record(self) -> PendingInterrupt:
+        """Only claim the answer (checked against the approval's form), taking no lease and
+        running nothing: the continuation is left to another process (a worker)."""
+        assert self.answer is not None
+        if self.run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+            raise AlreadyResumed(self.execution_id, f"it is {self.run.status}")
+        plan = self.runner.plan_for(self.run, self.explicit_plan)
+        target = self._target(self.store.list_pending(self.execution_id))
+        if target is None:
+            self._refuse_late()
+            raise ResumeError(self.execution_id, "it is not waiting for input")
+        self._validate(plan, target)
+        claim = self.store.claim(target, self.answer, resolver=self.resolver,
+                                 comment=self.comment)
+        if claim is None:
+            raise self._answered_first(target)
+        return claim.pending
+
     @staticmethod
     def _reenter(plan: Plan, state: RunState, decisions: list[Decision]) -> list[StatePath]:
         """Failed units runnable again, answered units given their answers: changed paths."""

@@ -36,7 +36,7 @@ from tether.runtime.state import RunState
 from tether.runtime.values import to_json
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 from tether.stores.base import Checkpointer
-from tether.stores.records import Checkpoint, RunRecord, utc
+from tether.stores.records import Checkpoint, PendingInterrupt, RunRecord, utc
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
 
 __all__ = ["RunResult", "Runner", "load_plan"]
@@ -192,6 +192,16 @@ class Runner:
             return prepared
         prepared.attempt.boundary = boundary
         return await self._drive_prepared(execution_id, prepared)
+
+    def answer(self, execution_id: str, resume: Resume | Mapping[str, Any], *,
+               node: str | None = None, resolver: str | None = None,
+               comment: str | None = None) -> PendingInterrupt:
+        """Record an answer to a pending interrupt (the atomic claim) without continuing
+        the run here: a worker (or ``resume`` elsewhere) continues it. Returns the
+        interrupt answered; raises as :meth:`aresume` does for a value."""
+        store = self._store()
+        return Resumption(self, store, self._run(store, execution_id), resume, node, None,
+                          resolver, comment).record()
 
     async def _drive_prepared(self, execution_id: str, prepared: Prepared) -> RunResult:
         record = prepared.run
