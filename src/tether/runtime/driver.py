@@ -45,7 +45,8 @@ class Driver:
                  journal: Journal | None, attempt: Attempt,
                  tasks: Mapping[str, Callable[..., Any]], max_concurrency: int,
                  listener: Callable[[Event], None] | None,
-                 budget: TemplateBudget = DEFAULT_BUDGET, info: RunInfo | None = None) -> None:
+                 budget: TemplateBudget = DEFAULT_BUDGET, info: RunInfo | None = None,
+                 inline: bool = True) -> None:
         self.execution_id = execution_id
         self.plan = plan
         self.state = state
@@ -60,7 +61,7 @@ class Driver:
             execution_id, journal, tasks, asyncio.Semaphore(max_concurrency),
             max_concurrency, RunContext(execution_id, store, attempt.owner, self.masker),
             attempt, listener, budget=budget, secrets=SecretsView(names) if names else None,
-            info=info)
+            info=info, inline=inline)
 
     async def drive(self) -> RunResult:
         token = RUN.set(self.session.run)

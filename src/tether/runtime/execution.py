@@ -75,6 +75,9 @@ class Session:
     budget: TemplateBudget = DEFAULT_BUDGET
     secrets: SecretsView | None = None
     info: RunInfo | None = None
+    inline: bool = True
+    """Whether the only runnable unit's sync body may run in the event loop's thread (a
+    worker driving several runs in one loop turns this off: bodies always run in threads)."""
 
     def emit(self, event: Event) -> None:
         if self.listener is not None:
@@ -173,7 +176,8 @@ class Level:
                     if self._open(node, ready):
                         started = self._started(node)
                         if following is None and not flight:
-                            outcome = await outcome_of(self._execute(node, inline=True))
+                            outcome = await outcome_of(self._execute(
+                                node, inline=self.session.inline))
                             self._settle(node, outcome, started, ready)
                             following = ready.take()
                         else:

@@ -83,6 +83,9 @@ class Runner:
         self.snapshot_every = snapshot_every
         self.on_event = on_event
         self.template_budget = template_budget or DEFAULT_BUDGET
+        self.inline_bodies = True
+        """A lone sync task body runs in the event loop's thread (no thread hop); a worker
+        driving several runs in one loop sets this False."""
 
     # -- sync twins --------------------------------------------------------------------------
     def run(self, inputs: Mapping[str, Any] | None = None,
@@ -279,7 +282,8 @@ class Runner:
                      journal: Journal | None, attempt: Attempt,
                      info: RunInfo | None = None) -> RunResult:
         driver = Driver(execution_id, plan, state, journal, attempt, self.tasks,
-                        self.max_concurrency, self.on_event, self.template_budget, info)
+                        self.max_concurrency, self.on_event, self.template_budget, info,
+                        self.inline_bodies)
         return await driver.drive()
 
     # -- helpers -----------------------------------------------------------------------------

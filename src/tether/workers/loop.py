@@ -101,6 +101,7 @@ class Worker:
         poll = self._poll if self._poll is not None else claims.poll_seconds(store)
         runner = Runner(None, store, self._tasks, max_concurrency=self._max_concurrency,
                         lease_seconds=self.lease_seconds)
+        runner.inline_bodies = False  # several runs share this loop: bodies in threads
         owner = parse_owner(self.worker_id)
         now = time.time()
         store.register_worker(WorkerRecord(
@@ -156,13 +157,9 @@ class Worker:
             return []
 
     def _heartbeat(self, store: Checkpointer) -> None:
-        """Report this worker's runs, and notice cancel requests for them."""
+        """Report this worker's runs (``tether workers``)."""
         try:
             store.heartbeat_worker(self.worker_id, time.time(), sorted(self._running))
-            for execution_id in list(self._running):
-                run = store.get_run(execution_id)
-                if run is not None and run.cancel_requested_at is not None:
-                    self._cancel.add(execution_id)
         except TetherError as exc:
             log.warning("worker heartbeat failed: %s", exc)
 
@@ -181,9 +178,15 @@ class Worker:
 
         task.add_done_callback(done)
 
-    def _boundary(self, execution_id: str) -> Callable[[], None]:
+    def _boundary(self, store: Checkpointer, execution_id: str) -> Callable[[], None]:
+        """Before each unit: a cancel request (read from the run row: one primary-key read,
+        so a request is never missed between two nodes) or this worker stopping."""
         def check() -> None:
             if execution_id in self._cancel:
+                raise StopAtBoundary(execution_id, cancel=True)
+            run = store.get_run(execution_id)
+            if run is not None and run.cancel_requested_at is not None:
+                self._cancel.add(execution_id)
                 raise StopAtBoundary(execution_id, cancel=True)
             if self._stopping.is_set():
                 raise StopAtBoundary(execution_id, cancel=False)
@@ -193,7 +196,7 @@ class Worker:
         execution_id = claim.run.execution_id
         try:
             result = await runner.aresume(execution_id, owner=claim.owner,
-                                          boundary=self._boundary(execution_id))
+                                          boundary=self._boundary(store, execution_id))
             log.info("run %s (%s): %s", execution_id, claim.reason, result.status)
         except LeaseLost as exc:
             log.warning("%s", exc)
