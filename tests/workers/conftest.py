@@ -24,7 +24,7 @@ def chain_workflow(directory: Path, nodes: int = NODES) -> Path:
         if i:
             lines.append(f"    needs: [n{i - 1}]")
         x = f'"{{{{ nodes.n{i - 1}.output }}}}"' if i else "0"
-        lines.append(f'    task: step')
+        lines.append('    task: step')
         lines.append(f'    with: {{rid: "{{{{ inputs.rid }}}}", node: n{i}, x: {x}}}')
     lines.append(f'output: "{{{{ nodes.n{nodes - 1}.output }}}}"')
     path = directory / "chain.yaml"

@@ -16,9 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from conftest import NODES, Fleet, chain_workflow, wait_for
-
 from tether.runtime.runner import Runner
 from tether.stores.open import open_checkpointer
 
