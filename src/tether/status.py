@@ -15,19 +15,24 @@ from typing import Literal
 class RunStatus(StrEnum):
     """A run as a whole (the ``runs.status`` column, and ``RunResult.status``).
 
+    ``queued``: submitted (``Runner.submit``, ``tether submit``), waiting for a worker;
     ``running``: an attempt executes it, or it stopped (crash, Ctrl-C) and may be resumed;
     ``paused``: nothing can proceed until a pending interrupt is answered; ``completed`` and
-    ``failed``: it ended (a failed run may be resumed). A ``RunResult`` is ``running`` only when
-    an answer was recorded for a run that another attempt is executing.
+    ``failed``: it ended (a failed run may be resumed); ``cancelled``: ``tether cancel``
+    stopped it at a node boundary (or before it started); it never runs another node. A
+    ``RunResult`` is ``running`` only when an answer was recorded for a run that another
+    attempt is executing.
     """
 
+    QUEUED = "queued"
     RUNNING = "running"
     PAUSED = "paused"
     COMPLETED = "completed"
     FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
-RunStatusName = Literal["running", "paused", "completed", "failed"]
+RunStatusName = Literal["queued", "running", "paused", "completed", "failed", "cancelled"]
 
 
 class UnitStatus(StrEnum):

@@ -18,6 +18,7 @@ import click
 from tether.cli.operator import execution_id_argument, json_option
 from tether.cli.options import check_id_option, db_option, open_store
 from tether.cli.terminal import console, dumps, printable, shell_quote, shorten, text, when
+from tether.status import RunStatus
 
 if TYPE_CHECKING:
     from tether.stores.base import Checkpointer
@@ -37,7 +38,7 @@ def register(group: click.Group) -> None:
 
 
 @click.command()
-@click.option("--status", type=click.Choice(["running", "paused", "completed", "failed"]),
+@click.option("--status", type=click.Choice([s.value for s in RunStatus]),
               help="Only runs with this status.")
 @click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=50, show_default=True,
               help=f"At most this many runs (1 to {MAX_LIMIT:,}).")

@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.inspect",
     "tether.cli.serve",
     "tether.cli.schedules",
+    "tether.cli.fleet",
 )
 
 EXIT_OK = 0

@@ -219,16 +219,22 @@ def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
               "pending (its node id, or agent_path/node_id).")
 @click.option("--plan", "plan_source", type=click.Path(exists=True, dir_okay=False),
               help="Switch the run to this (compatible) workflow or plan.")
+@click.option("--enqueue", is_flag=True, help="Record the answer (or the request to "
+              "continue) and leave the run to the workers (tether worker); exit 0.")
+@click.option("--queue", default=None, metavar="NAME", help="With --enqueue: the workers' "
+              "queue (default: the run's own, else default).")
 @run_tasks_option
 @db_option
 @json_option
 @quiet_option
 def resume(execution_id: str, value: str | None, node: str | None, plan_source: str | None,
-           tasks: tuple[str, ...], db: str, as_json: bool, quiet: bool) -> None:
+           enqueue: bool, queue: str | None, tasks: tuple[str, ...], db: str, as_json: bool,
+           quiet: bool) -> None:
     """Resume a paused run with --value, or continue a failed or crashed run.
 
     Imports and runs the task modules (--tasks, else [tool.tether] tasks in the nearest
-    pyproject.toml).
+    pyproject.toml). With --enqueue, or when there are no task modules and a --value is
+    given, the answer is recorded and the workers continue the run.
     """
     from tether.runtime.context import Resume
 
@@ -238,6 +244,10 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     store = open_store(db)
     if answer is None:
         _exit_if_timer_not_due(store, execution_id)
+    registry = None if enqueue else load_tasks_or_exit(tasks, from_pyproject=not tasks)
+    if enqueue or (answer is not None and registry is None):
+        _hand_to_workers(store, execution_id, answer, node, queue, plan_source)
+        return
     runner = make_runner(None, store, tasks, quiet)
     report(runner.resume(execution_id, answer, node=node, plan=plan_source), as_json, store)
 
@@ -256,6 +266,33 @@ def _exit_if_timer_not_due(store: Checkpointer, execution_id: str) -> None:
     except TimerNotDue as exc:
         click.echo(f"{exc}", err=True)
         raise SystemExit(EXIT_PAUSED) from None
+
+
+def _hand_to_workers(store: Checkpointer, execution_id: str, answer: Any, node: str | None,
+                     queue: str | None, plan_source: str | None) -> None:
+    """``resume --enqueue``: record the answer (the atomic claim), queue the run for the
+    workers, say so; exit 0."""
+    from tether.errors import RunNotFound, TetherError
+    from tether.runtime.runner import Runner
+
+    if plan_source is not None:
+        raise click.UsageError("--plan cannot be used when the workers continue the run")
+    run_record = store.get_run(execution_id)
+    if run_record is None:
+        raise RunNotFound(execution_id)
+    where = queue or run_record.queue or "default"
+    if not where.strip():
+        raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
+    run_id = printable(execution_id)
+    if answer is not None:
+        answered = Runner(None, store, {}).answer(execution_id, answer, node=node)
+        click.echo(f"answer recorded for '{printable(answered.address)}' of run {run_id}")
+    elif run_record.status in ("completed", "cancelled"):
+        raise TetherError(f"run {execution_id} is {run_record.status}: nothing to continue")
+    if not store.enqueue_run(execution_id, where, run_record.priority):
+        raise RunNotFound(execution_id)
+    click.echo(f"run {run_id} is left to the workers of queue '{printable(where)}' "
+               "(tether worker) to continue")
 
 
 @click.command()

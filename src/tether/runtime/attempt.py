@@ -23,9 +23,23 @@ import threading
 import time
 from collections.abc import Callable
 
-from tether.errors import LeaseLost
+from tether.errors import LeaseLost, TetherError
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner
+
+
+class StopAtBoundary(TetherError):
+    """Raised by an attempt's ``boundary`` hook before a unit starts: stop the attempt there.
+
+    ``cancel``: the run was cancelled (``tether cancel``): it ends ``cancelled``; otherwise
+    the attempt hands the run back (a worker shutting down): the lease is released and the
+    run stays ``running`` for another attempt to continue at once."""
+
+    def __init__(self, execution_id: str, *, cancel: bool) -> None:
+        self.execution_id = execution_id
+        self.cancel = cancel
+        super().__init__(f"run {execution_id}: " + (
+            "cancelled at a node boundary" if cancel else "handed back at a node boundary"))
 
 
 class Attempt:
@@ -42,6 +56,9 @@ class Attempt:
         self.valid_until = time.monotonic() + seconds
         self.lost: str | None = None
         self.on_lost: Callable[[], None] | None = None
+        self.boundary: Callable[[], None] | None = None
+        """Called before each unit starts (a worker's cancel and shutdown checks); may raise
+        :class:`StopAtBoundary`."""
         self._ticket = 0
 
     @property

@@ -23,7 +23,7 @@ from typing import Any
 from tether.compiler.plan import Plan
 from tether.errors import LeaseLost, TetherError
 from tether.runtime.answers import apply_decisions
-from tether.runtime.attempt import Attempt
+from tether.runtime.attempt import Attempt, StopAtBoundary
 from tether.runtime.context import RUN, RunContext
 from tether.runtime.events import Event
 from tether.runtime.execution import Level, RunFailure, Session, Suspended
@@ -45,7 +45,8 @@ class Driver:
                  journal: Journal | None, attempt: Attempt,
                  tasks: Mapping[str, Callable[..., Any]], max_concurrency: int,
                  listener: Callable[[Event], None] | None,
-                 budget: TemplateBudget = DEFAULT_BUDGET, info: RunInfo | None = None) -> None:
+                 budget: TemplateBudget = DEFAULT_BUDGET, info: RunInfo | None = None,
+                 inline: bool = True) -> None:
         self.execution_id = execution_id
         self.plan = plan
         self.state = state
@@ -60,7 +61,7 @@ class Driver:
             execution_id, journal, tasks, asyncio.Semaphore(max_concurrency),
             max_concurrency, RunContext(execution_id, store, attempt.owner, self.masker),
             attempt, listener, budget=budget, secrets=SecretsView(names) if names else None,
-            info=info)
+            info=info, inline=inline)
 
     async def drive(self) -> RunResult:
         token = RUN.set(self.session.run)
@@ -107,6 +108,8 @@ class Driver:
                 if not self._still_answered():
                     return self._paused()
                 continue
+            except StopAtBoundary as stop:
+                return self._stopped(stop)
             except RunFailure as failure:
                 return self._end(RunStatus.FAILED, None, failure.error)
             except TetherError:
@@ -114,6 +117,18 @@ class Driver:
             except Exception as exc:  # a failure outside any node: record it, never hide it
                 return self._end(RunStatus.FAILED, None, NodeError.of(exc, None))
             return self._end(RunStatus.COMPLETED, output, None)
+
+    def _stopped(self, stop: StopAtBoundary) -> RunResult:
+        """Cancelled: end the run ``cancelled``. Handed back: release it, left ``running``."""
+        if stop.cancel:
+            return self._end(RunStatus.CANCELLED, None, NodeError(
+                "RunCancelled", "cancelled (tether cancel) before its next node started",
+                None))
+        self._stop()
+        return RunResult(RunStatus.RUNNING, self.execution_id, None,
+                         self._shown(self.state.data),
+                         message="handed back at a node boundary; another attempt continues "
+                         "it")
 
     def _still_answered(self) -> bool:
         """Pause, unless answers were claimed meanwhile: then apply them (True: go on)."""
@@ -147,7 +162,8 @@ class Driver:
             journal.check()
             row = journal.row(node_id=RUN_END, node_index=len(self.plan.nodes),
                               step_type=StepType.RUN_END,
-                              status=CheckpointStatus(status.value),
+                              status=CheckpointStatus.FAILED if status == RunStatus.CANCELLED
+                              else CheckpointStatus(status.value),
                               counters=self.state.counters, node_output_json=payload)
             try:
                 journal.store.finish_run(row, status, error.to_json() if error else None,

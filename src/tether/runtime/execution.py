@@ -76,15 +76,21 @@ class Session:
     secrets: SecretsView | None = None
     info: RunInfo | None = None
     park_timers: bool = False  # True: a timer parks its unit (workers); False: wait in place
+    inline: bool = True
+    """Whether the only runnable unit's sync body may run in the event loop's thread (a
+    worker driving several runs in one loop turns this off: bodies always run in threads)."""
 
     def emit(self, event: Event) -> None:
         if self.listener is not None:
             self.listener(event)
 
     def check(self) -> None:
-        """Stop (LeaseLost) before starting anything once the attempt lost the run."""
+        """Stop (LeaseLost) before starting anything once the attempt lost the run; the node
+        boundary where a worker's attempt stops for a cancel or a shutdown (StopAtBoundary)."""
         if self.attempt is not None:
             self.attempt.check()
+            if self.attempt.boundary is not None:
+                self.attempt.boundary()
 
 
 class Readiness:
@@ -171,7 +177,8 @@ class Level:
                     if self._open(node, ready):
                         started = self._started(node)
                         if following is None and not flight:
-                            outcome = await outcome_of(self._execute(node, inline=True))
+                            outcome = await outcome_of(self._execute(
+                                node, inline=self.session.inline))
                             self._settle(node, outcome, started, ready)
                             following = ready.take()
                         else:

@@ -88,7 +88,8 @@ class Resumption:
     def __init__(self, runner: Runner, store: Checkpointer, run: RunRecord,
                  resume: Resume | Mapping[str, Any] | None, node: str | None,
                  plan: PlanSource | None, resolver: str | None = None,
-                 comment: str | None = None, *, fired: bool = False) -> None:
+                 comment: str | None = None, owner: str | None = None, *,
+                 fired: bool = False) -> None:
         self.runner = runner
         self.store = store
         self.run = run
@@ -98,7 +99,7 @@ class Resumption:
         self.explicit_plan = plan
         self.resolver = resolver
         self.comment = comment
-        self.attempt = Attempt(store, run.execution_id, runner.lease_seconds)
+        self.attempt = Attempt(store, run.execution_id, runner.lease_seconds, token=owner)
         self.owned = False
         self.fired = fired  # the value is a due timer's answer (fire_due), not a human's
         self.pending: list[PendingInterrupt] = []
@@ -109,6 +110,9 @@ class Resumption:
         store, eid = self.store, self.execution_id
         if self.run.status == RunStatus.COMPLETED:
             raise AlreadyResumed(eid)
+        if self.run.status == RunStatus.CANCELLED:
+            raise ResumeError(eid, "it was cancelled; a cancelled run never runs again "
+                              "(fork it to start over from a checkpoint)")
         last, checkpoint = store.resume_point(eid, self.run.inputs)
         if last is not None and last.node_id == RUN_END and last.status == "completed":
             raise AlreadyResumed(eid)
@@ -146,6 +150,26 @@ class Resumption:
         for path in changed:
             journal.mark(path)
         return Prepared(plan, state, journal, self.attempt, self.run)
+
+    def record(self) -> PendingInterrupt:
+        """Only claim the answer (checked against the approval's form), taking no lease and
+        running nothing: the continuation is left to another process (a worker)."""
+        assert self.answer is not None
+        if self.run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+            raise AlreadyResumed(self.execution_id, f"it is {self.run.status}")
+        plan = self.runner.plan_for(self.run, self.explicit_plan)
+        target = self._target(self.store.list_pending(self.execution_id))
+        if target is None:
+            self._refuse_late()
+            raise ResumeError(self.execution_id, "it is not waiting for input")
+        if not self.fired:
+            refuse_human_answer(self.execution_id, plan, target)
+        self._validate(plan, target)
+        claim = self.store.claim(target, self.answer, resolver=self.resolver,
+                                 comment=self.comment)
+        if claim is None:
+            raise self._answered_first(target)
+        return claim.pending
 
     def _reenter(self, plan: Plan, state: RunState,
                  decisions: list[Decision]) -> list[StatePath]:

@@ -90,6 +90,9 @@ class Runner:
         self.on_event = on_event
         self.template_budget = template_budget or DEFAULT_BUDGET
         self.park_timers = park_timers
+        self.inline_bodies = True
+        """A lone sync task body runs in the event loop's thread (no thread hop); a worker
+        driving several runs in one loop sets this False."""
 
     # -- sync twins --------------------------------------------------------------------------
     def run(self, inputs: Mapping[str, Any] | None = None,
@@ -114,20 +117,9 @@ class Runner:
     async def arun(self, inputs: Mapping[str, Any] | None = None,
                    execution_id: str | None = None) -> RunResult:
         """Start a run of the Runner's plan with ``inputs``."""
-        if self.plan is None:
-            raise TetherError("this Runner has no plan: pass a plan or workflow file to start runs")
-        plan = self.plan
+        plan = self._own_plan()
         check_tasks(plan, frozenset(self.tasks))
-        values, problems = check_values(plan.inputs, dict(inputs or {}), "input")
-        if problems:
-            raise InputError(problems)
-        values, _ = to_json(values, "the run's inputs")
-        masker = masker_for(plan)
-        if masker is not None:  # a secret's value is never stored, not even as an input
-            values = masker.value(values)
-        if execution_id is not None:
-            check_execution_id(execution_id)
-        execution_id = execution_id or new_execution_id()
+        values, execution_id = self._start_values(plan, inputs, execution_id)
         state = RunState.new(values)
         store = self.checkpointer
         attempt = Attempt(store, execution_id, self.lease_seconds)
@@ -143,12 +135,57 @@ class Runner:
         info = RunInfo(execution_id, plan.name, now.isoformat())
         return await self._drive(execution_id, plan, state, journal, attempt, info)
 
+    def _own_plan(self) -> Plan:
+        if self.plan is None:
+            raise TetherError("this Runner has no plan: pass a plan or workflow file to start runs")
+        return self.plan
+
+    @staticmethod
+    def _start_values(plan: Plan, inputs: Mapping[str, Any] | None,
+                      execution_id: str | None) -> tuple[Any, str]:
+        """The checked, JSON-ready (secrets masked) inputs, and the run's execution id."""
+        values, problems = check_values(plan.inputs, dict(inputs or {}), "input")
+        if problems:
+            raise InputError(problems)
+        values, _ = to_json(values, "the run's inputs")
+        masker = masker_for(plan)
+        if masker is not None:  # a secret's value is never stored, not even as an input
+            values = masker.value(values)
+        if execution_id is not None:
+            check_execution_id(execution_id)
+        return values, execution_id or new_execution_id()
+
+    # -- submit ------------------------------------------------------------------------------
+    def submit(self, inputs: Mapping[str, Any] | None = None, *,
+               execution_id: str | None = None, queue: str = "default",
+               priority: int = 0) -> str:
+        """Enqueue a run of the Runner's plan for the workers of ``queue`` and return its
+        execution id at once (nothing executes here, so the task modules need not be
+        importable in this process). The run is ``queued`` with its plan stored, as ``run``
+        stores it; ``priority``: higher is claimed first within the queue."""
+        plan = self._own_plan()
+        values, execution_id = self._start_values(plan, inputs, execution_id)
+        if not queue or not isinstance(queue, str):
+            raise TetherError("a queue name must be a non-empty string")
+        now = utc_now()
+        self._store().create_run(RunRecord(
+            execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
+            status=RunStatus.QUEUED, inputs=values, created_at=now, updated_at=now,
+            attempt=0, queue=queue, priority=int(priority)), plan.to_json())
+        return execution_id
+
     # -- resume ------------------------------------------------------------------------------
     async def aresume(self, execution_id: str,
                       resume: Resume | Mapping[str, Any] | None = None, *,
                       node: str | None = None, plan: PlanSource | None = None,
-                      resolver: str | None = None, comment: str | None = None) -> RunResult:
+                      resolver: str | None = None, comment: str | None = None,
+                      owner: str | None = None,
+                      boundary: Callable[[], None] | None = None) -> RunResult:
         """Continue a run: answer one of its pending interrupts, or recover it after a crash.
+
+        ``owner`` (a worker): the token a claim already wrote into the run row, so this
+        attempt continues under it; ``boundary``: called before each unit starts (may raise
+        ``StopAtBoundary``: the worker's cancel and shutdown checks).
 
         ``node`` names the interrupt to answer when several are pending; ``resolver`` and
         ``comment`` are stored with the decision. Raises :class:`AlreadyResumed` when the run
@@ -164,9 +201,10 @@ class Runner:
             if timed_out is not None:  # its deadline passed: firing it is the resume
                 return await self.afire(timed_out, plan=plan)
         prepared = Resumption(self, store, run, resume, node, plan, resolver,
-                              comment).prepare()
+                              comment, owner).prepare()
         if isinstance(prepared, RunResult):
             return prepared
+        prepared.attempt.boundary = boundary
         return await self._drive_prepared(execution_id, prepared)
 
     async def afire(self, pending: PendingInterrupt, *,
@@ -184,6 +222,16 @@ class Runner:
         if isinstance(prepared, RunResult):
             return prepared
         return await self._drive_prepared(pending.execution_id, prepared)
+
+    def answer(self, execution_id: str, resume: Resume | Mapping[str, Any], *,
+               node: str | None = None, resolver: str | None = None,
+               comment: str | None = None) -> PendingInterrupt:
+        """Record an answer to a pending interrupt (the atomic claim) without continuing
+        the run here: a worker (or ``resume`` elsewhere) continues it. Returns the
+        interrupt answered; raises as :meth:`aresume` does for a value."""
+        store = self._store()
+        return Resumption(self, store, self._run(store, execution_id), resume, node, None,
+                          resolver, comment).record()
 
     async def _drive_prepared(self, execution_id: str, prepared: Prepared) -> RunResult:
         record = prepared.run
@@ -261,7 +309,8 @@ class Runner:
                      journal: Journal | None, attempt: Attempt,
                      info: RunInfo | None = None) -> RunResult:
         driver = Driver(execution_id, plan, state, journal, attempt, self.tasks,
-                        self.max_concurrency, self.on_event, self.template_budget, info)
+                        self.max_concurrency, self.on_event, self.template_budget, info,
+                        self.inline_bodies)
         driver.session.park_timers = self.park_timers
         return await driver.drive()
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tether.stores.queueing import CancelOutcome, ClaimedRun, WorkerRecord
 from tether.stores.records import (
     RUN_END,
     Checkpoint,
@@ -120,6 +121,50 @@ class Checkpointer(abc.ABC):
     @abc.abstractmethod
     def release(self, execution_id: str, owner: str) -> None:
         """Give the lease up (if ``owner`` holds it)."""
+
+    # -- queues and workers ------------------------------------------------------------------
+    @abc.abstractmethod
+    def enqueue_run(self, execution_id: str, queue: str, priority: int = 0,
+                    available_at: float | None = None) -> bool:
+        """Hand an existing run to the workers of ``queue``: set its queue and priority (and
+        ``available_at``). A run executed in place (``tether run``) that paused is continued
+        by a worker once answered. False when there is no such run. Wakes idle workers
+        (PostgreSQL ``NOTIFY tether_runs``)."""
+
+    @abc.abstractmethod
+    def claim_runs(self, worker: str, queues: Sequence[str], limit: int, now: float,
+                   lease_until: float) -> list[ClaimedRun]:
+        """Atomically claim up to ``limit`` runnable runs of ``queues`` (see
+        :mod:`tether.stores.queueing` for which), highest priority then oldest first, each
+        with a fresh owner token and the lease ``lease_until``; the run becomes ``running``
+        and its ``attempt`` is counted, as :meth:`acquire` does. Two claimers never get the
+        same run: PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, SQLite one ``BEGIN
+        IMMEDIATE`` transaction (the database's single writer). ``worker`` names the claimer
+        in messages and logs only; fencing is on the per-run tokens."""
+
+    @abc.abstractmethod
+    def request_cancel(self, execution_id: str, now: float) -> CancelOutcome | None:
+        """Ask to cancel a run: one that nothing executes (queued, paused, failed, or
+        running with a lost lease) is recorded ``cancelled`` at once (its pending interrupts
+        dropped); one an attempt holds gets ``cancel_requested_at`` and its holder stops it
+        at its next node boundary. None when there is no such run."""
+
+    @abc.abstractmethod
+    def register_worker(self, worker: WorkerRecord) -> None:
+        """Insert (or replace) a worker's row."""
+
+    @abc.abstractmethod
+    def heartbeat_worker(self, worker_id: str, now: float, held: Sequence[str]) -> bool:
+        """Record a worker's heartbeat and the runs it holds; False if its row is gone."""
+
+    @abc.abstractmethod
+    def deregister_worker(self, worker_id: str) -> None:
+        """Remove a worker's row (a clean stop)."""
+
+    @abc.abstractmethod
+    def list_workers(self, alive_since: float | None = None) -> list[WorkerRecord]:
+        """Workers (whose last heartbeat is at or after ``alive_since`` when given), oldest
+        registration first."""
 
     # -- checkpoints -------------------------------------------------------------------------
     @abc.abstractmethod

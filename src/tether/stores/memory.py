@@ -16,7 +16,8 @@ from typing import Any
 
 from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
-from tether.stores.owners import describe_owner, lease_free
+from tether.stores.owners import describe_owner, lease_free, new_owner
+from tether.stores.queueing import CancelOutcome, ClaimedRun, ClaimReason, WorkerRecord
 from tether.stores.records import (
     RUN_END,
     CheckpointRow,
@@ -47,6 +48,7 @@ class InMemoryCheckpointer(Checkpointer):
         self._decisions: dict[str, dict[str, Decision]] = {}  # by run, then checkpoint id
         self._cache: dict[tuple[str, str], str] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
+        self._workers: dict[str, WorkerRecord] = {}
 
     def __repr__(self) -> str:
         return "InMemoryCheckpointer()"
@@ -108,6 +110,92 @@ class InMemoryCheckpointer(Checkpointer):
         run = self._runs.get(execution_id)
         if run is None or run.owner != owner:
             raise LeaseLost(execution_id, _lost_reason(run.owner if run else None))
+
+    # -- queues and workers ------------------------------------------------------------------
+    def enqueue_run(self, execution_id: str, queue: str, priority: int = 0,
+                    available_at: float | None = None) -> bool:
+        with self._lock:
+            run = self._runs.get(execution_id)
+            if run is None:
+                return False
+            self._runs[execution_id] = dataclasses.replace(
+                run, queue=queue, priority=priority, available_at=available_at)
+            return True
+
+    def _claim_reason(self, run: RunRecord, queues: Sequence[str],
+                      now: float) -> ClaimReason | None:
+        if run.queue is None or run.queue not in queues:
+            return None
+        if run.status == RunStatus.QUEUED:
+            ready = run.available_at is None or run.available_at <= now
+            return ClaimReason.QUEUED if ready and run.cancel_requested_at is None else None
+        if run.status == RunStatus.RUNNING:
+            free = run.owner is None or (run.lease_until is not None and run.lease_until < now)
+            return ClaimReason.RECOVERED if free else None
+        if run.status == RunStatus.PAUSED and run.owner is None and any(
+                d.created_at > run.updated_at
+                for d in self._decisions.get(run.execution_id, {}).values()):
+            return ClaimReason.ANSWERED
+        return None
+
+    def claim_runs(self, worker: str, queues: Sequence[str], limit: int, now: float,
+                   lease_until: float) -> list[ClaimedRun]:
+        with self._lock:
+            found = [(r, why) for r in self._runs.values()
+                     if (why := self._claim_reason(r, queues, now)) is not None]
+            found.sort(key=lambda f: (-f[0].priority, f[0].created_at, f[0].execution_id))
+            claimed = []
+            for run, why in found[:max(0, limit)]:
+                owner = new_owner()
+                self._runs[run.execution_id] = dataclasses.replace(
+                    run, owner=owner, lease_until=lease_until, status=RunStatus.RUNNING.value,
+                    attempt=run.attempt + 1, updated_at=utc(now))
+                claimed.append(ClaimedRun(_copy(self._runs[run.execution_id]), owner,
+                                          lease_until, why))
+            return claimed
+
+    def request_cancel(self, execution_id: str, now: float) -> CancelOutcome | None:
+        with self._lock:
+            run = self._runs.get(execution_id)
+            if run is None:
+                return None
+            if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+                return CancelOutcome.FINISHED
+            if run.owner is not None and run.lease_until is not None and \
+                    run.lease_until >= now:
+                self._runs[execution_id] = dataclasses.replace(run, cancel_requested_at=now)
+                return CancelOutcome.REQUESTED
+            message = "cancelled before a worker executed it" if \
+                run.status == RunStatus.QUEUED else "cancelled while nothing executed it"
+            self._runs[execution_id] = dataclasses.replace(
+                run, status=RunStatus.CANCELLED.value, cancel_requested_at=now,
+                updated_at=utc(now), owner=None, lease_until=None,
+                error={"type": "RunCancelled", "message": message, "node_id": None})
+            self._pending.pop(execution_id, None)
+            return CancelOutcome.CANCELLED
+
+    def register_worker(self, worker: WorkerRecord) -> None:
+        with self._lock:
+            self._workers[worker.worker_id] = worker
+
+    def heartbeat_worker(self, worker_id: str, now: float, held: Sequence[str]) -> bool:
+        with self._lock:
+            worker = self._workers.get(worker_id)
+            if worker is None:
+                return False
+            self._workers[worker_id] = dataclasses.replace(worker, heartbeat_at=now,
+                                                           held=tuple(held))
+            return True
+
+    def deregister_worker(self, worker_id: str) -> None:
+        with self._lock:
+            self._workers.pop(worker_id, None)
+
+    def list_workers(self, alive_since: float | None = None) -> list[WorkerRecord]:
+        with self._lock:
+            found = [w for w in self._workers.values()
+                     if alive_since is None or w.heartbeat_at >= alive_since]
+        return sorted(found, key=lambda w: (w.started_at, w.worker_id))
 
     # -- leases ------------------------------------------------------------------------------
     def acquire(self, execution_id: str, owner: str, until: float, now: float,
@@ -324,8 +412,8 @@ class InMemoryCheckpointer(Checkpointer):
             return True
 
     def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
-        finished = {RunStatus.COMPLETED.value} | ({RunStatus.FAILED.value} if include_failed
-                                                  else set())
+        finished = {RunStatus.COMPLETED.value, RunStatus.CANCELLED.value} | (
+            {RunStatus.FAILED.value} if include_failed else set())
         with self._lock:
             doomed = [
                 r.execution_id for r in self._runs.values()

@@ -200,8 +200,43 @@ def _v3_schedules(ctx: MigrationContext) -> None:
     _SCHEDULES_V3.create(ctx.connection)
 
 
+# -- version 5: queued runs, cancel requests, workers and queues -----------------------------
+_V3 = MetaData()
+_WORKERS_V3 = Table(
+    "workers", _V3,
+    Column("worker_id", String(200), primary_key=True),
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("queues", Text, nullable=False),
+    Column("concurrency", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=False),
+    Column("held", Text, nullable=False))
+_QUEUES_V3 = Table(
+    "queues", _V3,
+    Column("name", String(200), primary_key=True),
+    Column("concurrency", Integer),
+    Column("per_workflow", Integer),
+    Column("rate_limit", Float),
+    Column("start_timeout", Float),
+    Column("created_at", Float, nullable=False))
+
+
+def _v4_workers(ctx: MigrationContext) -> None:
+    """Version 5: ``runs.queue``, ``priority``, ``available_at``, ``cancel_requested_at`` (a
+    claim index on them); the ``workers`` and ``queues`` tables."""
+    runs = ctx.table("runs")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN queue VARCHAR(200)")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN priority INTEGER NOT NULL DEFAULT 0")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN available_at FLOAT")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN cancel_requested_at FLOAT")
+    ctx.run(f"CREATE INDEX runs_claim ON {runs} (queue, status, priority)")
+    _WORKERS_V3.create(ctx.connection)
+    _QUEUES_V3.create(ctx.connection)
+
+
 Migration = Callable[[MigrationContext], None]
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v3_schedules]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v3_schedules, _v4_workers]
 
 SCHEMA_VERSION = len(MIGRATIONS)

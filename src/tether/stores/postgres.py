@@ -120,6 +120,14 @@ class PostgresCheckpointer(SQLCheckpointer):
             with contextlib.suppress(Exception):  # already broken; nothing more to release
                 connection.close()
 
+    @property
+    def notify_channel(self) -> str:
+        """The LISTEN/NOTIFY channel enqueues are announced on (one per schema)."""
+        return f"tether_runs_{self.schema}" if self.schema else "tether_runs"
+
+    def _notify(self, cursor: Any) -> None:
+        cursor.execute(f'NOTIFY "{self.notify_channel}"')
+
     def _put(self, connection: Any, sql: str, params: Any) -> bool:
         return bool(connection.execute(sql, params, prepare=True).rowcount == 1)
 

@@ -49,7 +49,7 @@ runs = Table(
     Column("workflow", Text, nullable=False, comment="the workflow's name"),
     Column("plan_fingerprint", String(64), nullable=False, comment="plans.fingerprint"),
     Column("status", String(16), nullable=False,
-           comment="running, paused, completed or failed"),
+           comment="queued, running, paused, completed, failed or cancelled"),
     Column("inputs", Text, nullable=False, comment="the run's inputs (JSON), stored once"),
     Column("created_at", Float, nullable=False, comment="when the run started"),
     Column("updated_at", Float, nullable=False, comment="last status change"),
@@ -61,7 +61,14 @@ runs = Table(
     Column("lease_until", Float, comment="the owner's lease expires at this time"),
     Column("attempt", Integer, nullable=False, server_default="1",
            comment="1 for the first execution, +1 each time another attempt takes the run"),
+    Column("queue", String(200), comment="the workers' queue serving the run; NULL for a run "
+           "executed in place (tether run)"),
+    Column("priority", Integer, nullable=False, server_default="0",
+           comment="claim order within a queue: higher first, then older first"),
+    Column("available_at", Float, comment="a queued run may start from this time"),
+    Column("cancel_requested_at", Float, comment="when tether cancel asked to stop the run"),
     Index("runs_status_updated", "status", "updated_at"),
+    Index("runs_claim", "queue", "status", "priority"),
 )
 
 checkpoints = Table(
@@ -147,7 +154,34 @@ schedules = Table(
     Column("next_tick", Float, comment="the next tick after last_tick, for listing"),
 )
 
+workers = Table(
+    "workers",
+    metadata,
+    Column("worker_id", String(200), primary_key=True, comment="the worker's own token"),
+    Column("host", Text, nullable=False, comment="where it runs"),
+    Column("pid", Integer, nullable=False, comment="its process id"),
+    Column("queues", Text, nullable=False, comment="the queues it serves (JSON list)"),
+    Column("concurrency", Integer, nullable=False, comment="runs it executes at once"),
+    Column("started_at", Float, nullable=False, comment="when it registered"),
+    Column("heartbeat_at", Float, nullable=False, comment="its last heartbeat"),
+    Column("held", Text, nullable=False,
+           comment="execution ids of the runs it held at its last heartbeat (JSON list)"),
+)
+
+queues = Table(
+    "queues",
+    metadata,
+    Column("name", String(200), primary_key=True, comment="the queue"),
+    Column("concurrency", Integer, comment="runs of the queue executing at once, fleet-wide"),
+    Column("per_workflow", Integer, comment="of those, at most this many of one workflow"),
+    Column("rate_limit", Float, comment="runs started per second, fleet-wide"),
+    Column("start_timeout", Float, comment="seconds a run may wait queued before it is "
+           "reported stuck"),
+    Column("created_at", Float, nullable=False, comment="when the queue was configured"),
+)
+
 __all__ = [
     "MIGRATIONS", "SCHEMA_VERSION", "checkpoints", "decisions", "idempotency_cache",
-    "metadata", "pending_interrupts", "plans", "runs", "schedules", "schema_version",
+    "metadata", "pending_interrupts", "plans", "queues", "runs", "schedules", "schema_version",
+    "workers",
 ]

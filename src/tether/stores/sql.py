@@ -50,10 +50,11 @@ from tether.errors import (
     StoreError,
     StoreUnavailable,
 )
-from tether.stores import listing
+from tether.stores import listing, sql_queue
 from tether.stores.base import Checkpointer
 from tether.stores.migrations import MigrationContext
 from tether.stores.owners import describe_owner
+from tether.stores.queueing import CancelOutcome, ClaimedRun, WorkerRecord
 from tether.stores.records import (
     RUN_END,
     CheckpointRow,
@@ -198,6 +199,9 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
     def _reset_hot(self) -> None:
         """Forget a broken connection (the next operation opens a new one)."""
 
+    def _notify(self, cursor: Any) -> None:
+        """Inside a write transaction: wake idle workers at commit (PostgreSQL NOTIFY)."""
+
     _can_drop_columns = True  # ALTER TABLE ... DROP COLUMN (SQLite since 3.35)
 
     def _qualified(self, table: str) -> str:
@@ -293,6 +297,8 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
                 runs.c.execution_id), **self._run_values(run))
             if cursor.fetchone() is None:
                 raise ExecutionExists(run.execution_id)
+            if run.status == RunStatus.QUEUED:
+                self._notify(cursor)
 
     def _store_plan(self, cursor: Any, fingerprint: str, plan_json: str) -> None:
         self._execute(cursor, "store_plan", lambda: self._insert_or_ignore(plans),
@@ -308,6 +314,8 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
             "parent_execution_id": run.parent_execution_id,
             "parent_checkpoint_id": run.parent_checkpoint_id, "error": _json(run.error),
             "owner": run.owner, "lease_until": run.lease_until, "attempt": run.attempt,
+            "queue": run.queue, "priority": run.priority, "available_at": run.available_at,
+            "cancel_requested_at": run.cancel_requested_at,
         }
 
     @staticmethod
@@ -322,6 +330,9 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
             parent_checkpoint_id=values["parent_checkpoint_id"],
             error=_parse(values["error"]), owner=values["owner"],
             lease_until=values["lease_until"], attempt=values["attempt"],
+            queue=values["queue"], priority=values["priority"],
+            available_at=values["available_at"],
+            cancel_requested_at=values["cancel_requested_at"],
         )
 
     @transient()
@@ -431,6 +442,35 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
         self._execute(cursor, "release", lambda: update(runs).where(and_(
             runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
             owner=None, lease_until=None), eid=execution_id, holder=owner)
+
+    # -- queues and workers (statements in sql_queue.py) -------------------------------------
+    def enqueue_run(self, execution_id: str, queue: str, priority: int = 0,
+                    available_at: float | None = None) -> bool:
+        return sql_queue.enqueue_run(self, execution_id, queue, priority, available_at)
+
+    def claim_runs(self, worker: str, queues: Sequence[str], limit: int, now: float,
+                   lease_until: float) -> list[ClaimedRun]:
+        """Not retried on a lost connection: a claim that may have committed is simply not
+        seen; its runs' leases expire and are claimed again."""
+        return sql_queue.claim_runs(self, worker, queues, limit, now, lease_until)
+
+    def request_cancel(self, execution_id: str, now: float) -> CancelOutcome | None:
+        return sql_queue.request_cancel(self, execution_id, now)
+
+    @transient()
+    def register_worker(self, worker: WorkerRecord) -> None:
+        sql_queue.register_worker(self, worker)
+
+    def heartbeat_worker(self, worker_id: str, now: float, held: Sequence[str]) -> bool:
+        return sql_queue.heartbeat_worker(self, worker_id, now, held)
+
+    @transient()
+    def deregister_worker(self, worker_id: str) -> None:
+        sql_queue.deregister_worker(self, worker_id)
+
+    @transient()
+    def list_workers(self, alive_since: float | None = None) -> list[WorkerRecord]:
+        return sql_queue.list_workers(self, alive_since)
 
     # -- checkpoints -------------------------------------------------------------------------
     @transient(done=_row_written)
@@ -721,8 +761,8 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
 
     def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
         """Delete finished runs in one write transaction (paused/running runs never match)."""
-        statuses = [RunStatus.COMPLETED.value] + ([RunStatus.FAILED.value] if include_failed
-                                                  else [])
+        statuses = [RunStatus.COMPLETED.value, RunStatus.CANCELLED.value] + (
+            [RunStatus.FAILED.value] if include_failed else [])
         with self._engine_write("pruning") as connection:
             doomed = [r[0] for r in connection.execute(
                 select(runs.c.execution_id).where(and_(

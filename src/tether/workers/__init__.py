@@ -1,1 +1,8 @@
-"""Workers: processes that run, recover, time and schedule runs from a shared store."""
+"""Workers: processes that share a store's runs (see ``docs/workers.md``)."""
+
+from __future__ import annotations
+
+from tether.workers.claims import LEASE_ENV, lease_seconds
+from tether.workers.loop import Worker
+
+__all__ = ["LEASE_ENV", "Worker", "lease_seconds"]

@@ -1,0 +1,153 @@
+"""The fleet commands: submit, worker, workers, cancel.
+
+``tether submit`` enqueues a run and prints its execution id (nothing executes here, so no
+task module is imported). ``tether worker`` is the long-lived process that executes queued,
+crashed and answered runs (``tether.workers``); SIGTERM or SIGINT stops it gracefully: it
+stops claiming, lets the nodes in flight finish and checkpoint, hands its runs back and
+exits 0. ``tether workers`` lists the live workers; ``tether cancel`` cancels a run (at once
+when nothing executes it, else at its holder's next node boundary). See ``docs/workers.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+
+import click
+
+from tether.cli.operator import execution_id_argument, read_inputs
+from tether.cli.options import (
+    check_id_option,
+    db_option,
+    load_tasks_or_exit,
+    open_store,
+    run_tasks_option,
+)
+from tether.cli.terminal import printable, shell_quote
+from tether.errors import RunNotFound
+
+queue_option = click.option("--queue", default="default", show_default=True, metavar="NAME",
+                            help="The workers' queue.")
+
+
+def register(group: click.Group) -> None:
+    """Add the fleet commands to ``group``."""
+    for command in (submit, worker, workers, cancel):
+        group.add_command(command)
+
+
+@click.command()
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.option("--input", "-i", "pairs", multiple=True, metavar="NAME=VALUE",
+              help="An input value (read as JSON unless the input is a string); repeatable.")
+@click.option("--inputs-file", type=click.Path(exists=True, dir_okay=False),
+              help="A JSON (.json) or YAML file with the inputs (at most 10 MB).")
+@queue_option
+@click.option("--priority", type=int, default=0, show_default=True,
+              help="Higher is claimed first within the queue.")
+@click.option("--id", "execution_id", callback=check_id_option("an execution id"),
+              help="Use this execution id instead of a new one.")
+@db_option
+def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: str,
+           priority: int, execution_id: str | None, db: str) -> None:
+    """Enqueue a run of a workflow file or plan for the workers; print its execution id."""
+    from tether.runtime.runner import Runner
+
+    if not queue.strip():
+        raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
+    store = open_store(db, create=True)
+    runner = Runner(source, store, {})
+    assert runner.plan is not None
+    inputs = read_inputs(runner.plan, pairs, inputs_file)
+    click.echo(printable(runner.submit(inputs, execution_id=execution_id, queue=queue,
+                                       priority=priority)))
+
+
+@click.command()
+@run_tasks_option
+@click.option("--concurrency", type=click.IntRange(1, 1000), default=4, show_default=True,
+              help="Runs executed at once.")
+@click.option("--queue", "queues", multiple=True, metavar="NAME",
+              help="A queue to serve (repeatable; default: default).")
+@click.option("--lease", type=click.FloatRange(0, 86400, min_open=True), default=None,
+              help="Lease seconds of each claimed run (default: $TETHER_LEASE_SECONDS, "
+              "else 30): how long a crashed worker holds its runs.")
+@click.option("--poll", type=click.FloatRange(0.01, 60), default=None,
+              help="Seconds between looks for work without a wake-up (default 1 on "
+              "PostgreSQL, 0.2 on SQLite).")
+@db_option
+def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
+           lease: float | None, poll: float | None, db: str) -> None:
+    """Execute queued, crashed and answered runs until SIGTERM or SIGINT (then exit 0).
+
+    Imports the task modules (--tasks, else [tool.tether] tasks in the nearest
+    pyproject.toml).
+    """
+    from tether.workers import Worker
+
+    registry = load_tasks_or_exit(tasks, from_pyproject=not tasks)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    store = open_store(db)
+    fleet = Worker(store, registry if registry is not None else {}, queues or ("default",),
+                   concurrency, lease_seconds=lease, poll_seconds=poll)
+
+    def stop(signum: int, _frame: object) -> None:
+        click.echo(f"worker: {signal.Signals(signum).name}: stopping (runs in flight stop at "
+                   "their next node boundary)", err=True)
+        fleet.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    click.echo(f"worker {printable(fleet.worker_id.partition('@')[0][:12])} serving "
+               f"{', '.join(printable(q) for q in fleet.queues)} (concurrency {concurrency})",
+               err=True)
+    try:
+        fleet.run_forever()
+    finally:
+        store.close()
+    click.echo("worker: stopped", err=True)
+
+
+@click.command()
+@db_option
+def workers(db: str) -> None:
+    """List the live workers: host, pid, queues, runs held, last heartbeat."""
+    from tether.workers import lease_seconds
+
+    store = open_store(db)
+    now = time.time()
+    live = store.list_workers(alive_since=now - 2 * lease_seconds())
+    if not live:
+        click.echo("no live workers")
+        return
+    click.echo(f"{'HOST':<20} {'PID':>7}  {'QUEUES':<20} {'RUNS':>5}  LAST HEARTBEAT")
+    for one in live:
+        queues = ",".join(one.queues)
+        click.echo(f"{printable(one.host):<20} {one.pid:>7}  {printable(queues):<20} "
+                   f"{one.runs_held:>2}/{one.concurrency:<2}  {now - one.heartbeat_at:.1f} s ago")
+
+
+@click.command()
+@execution_id_argument
+@db_option
+def cancel(execution_id: str, db: str) -> None:
+    """Cancel a run: at once when nothing executes it (queued, paused, failed), else at its
+    worker's next node boundary."""
+    from tether.stores.queueing import CancelOutcome
+
+    store = open_store(db)
+    outcome = store.request_cancel(execution_id, time.time())
+    run_id = printable(execution_id)
+    if outcome is None:
+        raise RunNotFound(execution_id)
+    if outcome == CancelOutcome.CANCELLED:
+        click.echo(f"cancelled run {run_id} (nothing was executing it)")
+    elif outcome == CancelOutcome.REQUESTED:
+        click.echo(f"cancel requested for run {run_id}: its worker stops it at the next node "
+                   f"boundary (see: tether show {shell_quote(execution_id)})")
+    else:
+        run = store.get_run(execution_id)
+        click.echo(f"run {run_id} already ended ({printable(run.status if run else '?')}); "
+                   "nothing to cancel")
+        raise click.exceptions.Exit(1)

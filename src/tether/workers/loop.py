@@ -1,0 +1,227 @@
+"""The worker: claims runnable runs from a shared store and executes them, fenced.
+
+A :class:`Worker` registers itself (the ``workers`` table), then loops: claim up to
+``concurrency`` runs (:meth:`~tether.stores.base.Checkpointer.claim_runs` writes a fresh owner
+token and lease into each), drive each with the ordinary ``Runner.aresume`` under that token
+(the resume protocol decides: a queued run starts, a crashed one is recovered, an answered
+pause continues), and wait for a wake-up (PostgreSQL NOTIFY, a run finishing, or the poll
+interval). The lease of each run is renewed by the runtime's heartbeat like any attempt's; a
+run whose lease is lost stops (``LeaseLost``) and writes nothing more.
+
+Before each unit starts, a run's ``boundary`` hook stops it when ``tether cancel`` asked (the
+run ends ``cancelled``) or when the worker is stopping (the run is handed back: lease
+released, still ``running``, so another worker continues it at once). :meth:`Worker.stop`
+(SIGTERM, SIGINT) therefore lets the nodes in flight finish and checkpoint, then returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from tether.errors import AlreadyResumed, LeaseLost, ResumeError, TetherError
+from tether.runtime.attempt import StopAtBoundary
+from tether.runtime.runner import Runner
+from tether.stores.base import Checkpointer
+from tether.stores.owners import new_owner, parse_owner
+from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
+from tether.workers import claims
+
+__all__ = ["Worker"]
+
+log = logging.getLogger("tether.workers")
+
+
+class Worker:
+    """A worker process's loop (see the module docstring).
+
+    Args:
+        store: a store URL (the worker opens its own connection) or a Checkpointer.
+        tasks: task callables by name, module names to import, or None for the registered
+            ones (as for :class:`~tether.runtime.runner.Runner`).
+        queues: the queues served.
+        concurrency: how many runs execute at once.
+        lease_seconds: each claimed run's lease (default ``$TETHER_LEASE_SECONDS``, 30 s):
+            how long a crashed worker holds its runs before another takes them over.
+        poll_seconds: how often to look for work without a wake-up (default 1 s on
+            PostgreSQL, 0.2 s on SQLite).
+    """
+
+    def __init__(self, store: str | Checkpointer,
+                 tasks: Mapping[str, Callable[..., Any]] | Iterable[str] | None = None,
+                 queues: Sequence[str] = ("default",), concurrency: int = 4, *,
+                 lease_seconds: float | None = None, poll_seconds: float | None = None,
+                 max_concurrency: int = 16) -> None:
+        if concurrency < 1:
+            raise TetherError("a worker's concurrency must be at least 1")
+        self.queues = tuple(dict.fromkeys(queues)) or ("default",)
+        self.concurrency = concurrency
+        self.lease_seconds = claims.lease_seconds(lease_seconds)
+        self.worker_id = new_owner()
+        self._store_source = store
+        self._tasks = tasks
+        self._poll = poll_seconds
+        self._max_concurrency = max_concurrency
+        self._stopping = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+        self._cancel: set[str] = set()
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self.finished = 0
+        """Runs this worker drove to an end of their attempt (for tests and logs)."""
+
+    # -- control (any thread, or a signal handler) -------------------------------------------
+    def stop(self) -> None:
+        """Stop claiming; runs in flight stop at their next node boundary and are handed
+        back; :meth:`run_forever` returns once they have."""
+        self._stopping.set()
+        self._poke()
+
+    def _poke(self) -> None:
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(wake.set)
+
+    def run_forever(self) -> None:
+        """Run until :meth:`stop` is called."""
+        asyncio.run(self.arun())
+
+    # -- the loop ----------------------------------------------------------------------------
+    async def arun(self) -> None:
+        store = self._open()
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        poll = self._poll if self._poll is not None else claims.poll_seconds(store)
+        runner = Runner(None, store, self._tasks, max_concurrency=self._max_concurrency,
+                        lease_seconds=self.lease_seconds)
+        runner.inline_bodies = False  # several runs share this loop: bodies in threads
+        owner = parse_owner(self.worker_id)
+        now = time.time()
+        store.register_worker(WorkerRecord(
+            self.worker_id, owner.host if owner else "-", os.getpid(), self.queues,
+            self.concurrency, now, now))
+        listener = claims.Listener(store, self._poke)
+        listener.start()
+        beat_every = min(poll, self.lease_seconds / 3)
+        next_beat = 0.0
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                claimed = self._claim(store)
+                for claim in claimed:
+                    self._start(runner, store, claim)
+                if time.monotonic() >= next_beat:
+                    self._heartbeat(store)
+                    next_beat = time.monotonic() + beat_every
+                if claimed and len(self._running) < self.concurrency:
+                    continue  # there may be more waiting
+                wait = min(poll, max(0.0, next_beat - time.monotonic()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+            if self._running:
+                log.info("worker stopping: %d run(s) stop at their next node boundary",
+                         len(self._running))
+                await asyncio.gather(*self._running.values(), return_exceptions=True)
+        finally:
+            listener.stop()
+            try:
+                store.deregister_worker(self.worker_id)
+            finally:
+                if not isinstance(self._store_source, Checkpointer):
+                    store.close()
+
+    def _open(self) -> Checkpointer:
+        if isinstance(self._store_source, Checkpointer):
+            return self._store_source
+        from tether.stores.open import open_checkpointer
+
+        return open_checkpointer(self._store_source, create=False)
+
+    def _claim(self, store: Checkpointer) -> list[ClaimedRun]:
+        free = self.concurrency - len(self._running)
+        if free <= 0:
+            return []
+        now = time.time()
+        try:
+            return store.claim_runs(self.worker_id, self.queues, free, now,
+                                    now + self.lease_seconds)
+        except TetherError as exc:  # the database is unreachable: try again next poll
+            log.warning("claiming runs failed: %s", exc)
+            return []
+
+    def _heartbeat(self, store: Checkpointer) -> None:
+        """Report this worker's runs (``tether workers``)."""
+        try:
+            store.heartbeat_worker(self.worker_id, time.time(), sorted(self._running))
+        except TetherError as exc:
+            log.warning("worker heartbeat failed: %s", exc)
+
+    def _start(self, runner: Runner, store: Checkpointer, claim: ClaimedRun) -> None:
+        execution_id = claim.run.execution_id
+        if claim.run.cancel_requested_at is not None:
+            self._cancel.add(execution_id)
+        task = asyncio.create_task(self._drive(runner, store, claim))
+        self._running[execution_id] = task
+
+        def done(_: asyncio.Task[None]) -> None:
+            self._running.pop(execution_id, None)
+            self._cancel.discard(execution_id)
+            if self._wake is not None:
+                self._wake.set()
+
+        task.add_done_callback(done)
+
+    def _boundary(self, store: Checkpointer, execution_id: str) -> Callable[[], None]:
+        """Before each unit: a cancel request (read from the run row: one primary-key read,
+        so a request is never missed between two nodes) or this worker stopping."""
+        def check() -> None:
+            if execution_id in self._cancel:
+                raise StopAtBoundary(execution_id, cancel=True)
+            run = store.get_run(execution_id)
+            if run is not None and run.cancel_requested_at is not None:
+                self._cancel.add(execution_id)
+                raise StopAtBoundary(execution_id, cancel=True)
+            if self._stopping.is_set():
+                raise StopAtBoundary(execution_id, cancel=False)
+        return check
+
+    async def _drive(self, runner: Runner, store: Checkpointer, claim: ClaimedRun) -> None:
+        execution_id = claim.run.execution_id
+        try:
+            result = await runner.aresume(execution_id, owner=claim.owner,
+                                          boundary=self._boundary(store, execution_id))
+            log.info("run %s (%s): %s", execution_id, claim.reason, result.status)
+        except LeaseLost as exc:
+            log.warning("%s", exc)
+        except (AlreadyResumed, ResumeError) as exc:
+            log.info("run %s: %s", execution_id, exc)
+            self._give_back(store, claim)
+        except TetherError as exc:
+            log.warning("run %s: %s", execution_id, exc)
+            self._give_back(store, claim)
+            await asyncio.sleep(self._poll or 1.0)  # do not claim it again at once
+        except Exception:  # a bug: never take the worker down with it
+            log.exception("run %s: internal error", execution_id)
+            self._give_back(store, claim)
+        finally:
+            self.finished += 1
+
+    @staticmethod
+    def _give_back(store: Checkpointer, claim: ClaimedRun) -> None:
+        """Undo a claim this worker could not use: a paused run goes back to paused (its
+        answer stays recorded), anything else is released."""
+        try:
+            if claim.reason == ClaimReason.ANSWERED:
+                store.pause_run(claim.run.execution_id, claim.owner, [])
+            else:
+                store.release(claim.run.execution_id, claim.owner)
+        except TetherError as exc:
+            log.warning("run %s: giving it back failed (%s); its lease expires",
+                        claim.run.execution_id, exc)

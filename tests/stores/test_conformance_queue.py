@@ -1,0 +1,143 @@
+"""Store conformance, part 3: queued runs, the workers' claim, cancel requests, workers.
+
+Every test runs against the in-memory, SQLite and PostgreSQL checkpointers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+from helpers import new_run, pause
+
+from tether.stores.base import Checkpointer
+from tether.stores.queueing import CancelOutcome, ClaimReason, WorkerRecord
+from tether.stores.records import RunRecord
+
+
+def queued(store: Checkpointer, execution_id: str | None = None, *, queue: str = "default",
+           priority: int = 0, available_at: float | None = None) -> str:
+    eid = new_run(store, execution_id, status="queued")
+    assert store.enqueue_run(eid, queue, priority, available_at)
+    return eid
+
+
+def _run(store: Checkpointer, eid: str) -> RunRecord:
+    run = store.get_run(eid)
+    assert run is not None
+    return run
+
+
+def test_a_claim_takes_queued_runs_by_priority_then_age_with_fresh_tokens(
+        store: Checkpointer) -> None:
+    """Higher priority first, then older; each claimed run is running under its own token
+    and lease, its attempt counted; other queues and future runs are left alone."""
+    now = time.time()
+    old, new = queued(store), queued(store)
+    urgent = queued(store, priority=5)
+    queued(store, queue="other")
+    queued(store, available_at=now + 3600)
+    claimed = store.claim_runs("w1", ["default"], 2, now, now + 30)
+    assert [c.run.execution_id for c in claimed] == [urgent, old]
+    assert {c.reason for c in claimed} == {ClaimReason.QUEUED}
+    assert len({c.owner for c in claimed}) == 2
+    for claim in claimed:
+        run = _run(store, claim.run.execution_id)
+        assert (run.status, run.owner, run.lease_until) == ("running", claim.owner, now + 30)
+        assert run.attempt == claim.run.attempt
+    assert [c.run.execution_id for c in store.claim_runs("w1", ["default"], 5, now,
+                                                         now + 30)] == [new]
+    assert store.claim_runs("w1", ["default"], 5, now, now + 30) == []
+
+
+def test_a_claim_recovers_expired_or_released_runs_and_answered_pauses(
+        store: Checkpointer) -> None:
+    """A running run whose lease expired (or was released) is claimed for recovery; a
+    paused run only once a decision newer than its pause exists; a held run never."""
+    now = time.time()
+    expired = new_run(store, owner="dead", lease_until=now - 1)
+    held = new_run(store, owner="alive", lease_until=now + 60)
+    waiting = new_run(store, owner="me", lease_until=now + 60)
+    for eid in (expired, held, waiting):
+        store.enqueue_run(eid, "default")
+    pause(store, waiting, owner="me")
+    claimed = store.claim_runs("w", ["default"], 10, time.time(), time.time() + 30)
+    assert [(c.run.execution_id, c.reason) for c in claimed] == [
+        (expired, ClaimReason.RECOVERED)]
+    pending = store.get_pending(waiting)
+    assert pending is not None
+    time.sleep(0.01)  # the decision's stored time must be after the pause's (clock ticks)
+    assert store.claim(pending, {"approved": True}) is not None
+    claimed = store.claim_runs("w", ["default"], 10, time.time(), time.time() + 30)
+    assert [(c.run.execution_id, c.reason) for c in claimed] == [
+        (waiting, ClaimReason.ANSWERED)]
+    assert _run(store, held).owner == "alive"
+
+
+def test_runs_in_place_are_not_claimed(store: Checkpointer) -> None:
+    """A run without a queue (tether run) is never claimed, even with its lease expired."""
+    new_run(store, owner="dead", lease_until=time.time() - 1)
+    assert store.claim_runs("w", ["default"], 10, time.time(), time.time() + 30) == []
+
+
+def test_concurrent_claimers_never_get_the_same_run(store: Checkpointer) -> None:
+    """Eight threads claiming at once from 40 queued runs: each run is claimed once."""
+    eids = {queued(store) for _ in range(40)}
+    barrier = threading.Barrier(8)
+
+    def claim(_: int) -> list[str]:
+        barrier.wait()
+        got: list[str] = []
+        while True:
+            batch = store.claim_runs("w", ["default"], 3, time.time(), time.time() + 30)
+            if not batch:
+                return got
+            got.extend(c.run.execution_id for c in batch)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = [eid for got in pool.map(claim, range(8)) for eid in got]
+    assert sorted(results) == sorted(eids)
+
+
+def test_cancel_of_a_queued_run_is_at_once_and_of_a_held_run_a_request(
+        store: Checkpointer) -> None:
+    """Queued: cancelled at once and never claimed. Held: only the request is recorded.
+    Finished: nothing changes. Unknown: None."""
+    now = time.time()
+    waiting = queued(store)
+    assert store.request_cancel(waiting, now) == CancelOutcome.CANCELLED
+    run = _run(store, waiting)
+    assert (run.status, run.cancel_requested_at) == ("cancelled", now)
+    assert run.error["type"] == "RunCancelled"
+    assert store.claim_runs("w", ["default"], 10, now, now + 30) == []
+    assert store.request_cancel(waiting, now) == CancelOutcome.FINISHED
+    held = new_run(store, owner="me", lease_until=now + 60)
+    assert store.request_cancel(held, now) == CancelOutcome.REQUESTED
+    run = _run(store, held)
+    assert (run.status, run.owner, run.cancel_requested_at) == ("running", "me", now)
+    assert store.request_cancel("no-such-run", now) is None
+
+
+def test_a_paused_run_cancelled_loses_its_pending_interrupts(store: Checkpointer) -> None:
+    eid = new_run(store, owner="me", lease_until=time.time() + 60)
+    pause(store, eid, owner="me")
+    assert store.request_cancel(eid, time.time()) == CancelOutcome.CANCELLED
+    assert store.list_pending(eid) == []
+    assert _run(store, eid).status == "cancelled"
+
+
+def test_workers_register_heartbeat_list_and_deregister(store: Checkpointer) -> None:
+    now = time.time()
+    one = WorkerRecord("w1", "host-a", 11, ("default", "mail"), 4, now - 10, now - 10)
+    two = WorkerRecord("w2", "host-b", 12, ("default",), 2, now - 5, now - 5)
+    store.register_worker(one)
+    store.register_worker(two)
+    assert store.heartbeat_worker("w1", now, ["r1", "r2"])
+    assert store.list_workers() == [replace(one, heartbeat_at=now, held=("r1", "r2")), two]
+    assert [w.worker_id for w in store.list_workers(alive_since=now - 1)] == ["w1"]
+    assert store.list_workers()[0].runs_held == 2
+    store.deregister_worker("w1")
+    assert not store.heartbeat_worker("w1", now, [])
+    assert store.list_workers() == [two]

@@ -1,0 +1,38 @@
+"""Task module for the worker proofs: every node body appends one line to an effects file
+(O_APPEND, one write per line, so concurrent processes never interleave), and calls an
+@idempotent function that appends to a second file."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import tether
+
+
+def _append(path: str, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode() + b"\n")
+    finally:
+        os.close(fd)
+
+
+@tether.idempotent
+def charge(rid: str, node: str) -> str:
+    _append(os.environ["TETHER_TEST_IDEMPOTENT"], f"{rid} {node}")
+    return f"{rid}:{node}"
+
+
+@tether.task
+def step(rid: str, node: str, x: int = 0) -> int:
+    gate = os.environ.get("TETHER_TEST_GATE")
+    if gate and node == "n5":  # park here until the test opens the gate
+        started = Path(gate + ".started")
+        _append(str(started), rid)
+        while not Path(gate).exists():
+            time.sleep(0.01)
+    charge(rid, node)
+    _append(os.environ["TETHER_TEST_EFFECTS"], f"{rid} {node}")
+    return x + 1
