@@ -23,15 +23,19 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from tether.errors import AlreadyResumed, LeaseLost, ResumeError, TetherError
+from tether.compiler.plan import Plan
+from tether.errors import AlreadyResumed, LeaseLost, ResumeError, TetherError, TimerNotDue
 from tether.runtime.attempt import StopAtBoundary
 from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
+from tether.stores.records import PendingInterrupt
 from tether.workers import claims
+from tether.workers.schedules import Submit, fire_schedules
 
 __all__ = ["Worker"]
 
@@ -100,7 +104,7 @@ class Worker:
         self._wake = asyncio.Event()
         poll = self._poll if self._poll is not None else claims.poll_seconds(store)
         runner = Runner(None, store, self._tasks, max_concurrency=self._max_concurrency,
-                        lease_seconds=self.lease_seconds)
+                        lease_seconds=self.lease_seconds, park_timers=True)
         runner.inline_bodies = False  # several runs share this loop: bodies in threads
         owner = parse_owner(self.worker_id)
         now = time.time()
@@ -119,6 +123,8 @@ class Worker:
                     self._start(runner, store, claim)
                 if time.monotonic() >= next_beat:
                     self._heartbeat(store)
+                    self._fire_schedules(store)
+                    self._fire_timers(runner, store)
                     next_beat = time.monotonic() + beat_every
                 if claimed and len(self._running) < self.concurrency:
                     continue  # there may be more waiting
@@ -156,6 +162,49 @@ class Worker:
             log.warning("claiming runs failed: %s", exc)
             return []
 
+    def _fire_schedules(self, store: Checkpointer) -> None:
+        """Enqueue the runs of the schedules' due ticks (exactly one per tick fleet-wide)."""
+        try:
+            fired = fire_schedules(store, datetime.now(UTC), _enqueue(store))
+        except TetherError as exc:
+            log.warning("firing schedules failed: %s", exc)
+            return
+        if fired:
+            log.info("schedules started %s", ", ".join(fired))
+            self._poke()
+
+    def _fire_timers(self, runner: Runner, store: Checkpointer) -> None:
+        """Fire the due timers (sleeps, approval timeouts) into free slots; the claim of each
+        timer's pending row picks one firer fleet-wide, the others skip it."""
+        free = self.concurrency - len(self._running)
+        if free <= 0 or self._stopping.is_set():
+            return
+        try:
+            due = store.due_pending(time.time(), free * 4)
+        except TetherError as exc:
+            log.warning("listing due timers failed: %s", exc)
+            return
+        for row in due:
+            if row.execution_id in self._running:
+                continue
+            if len(self._running) >= self.concurrency:
+                break
+            self._track(row.execution_id, asyncio.create_task(self._fire(runner, row)))
+
+    async def _fire(self, runner: Runner, row: PendingInterrupt) -> None:
+        try:
+            result = await runner.afire(row)
+            log.info("run %s: timer %s fired: %s", row.execution_id, row.address,
+                     result.status)
+        except (AlreadyResumed, ResumeError, TimerNotDue):
+            pass  # another firer won it, or a person answered first
+        except TetherError as exc:
+            log.warning("run %s: firing %s failed: %s", row.execution_id, row.address, exc)
+        except Exception:  # a bug: never take the worker down with it
+            log.exception("run %s: internal error firing %s", row.execution_id, row.address)
+        finally:
+            self.finished += 1
+
     def _heartbeat(self, store: Checkpointer) -> None:
         """Report this worker's runs (``tether workers``)."""
         try:
@@ -167,7 +216,9 @@ class Worker:
         execution_id = claim.run.execution_id
         if claim.run.cancel_requested_at is not None:
             self._cancel.add(execution_id)
-        task = asyncio.create_task(self._drive(runner, store, claim))
+        self._track(execution_id, asyncio.create_task(self._drive(runner, store, claim)))
+
+    def _track(self, execution_id: str, task: asyncio.Task[None]) -> None:
         self._running[execution_id] = task
 
         def done(_: asyncio.Task[None]) -> None:
@@ -225,3 +276,12 @@ class Worker:
         except TetherError as exc:
             log.warning("run %s: giving it back failed (%s); its lease expires",
                         claim.run.execution_id, exc)
+
+
+def _enqueue(store: Checkpointer) -> Submit:
+    """A schedule's submit: queue the tick's run (``ExecutionExists`` when it already is)."""
+    def submit(plan: Plan, inputs: dict[str, Any], execution_id: str, queue: str | None,
+               ) -> None:
+        Runner(plan, store).submit(inputs, execution_id=execution_id,
+                                   queue=queue or "default")
+    return submit
