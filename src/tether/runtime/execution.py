@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
-from tether.errors import InterruptSignal, NotJSONError, TemplateLimit
+from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.context import RunContext
@@ -50,7 +50,7 @@ __all__ = ["Event", "Level", "RunFailure", "Session", "Suspended"]
 Outcome = UnitResult | NodeFailure | InterruptSignal | Suspended | UnitSkipped
 
 
-class RunFailure(Exception):
+class RunFailure(Picklable, Exception):
     """A (sub-)run ended with failed nodes, or its output could not be produced."""
 
     def __init__(self, error: NodeError) -> None:

@@ -24,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from tether.compiler.plan import PlanInput, TaskNode
-from tether.errors import InterruptSignal, NotJSONError
+from tether.errors import InterruptSignal, NotJSONError, Picklable
 from tether.jsontypes import article, json_type_name, matches_type
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
@@ -32,7 +32,7 @@ from tether.runtime.state import NodeError
 from tether.runtime.values import to_json
 
 
-class NodeFailure(Exception):
+class NodeFailure(Picklable, Exception):
     """A unit failed for good (retries exhausted, or a failure retrying cannot fix)."""
 
     def __init__(self, error: NodeError) -> None:
