@@ -81,11 +81,17 @@ def value(data: Any, indent: str = "", used: int = 0) -> str:
     return scalar(data)
 
 
+def key(text: str) -> str:
+    """A mapping key, argument or output name: bare only as a plain name (``a-b`` is quoted:
+    keys are ``NAME | STRING`` in the grammar)."""
+    return text if _bare("NAME", text) else quoted(text)
+
+
 def _pairs(data: dict[str, Any], indent: str) -> list[str]:
     """``key: value`` items, each laid out as if it started its own line at ``indent``."""
     items = []
-    for key, item in data.items():
-        prefix = f"{word(key)}: "
+    for name, item in data.items():
+        prefix = f"{key(name)}: "
         items.append(prefix + value(item, indent, len(indent) + len(prefix)))
     return items
 
@@ -285,7 +291,7 @@ def _node(node_id: str, node: dict[str, Any]) -> str:
 
 def _output(output: Any) -> list[str]:
     if isinstance(output, dict) and output:
-        lines = [f"output {word(k)} = " for k in output]
+        lines = [f"output {key(k)} = " for k in output]
         return [line + value(v, "", len(line)) for line, v in zip(lines, output.values(),
                                                                    strict=True)]
     return ["output " + value(output, "", len("output "))]
