@@ -11,6 +11,7 @@ Needs root and a kernel that allows network namespaces; ``unavailable()`` says w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import selectors
@@ -100,10 +101,8 @@ class Relay:
         except OSError:
             pass
         for sock in (source, sink):
-            try:
+            with contextlib.suppress(KeyError, ValueError):
                 selector.unregister(sock)
-            except (KeyError, ValueError):
-                pass
             sock.close()
 
     def close(self) -> None:
