@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Insert, Table, create_engine
@@ -69,9 +69,11 @@ class PostgresCheckpointer(SQLCheckpointer):
         else:
             parsed = _parse(dsn_or_engine)
             schema = schema if schema is not None else parsed.schema
+            timeout = connect_timeout or parsed.connect_timeout
             engine = create_engine(
                 parsed.url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
-                connect_args={"connect_timeout": connect_timeout or parsed.connect_timeout})
+                connect_args={"connect_timeout": timeout,
+                              **_dead_peer_options(parsed.url.query, timeout)})
         self.schema = check_identifier(schema) if schema is not None else None
         self.retry_seconds = retry_seconds if retry_seconds is not None else (
             parsed.retry_seconds if parsed else 15.0)
@@ -83,6 +85,9 @@ class PostgresCheckpointer(SQLCheckpointer):
             **engine.url.translate_connect_args(database="dbname", username="user"),
             **engine.url.query,
             "connect_timeout": connect_timeout or (parsed.connect_timeout if parsed else 10)}
+        self._connect_args = {**_dead_peer_options(self._connect_args,
+                                                   int(self._connect_args["connect_timeout"])),
+                              **self._connect_args}
         self._hot_connection: Any = None
         self._hot_lock = threading.Lock()
         super().__init__(engine)
@@ -170,3 +175,15 @@ class PostgresCheckpointer(SQLCheckpointer):
         with self._lock:
             self._reset_hot()
         super().close()
+
+
+def _dead_peer_options(given: Mapping[str, object], seconds: int) -> dict[str, str]:
+    """libpq options that bound how long a call can hang on a connection whose peer went
+    silent (a partition: packets dropped, nothing reset): unacknowledged data or unanswered
+    keepalives abort the connection after ``seconds`` (``tcp_user_timeout``; keepalives
+    from ``seconds`` idle), so a lease renewal fails and the lease is lost by the local
+    clock instead of the call waiting for the kernel's ~15 minutes of retransmissions.
+    Options the URL sets itself win."""
+    defaults = {"tcp_user_timeout": str(seconds * 1000), "keepalives": "1",
+                "keepalives_idle": str(seconds), "keepalives_interval": str(max(1, seconds // 3))}
+    return {key: value for key, value in defaults.items() if key not in given}

@@ -29,17 +29,20 @@ FIRST_DELAY = 0.05
 MAX_DELAY = 1.0
 
 
-def transient(done: Callable[..., bool] | None = None) -> Callable[
+def transient(done: Callable[..., bool] | None = None,
+              window: Callable[..., float] | None = None) -> Callable[
         [Callable[Concatenate[S, P], T]], Callable[Concatenate[S, P], T]]:
     """Retry the method while the database is unreachable; before a retry of a write, ask
-    ``done(self, *args)`` whether the failed attempt committed after all (then return None)."""
+    ``done(self, *args)`` whether the failed attempt committed after all (then return None).
+    ``window(*args)``, when given, caps the retry window (seconds) below ``retry_seconds``."""
     def decorate(method: Callable[Concatenate[S, P], T]) -> Callable[Concatenate[S, P], T]:
         @functools.wraps(method)
         def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
             try:
                 return method(self, *args, **kwargs)
             except StoreUnavailable:
-                return _retry(self, method, done, args, kwargs)
+                return _retry(self, method, done, args, kwargs,
+                              window(*args) if window is not None else None)
 
         return wrapper
 
@@ -47,13 +50,14 @@ def transient(done: Callable[..., bool] | None = None) -> Callable[
 
 
 def _retry(store: Any, method: Callable[..., T], done: Callable[..., bool] | None,
-           args: Any, kwargs: Any) -> T:
-    deadline = time.monotonic() + store.retry_seconds
+           args: Any, kwargs: Any, cap: float | None = None) -> T:
+    seconds = store.retry_seconds if cap is None else max(0.0, min(store.retry_seconds, cap))
+    deadline = time.monotonic() + seconds
     delay = FIRST_DELAY
     while True:
         if time.monotonic() + delay > deadline:
             raise StoreUnavailable(f"the database stayed unreachable for "
-                                   f"{store.retry_seconds:g}s (see the error above)")
+                                   f"{seconds:g}s (see the error above)")
         time.sleep(delay)
         delay = min(delay * 2, MAX_DELAY)
         try:

@@ -425,8 +425,11 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
         run = self.get_run(execution_id)
         return LeaseLost(execution_id, _lost_reason(run.owner if run else None))
 
-    @transient()
+    @transient(window=lambda _eid, _owner, until: until - time.time())
     def renew(self, execution_id: str, owner: str, until: float) -> bool:
+        """Retried for at most the new lease's length, never the whole ``retry_seconds``:
+        a retry window longer than the lease would keep a cut-off attempt believing it
+        still holds the run (its heartbeat retries again and loses the lease in time)."""
         with self._cursor(f"renewing the lease of run {execution_id}", write=True) as cursor:
             self._execute(cursor, "renew", lambda: update(runs).where(and_(
                 runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
