@@ -73,7 +73,8 @@ def tether_results(repeat: int, workdir: Path) -> dict[str, Any]:
     if made is not None:
         stores["postgres"], schema = made
     try:
-        w1 = overhead(w.chain(200), stores, repeat, 200)
+        w1 = overhead(w.chain(200, sync=True), stores, repeat, 200)  # def tasks: like LangGraph's
+        # sync nodes
         w2 = overhead(w.chain(200, blob_input=True), {"sqlite": stores["sqlite"]}, repeat, 200,
                       {"blob": "x" * 100_000})
         return {

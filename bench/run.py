@@ -1,11 +1,14 @@
 """tether's benchmark suite (issue: checkpoint cost close to the storage floor).
 
-Run: make bench   (or: .venv/bin/python bench/run.py [--repeat 7] [--quick])
+Run: make bench   (or: .venv/bin/python bench/run.py [--repeat 7] [--only W0,W1])
 PostgreSQL workloads use TETHER_BENCH_POSTGRES_URL (or TETHER_TEST_POSTGRES_URL); without
 it they are skipped. Every variant is interleaved with its baseline in the same process;
 figures are medians; ratios are computed from the same run. Results are printed and written
 to bench/results/latest.json.
 
+W0  200-node chain of trivial `def` and `async def` tasks: per-node total time with no store,
+    SQLite and PostgreSQL as ratios to the INSERT+COMMIT floor, and where a node's time goes
+    (bench/pernode.py).
 W1  200-node linear chain of trivial nodes: per-node overhead of checkpointing over the same
     plan with no checkpointer, on SQLite (normal and full durability) and PostgreSQL, against
     each one's raw INSERT+COMMIT floor measured in the same run; and at 2,000 nodes.
@@ -32,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pernode
 import workloads as w
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -152,6 +156,17 @@ def w5(tmp: Path, repeat: int) -> dict[str, float]:
 
 
 def report(results: dict[str, Any]) -> None:
+    if "W0" in results:
+        pernode.report(results["W0"])
+    if "W1" in results:
+        report_w1(results)
+    if "W2" in results:
+        report_w2(results)
+    if "W3" in results:
+        report_rest(results)
+
+
+def report_w1(results: dict[str, Any]) -> None:
     r1, r1k = results["W1"], results["W1_2000"]
     print("\nW1  200-node chain, per-node overhead of checkpointing (median)")
     print(f"    baseline (no checkpointer): {us(r1['baseline_per_node'])} per node")
@@ -173,7 +188,10 @@ def report(results: dict[str, Any]) -> None:
     print(f"    2,000 nodes: {us(r1k['sqlite_normal']['overhead_per_node'])} per node; "
           f"2,000/200: checkpointed run {total:.1f}x, checkpoint overhead {scale:.1f}x "
           f"(target <= 11x: {'met' if max(scale, total) <= 11 else 'MISSED'})")
-    r2 = results["W2"]
+
+
+def report_w2(results: dict[str, Any]) -> None:
+    r1, r2 = results["W1"], results["W2"]
     print("\nW2  200-node chain with an unchanged 100 KB value")
     for variant in ("input", "output"):
         for name in ("sqlite_normal", "postgres"):
@@ -185,6 +203,9 @@ def report(results: dict[str, Any]) -> None:
             print(f"    as {variant:6} {name:14} {us(o)} per node ({ratio:.2f}x W1; target "
                   f"<= 1.5x: {'met' if ratio <= 1.5 else 'MISSED'}); stored {size / 1e6:.3f} MB "
                   f"(target < 1 MB: {'met' if size < 1e6 else 'MISSED'})")
+
+
+def report_rest(results: dict[str, Any]) -> None:
     r3 = results["W3"]
     print("\nW3  3-node approval workflow on SQLite (median)")
     print(f"    start -> paused {r3['pause'] * 1e3:.2f} ms, resume -> completed "
@@ -204,7 +225,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--only", default="W0,W1,W2,W3,W4,W5",
+                        help="comma-separated workloads to run (W2 needs W1; W3-W5 run together)")
     args = parser.parse_args()
+    only = set(args.only.upper().split(","))
+    if "W2" in only:
+        only.add("W1")
     results: dict[str, Any] = {"machine": {"python": platform.python_version(),
                                            "platform": platform.platform(),
                                            "cpus": multiprocessing.cpu_count()},
@@ -214,12 +240,17 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as directory:
             tmp = Path(directory)
-            results["W1"] = w1(tmp, args.repeat, 200, pg)
-            results["W1_2000"] = w1(tmp, args.repeat, 2000, None)
-            results["W2"] = w2(tmp, args.repeat, pg)
-            results["W3"] = w3(tmp, args.repeat)
-            results["W4"] = w4(tmp, pg, schema)
-            results["W5"] = w5(tmp, args.repeat)
+            if "W0" in only:
+                results["W0"] = pernode.measure(tmp, max(args.repeat, 15), pg)
+            if "W1" in only:
+                results["W1"] = w1(tmp, args.repeat, 200, pg)
+                results["W1_2000"] = w1(tmp, args.repeat, 2000, None)
+            if "W2" in only:
+                results["W2"] = w2(tmp, args.repeat, pg)
+            if {"W3", "W4", "W5"} <= only:
+                results["W3"] = w3(tmp, args.repeat)
+                results["W4"] = w4(tmp, pg, schema)
+                results["W5"] = w5(tmp, args.repeat)
     finally:
         if schema is not None:
             w.drop_schema(schema)

@@ -35,6 +35,10 @@ async def noop() -> dict[str, int]:
     return {"ok": 1}
 
 
+def noop_sync() -> dict[str, int]:
+    return {"ok": 1}
+
+
 async def make_blob() -> str:
     return "x" * 100_000
 
@@ -47,20 +51,23 @@ def echo(item: Any) -> Any:
     return item
 
 
-TASKS: dict[str, Callable[..., Any]] = {"noop": noop, "blob": make_blob, "pass": passthrough,
-                                        "echo": echo}
+TASKS: dict[str, Callable[..., Any]] = {"noop": noop, "noop_sync": noop_sync, "blob": make_blob,
+                                        "pass": passthrough, "echo": echo}
 
 
-def chain(n: int, *, blob_input: bool = False, blob_output: bool = False) -> Plan:
-    """n trivial task nodes in a line; optionally a 100 KB value that never changes."""
+def chain(n: int, *, blob_input: bool = False, blob_output: bool = False,
+          sync: bool = False) -> Plan:
+    """n trivial task nodes in a line (``sync``: `def` tasks, else `async def`); optionally a
+    100 KB value that never changes."""
     nodes = []
     for i in range(n):
-        task = "blob" if blob_output and i == 0 else "noop"
+        task = "blob" if blob_output and i == 0 else "noop_sync" if sync else "noop"
         needs = (f"n{i - 1}",) if i else ()
         nodes.append(TaskNode(id=f"n{i}", index=i, task=task, needs=needs,
                               waits_for=needs, generation=i))
     inputs = (PlanInput(name="blob", type="string", required=True),) if blob_input else ()
-    return with_fingerprint(Plan(name=f"chain{n}", nodes=tuple(nodes), inputs=inputs,
+    name = f"chain{n}-def" if sync else f"chain{n}"
+    return with_fingerprint(Plan(name=name, nodes=tuple(nodes), inputs=inputs,
                                  generations=tuple((f"n{i}",) for i in range(n))))
 
 

@@ -28,12 +28,14 @@ def _samples() -> dict[str, Any]:
     from tether.agents import errors as agent_errors
     from tether.durations import DurationError
     from tether.files import NotRegularFile
+    from tether.runtime.attempt import StopAtBoundary
     from tether.runtime.execution import RunFailure
     from tether.runtime.invoke import NodeFailure
     from tether.runtime.render import RenderError
     from tether.runtime.secrets import SecretMissing
-    from tether.runtime.units import Suspended
+    from tether.runtime.units import Suspended, UnitSkipped
     from tether.testing.script import ScriptError
+    from tether.timestamps import TimestampError
 
     samples: list[BaseException] = [
         errors.TetherError("plain"),
@@ -76,6 +78,10 @@ def _samples() -> dict[str, Any]:
         ScriptError("not a list"),
         RunFailure(ERROR),
         NodeFailure(ERROR),
+        StopAtBoundary("run-1", cancel=True),
+        UnitSkipped("approval 'review' timed out"),
+        errors.TimerNotDue("run-1", "not due", due_at=5.0, node_id="nap"),
+        TimestampError("'soon' is not a timestamp"),
     ]
     try:
         from tether.web.auth import Forbidden, Unauthenticated
@@ -119,16 +125,9 @@ def test_every_exception_class_has_a_sample() -> None:
     assert _defined_exceptions() - set(SAMPLES) - {"tether.errors.Picklable"} == set()
 
 
-# Defined in modules the runtime's speed work owns (runtime/execution.py, runtime/invoke.py);
-# they carry a NodeError inside one process and never cross a process boundary today.
-_NOT_YET = {"tether.runtime.execution.RunFailure", "tether.runtime.invoke.NodeFailure"}
-
-
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_an_exception_survives_pickling(name: str) -> None:
     """Unpickled: the same class, message, arguments and structured fields."""
-    if name in _NOT_YET:
-        pytest.xfail("its constructor takes a NodeError; not picklable yet")
     error = SAMPLES[name]
     copy = pickle.loads(pickle.dumps(error))
     assert type(copy) is type(error)

@@ -100,4 +100,5 @@ def test_an_answer_outside_the_form_enum_is_refused_and_an_allowed_one_resumes(
     assert "review" in tether(project, "pending").stdout  # still waiting
     done = tether(project, "resume", "t-1", "--value", '{"level": "high"}', "--json")
     assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout or "null") is not None, (done.stdout, done.stderr)
     assert json.loads(done.stdout)["output"] == {"level": "high"}

@@ -84,6 +84,30 @@ def test_concurrent_advances_of_one_tick_let_exactly_one_win(store: Checkpointer
     assert results.count(True) == 1
 
 
+def test_reading_schedules_beside_writes_of_other_threads_breaks_no_transaction(
+        store: Checkpointer) -> None:
+    """A worker lists schedules on its loop thread while task threads write idempotency
+    entries through the same store (on SQLite: the same connection): every write commits."""
+    store.put_schedule(schedule(), PLAN)
+    eid = new_run(store)
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            store.list_schedules()
+            store.get_schedule("nightly")
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for i in range(300):
+            store.put_idempotent(eid, f"k{i}", "1")
+    finally:
+        stop.set()
+        reader.join()
+    assert all(store.get_idempotent(eid, f"k{i}") == "1" for i in range(300))
+
+
 def test_prune_keeps_the_plan_of_a_schedule(store: Checkpointer) -> None:
     """A schedule's plan has no run yet; pruning must not delete it."""
     store.put_schedule(schedule(), PLAN)

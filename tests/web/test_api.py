@@ -192,14 +192,23 @@ def test_runs_filter_by_status_and_workflow_and_show_one_run(
     assert [c["node_id"] for c in rest["items"]] == ["review"] and rest["next"] is None
 
 
-def test_resume_fork_and_cancel_need_a_worker_503(auth_server: Server,
-                                                  module_project: Project) -> None:
+def test_resume_and_fork_need_a_worker_503_cancel_does_not(auth_server: Server,
+                                                            module_project: Project) -> None:
+    """Resume and fork run tasks (503 without --worker); cancel is a store write: a paused
+    run nothing executes ends cancelled at once, its pending pause dropped; again is 409."""
     eid, _ = module_project.pause()
     assert auth_server.post(f"/api{run_url(eid)}/resume").status_code == 409  # not failed
     fork = auth_server.post(f"/api{run_url(eid)}/fork", {"patch": {"inputs": {"amount": 1}}})
     assert fork.status_code == 503 and "--worker" in fork.json()["detail"]
     assert auth_server.post(f"/api{run_url(eid)}/fork", {"patch": [1]}).status_code == 422
-    assert auth_server.post(f"/api{run_url(eid)}/cancel").status_code == 503
+    cancelled = auth_server.post(f"/api{run_url(eid)}/cancel")
+    assert cancelled.status_code == 202, cancelled.text
+    assert cancelled.json()["detail"] == "cancelled"
+    assert module_project.store.get_run(eid).status == "cancelled"  # type: ignore[union-attr]
+    assert module_project.store.list_pending(eid) == []
+    again = auth_server.post(f"/api{run_url(eid)}/cancel")
+    assert again.status_code == 409 and "already ended" in again.json()["detail"]
+    assert auth_server.post(f"/api{run_url('no-such-run')}/cancel").status_code == 404
 
 
 def test_a_session_cookie_write_needs_the_csrf_header(auth_server: Server,

@@ -233,8 +233,8 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     """Resume a paused run with --value, or continue a failed or crashed run.
 
     Imports and runs the task modules (--tasks, else [tool.tether] tasks in the nearest
-    pyproject.toml). With --enqueue, or when there are no task modules and a --value is
-    given, the answer is recorded and the workers continue the run.
+    pyproject.toml). With --enqueue, or when a --value is given where no task module is
+    loaded and the run calls tasks, the answer is recorded and the workers continue the run.
     """
     from tether.runtime.context import Resume
 
@@ -245,11 +245,26 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     if answer is None:
         _exit_if_timer_not_due(store, execution_id)
     registry = None if enqueue else load_tasks_or_exit(tasks, from_pyproject=not tasks)
-    if enqueue or (answer is not None and registry is None):
+    if enqueue or (answer is not None and registry is None
+                   and _calls_tasks(store, execution_id)):
         _hand_to_workers(store, execution_id, answer, node, queue, plan_source)
         return
     runner = make_runner(None, store, tasks, quiet)
     report(runner.resume(execution_id, answer, node=node, plan=plan_source), as_json, store)
+
+
+def _calls_tasks(store: Checkpointer, execution_id: str) -> bool:
+    """Whether the run's plan calls any task (a run of approvals and built-in nodes alone
+    continues in place even where no task module is loaded)."""
+    from tether.runtime.plans import stored_plan, task_names
+
+    run = store.get_run(execution_id)
+    if run is None:
+        return False
+    try:
+        return bool(task_names(stored_plan(store, run)))
+    except TetherError:
+        return True
 
 
 def _exit_if_timer_not_due(store: Checkpointer, execution_id: str) -> None:

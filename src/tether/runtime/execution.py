@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
-from tether.errors import InterruptSignal, NotJSONError, TemplateLimit
+from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.context import RunContext
@@ -50,7 +50,7 @@ __all__ = ["Event", "Level", "RunFailure", "Session", "Suspended"]
 Outcome = UnitResult | NodeFailure | InterruptSignal | Suspended | UnitSkipped
 
 
-class RunFailure(Exception):
+class RunFailure(Picklable, Exception):
     """A (sub-)run ended with failed nodes, or its output could not be produced."""
 
     def __init__(self, error: NodeError) -> None:
@@ -212,8 +212,9 @@ class Level:
         return self._output()
 
     def _started(self, node: PlanNode) -> float:
-        self.session.emit(Event("started", self.session.execution_id, node.id, self.agent_path,
-                                title=node.title))
+        if self.session.listener is not None:
+            self.session.emit(Event("started", self.session.execution_id, node.id,
+                                    self.agent_path, title=node.title))
         return time.perf_counter()
 
     def _open(self, node: PlanNode, ready: Readiness) -> bool:
@@ -232,9 +233,11 @@ class Level:
 
     def _decide(self, node: PlanNode) -> UnitStatus:
         """``running``, ``skipped`` or ``upstream_failed``: trigger rule, switch, then guard."""
-        verdict = trigger_verdict(node.trigger, [self.state.status(n) for n in node.needs])
-        if verdict != UnitStatus.RUNNING:
-            return verdict
+        statuses = [self.state.status(n) for n in node.needs]
+        if not all(s == UnitStatus.COMPLETED for s in statuses):  # (then every rule runs it)
+            verdict = trigger_verdict(node.trigger, statuses)
+            if verdict != UnitStatus.RUNNING:
+                return verdict
         if node.id in self.plan.gates and gated_off(
                 self.plan, node, self.state.status, lambda n: self.state.unit(n).output):
             return UnitStatus.SKIPPED
@@ -268,8 +271,9 @@ class Level:
         ready.finished(node.id)
 
     def _emit_finished(self, node: PlanNode, status: str, seconds: float) -> None:
-        self.session.emit(Event("finished", self.session.execution_id, node.id,
-                                self.agent_path, status, seconds, node.title))
+        if self.session.listener is not None:
+            self.session.emit(Event("finished", self.session.execution_id, node.id,
+                                    self.agent_path, status, seconds, node.title))
 
     # -- units -------------------------------------------------------------------------------
     async def _execute(self, node: PlanNode, *, inline: bool) -> UnitResult:

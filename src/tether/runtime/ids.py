@@ -46,6 +46,7 @@ class IdGenerator:
         self._lock = threading.Lock()
         self._last = 0
         self._random = b""
+        self._offset = 0
 
     def next(self, after: str | None = None) -> str:
         """A new id, greater than every id this generator returned and than ``after``."""
@@ -53,10 +54,11 @@ class IdGenerator:
             floor = self._last
             if after is not None and after != self._last_text:
                 floor = max(floor, _parse(after))
-            if len(self._random) < 10:
-                self._random = os.urandom(4096)
-            rand = int.from_bytes(self._random[:10], "big")
-            self._random = self._random[10:]
+            start = self._offset
+            if start + 10 > len(self._random):
+                self._random, start = os.urandom(4096), 0
+            self._offset = start + 10
+            rand = int.from_bytes(self._random[start:start + 10], "big")
             candidate = _uuid7_int(time.time_ns() // 1_000_000, (rand >> 62) & 0xFFF,
                                    rand & _MASK_62)
             if candidate <= floor:

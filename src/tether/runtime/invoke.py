@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -23,7 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from tether.compiler.plan import PlanInput, TaskNode
-from tether.errors import InterruptSignal, NotJSONError
+from tether.errors import InterruptSignal, NotJSONError, Picklable
 from tether.jsontypes import article, json_type_name, matches_type
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
@@ -31,7 +32,7 @@ from tether.runtime.state import NodeError
 from tether.runtime.values import to_json
 
 
-class NodeFailure(Exception):
+class NodeFailure(Picklable, Exception):
     """A unit failed for good (retries exhausted, or a failure retrying cannot fix)."""
 
     def __init__(self, error: NodeError) -> None:
@@ -90,12 +91,25 @@ def _choices(allowed: tuple[Any, ...]) -> str:
     shown = [json.dumps(a, ensure_ascii=False)[:60] for a in allowed[:20]]
     return ", ".join(shown) + (", ..." if len(allowed) > 20 else "")
 
+_ASYNC: dict[Any, bool] = {}
+""":func:`is_async` of the task functions seen (inspecting a function costs more than calling
+a trivial one; registries hold a few hundred functions at most)."""
+
 
 def is_async(fn: Callable[..., Any]) -> bool:
     """Whether calling ``fn`` gives a coroutine (async functions and async ``__call__``)."""
+    try:
+        return _ASYNC[fn]
+    except (KeyError, TypeError):  # TypeError: an unhashable callable object
+        pass
     target = inspect.unwrap(fn)
-    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+    found = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
         getattr(target, "__call__", None))  # noqa: B004 - callable objects with async __call__
+    if len(_ASYNC) >= 4096:
+        _ASYNC.clear()
+    with contextlib.suppress(TypeError):
+        _ASYNC[fn] = found
+    return found
 
 
 def _cancelled_by_us() -> bool:
@@ -189,9 +203,13 @@ def retryable(exc: BaseException) -> BaseException:
 async def _attempt(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
                    bodies: Bodies, limit: float | None, *, inline: bool,
                    timeout: float | None, poll: int | None) -> Any:
-    call = functools.partial(fn, **args)
-    if node.idempotent or (poll is not None and getattr(fn, "__tether_idempotent__", False)):
-        call = functools.partial(cached_call, fn, args, poll)
+    cached = node.idempotent or (poll is not None and
+                                 getattr(fn, "__tether_idempotent__", False))
+    if inline and limit is None and not cached and not is_async(fn):
+        result = fn(**args)  # the hot path: the only unit running, no timeout
+        return await result if inspect.isawaitable(result) else result
+    call = functools.partial(cached_call, fn, args, poll) if cached else \
+        functools.partial(fn, **args)
     if is_async(fn):
         coroutine = call()
     elif inline and limit is None:

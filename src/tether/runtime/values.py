@@ -30,10 +30,15 @@ def _default(value: Any) -> Any:
     raise TypeError(f"an object of type {type(value).__name__} has no JSON form")
 
 
+_ENCODER = json.JSONEncoder(default=_default, allow_nan=False, ensure_ascii=False,
+                            separators=(",", ":"))
+"""What ``json.dumps`` with these options builds on every call (built once: dumps is on the
+hot path of every checkpoint)."""
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text of ``value``; raises ``ValueError``/``TypeError`` on non-JSON values."""
-    return json.dumps(value, default=_default, allow_nan=False, ensure_ascii=False,
-                      separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def to_json(value: Any, what: str, *, node_id: str | None = None) -> tuple[Any, str]:
@@ -59,7 +64,7 @@ def to_json(value: Any, what: str, *, node_id: str | None = None) -> tuple[Any, 
             raise NotJSONError(what, f"a string holds a lone surrogate ({bad!a}), which no "
                                "store can keep as UTF-8", node_id=node_id) from None
     decoded = json.loads(text)
-    if not _same_keys(value, decoded):
+    if decoded != value and not _same_keys(value, decoded):  # equal: every key survived
         raise NotJSONError(what, "a mapping has a key that is not a string", node_id=node_id)
     return decoded, text
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,7 @@ class SQLSchedules:
     """Schedules in the ``schedules`` table; their plans in ``plans``."""
 
     engine: Engine
+    _lock: threading.RLock
 
     def _errors(self, what: str) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
@@ -35,7 +37,9 @@ class SQLSchedules:
 
     @contextlib.contextmanager
     def _reading(self, what: str) -> Iterator[Connection]:
-        with self._errors(what), self.engine.connect() as connection:
+        # under the store's lock: on SQLite every connection is the one shared connection,
+        # and releasing it rolls back, which would end another thread's transaction
+        with self._errors(what), self._lock, self.engine.connect() as connection:
             yield connection
 
     def put_schedule(self, schedule: ScheduleRecord, plan_json: str) -> None:

@@ -23,7 +23,7 @@ import os
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.pool import StaticPool
 
 from tether.errors import StoreError, StoreUnavailable
+from tether.stores.records import CheckpointRow, Decision
 from tether.stores.sql import SQLCheckpointer
 
 Durability = Literal["normal", "full"]
@@ -59,6 +60,17 @@ def _existing(path: str) -> str:
         raise StoreError(f"no database at {path} (nothing was created; check --db or "
                          "TETHER_DB)")
     return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw"
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The (device, inode) of the file at ``path``; None for ``:memory:`` or no file."""
+    if path == ":memory:":
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (found.st_dev, found.st_ino)
 
 
 def _connect(path: str, timeout: float, durability: Durability,
@@ -107,9 +119,33 @@ class SQLiteCheckpointer(SQLCheckpointer):
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open the SQLite database {self.path}: {exc}") \
                 from exc
+        self._identity = _identity(self.path)
         engine = create_engine("sqlite://", creator=lambda: self._connection,
                                poolclass=StaticPool)
         super().__init__(engine)
+
+    def _check_file(self, doing: str) -> None:
+        """The database file must still be the one opened: SQLite writes on to a file that
+        was deleted (or replaced) under it, so a run would "complete" with every checkpoint
+        lost. Checked at each run-level write and lease renewal (one ``stat``)."""
+        if self._identity is not None and _identity(self.path) != self._identity:
+            raise StoreError(f"the SQLite database {self.path} was deleted or replaced while "
+                             f"{doing}: nothing more is written (the run is not recorded as "
+                             "ended)")
+
+    def renew(self, execution_id: str, owner: str, until: float) -> bool:
+        self._check_file(f"run {execution_id} was running")
+        return super().renew(execution_id, owner, until)
+
+    def pause_run(self, execution_id: str, owner: str | None,
+                  waiting: Sequence[str]) -> list[Decision]:
+        self._check_file(f"pausing run {execution_id}")
+        return super().pause_run(execution_id, owner, waiting)
+
+    def finish_run(self, row: CheckpointRow, status: str, error: Any,
+                   owner: str | None) -> None:
+        self._check_file(f"ending run {row.execution_id}")
+        super().finish_run(row, status, error, owner)
 
     def __repr__(self) -> str:
         return f"SQLiteCheckpointer({self.path!r}, durability={self.durability!r})"

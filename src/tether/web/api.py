@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
+from tether.stores.queueing import CancelOutcome
 from tether.stores.records import Decision, PendingInterrupt, RunRecord
 from tether.web.app import web_of
 from tether.web.auth import CSRF_HEADER, Forbidden, Identity, Unauthenticated
@@ -346,8 +347,10 @@ def fork(request: Request, execution_id: str, body: ForkIn,
              status_code=202)
 def cancel(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Ask for the run to stop at its next node boundary."""
-    web_of(request).console.cancel(execution_id, who)
-    return Accepted(execution_id=execution_id, detail="cancellation requested")
+    outcome = web_of(request).console.cancel(execution_id, who)
+    return Accepted(execution_id=execution_id, detail=(
+        "cancelled" if outcome == CancelOutcome.CANCELLED else
+        "cancellation requested: the worker holding it stops it at its next node boundary"))
 
 
 @router.get("/runs/{execution_id:path}", response_model=RunDetail, responses=_ERRORS)

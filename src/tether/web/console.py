@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +24,7 @@ from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
 from tether.status import RUN_END, RunStatus
 from tether.stores.base import Checkpointer
+from tether.stores.queueing import CancelOutcome
 from tether.stores.records import (
     CheckpointRow,
     Decision,
@@ -36,6 +39,8 @@ from tether.web.fleet import Fleet
 from tether.web.forms import Decision as Button
 from tether.web.forms import Form
 from tether.web.links import Links, MintedLink
+
+log = logging.getLogger("tether.web.console")
 
 MAX_COMMENT = 4000
 MAX_ANSWER_BYTES = 64 * 1024
@@ -351,11 +356,19 @@ class Console:
         except CheckpointNotFound as exc:
             raise NotFound(str(exc)) from None
 
-    def cancel(self, execution_id: str, who: Identity) -> None:
+    def cancel(self, execution_id: str, who: Identity) -> CancelOutcome:
+        """Cancel a run (the workers' cancel request): one nothing executes ends
+        ``cancelled`` at once; one a worker holds stops at its next node boundary."""
         run = self.get_run(execution_id)
-        if run.status in (RunStatus.COMPLETED, RunStatus.FAILED):
+        if run.status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED):
             raise Conflict(f"run {execution_id!r} already ended ({run.status})")
-        self.fleet.cancel(execution_id, who.name)
+        outcome = self.store.request_cancel(execution_id, time.time())
+        if outcome is None:
+            raise NotFound(f"no run with execution id {execution_id!r}")
+        if outcome == CancelOutcome.FINISHED:
+            raise Conflict(f"run {execution_id!r} already ended")
+        log.info("run %s: cancel %s by %s", execution_id, outcome, who.name)
+        return outcome
 
 
 def _mark_running(plan: Plan, statuses: dict[str, str]) -> None:

@@ -6,7 +6,7 @@ requests to the fleet. Two fleets exist today:
 
 - :class:`NoFleet` (plain ``tether serve``): an answer waits in the store, where any process
   that shares it continues the run (``tether resume ID`` without a value, or a worker);
-  resume, fork and cancel are refused with :class:`FleetUnavailable`, saying what to start.
+  resume and fork are refused with :class:`FleetUnavailable`, saying what to start.
 - :class:`EmbeddedWorker` (``tether serve --worker``): one thread of this process with its
   own event loop and its own store connection runs those continuations with the task modules
   of ``--tasks`` (or ``[tool.tether] tasks``), through the ordinary ``Runner.aresume`` and
@@ -14,8 +14,9 @@ requests to the fleet. Two fleets exist today:
   at the same time. It also sweeps the store every few seconds for paused runs answered by
   other processes (a decision newer than the run's last status change).
 
-Cancelling needs the workers' cancel request (a worker stops the run at its next node
-boundary); until the console is built with it, :meth:`Fleet.cancel` is refused.
+Cancelling is the workers' cancel request, recorded in the store by the console itself
+(:meth:`~tether.stores.base.Checkpointer.request_cancel`): a run nothing executes ends
+``cancelled`` at once, one a worker holds stops at its next node boundary.
 """
 
 from __future__ import annotations
@@ -42,15 +43,15 @@ CONCURRENT_JOBS = 4
 
 
 class FleetUnavailable(TetherError):
-    """Nothing in this console can do that (HTTP 503): no worker runs here, or the workers'
-    cancel is not available."""
+    """Nothing in this console can do that (HTTP 503): no worker runs here."""
+
 
 
 class Fleet:
     """What the console asks of whoever runs work."""
 
     can_run = False
-    can_cancel = False
+    can_cancel = True  # the cancel request is a store write (see the module docstring)
 
     def answered(self, execution_id: str) -> None:
         """A pause of the run was answered (claimed) just now."""
@@ -65,10 +66,6 @@ class Fleet:
         raise FleetUnavailable(
             "no worker runs in this console: start it with --worker (and --tasks), or run "
             f"`tether fork {execution_id}` where the task modules are")
-
-    def cancel(self, execution_id: str, by: str) -> None:
-        raise FleetUnavailable("cancelling a run needs tether's workers (tether worker), "
-                               "which this console is not built with yet")
 
     def start(self) -> None:
         """Start background work (if any)."""

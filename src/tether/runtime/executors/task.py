@@ -23,11 +23,15 @@ class TaskExecutor:
         level = unit.level
         started = time.monotonic()
         budget = level.session.budget
-        timeout = seconds_setting(node.timeout, unit.names(), "timeout", budget)
+        names = unit.names() if node.args or isinstance(node.timeout, str) else {}
+        timeout = seconds_setting(node.timeout, names, "timeout", budget)
         if timeout is not None and timeout < budget.seconds:
             budget = TemplateBudget(timeout, budget.max_size)  # it counts toward the node's
-        args = render(node.args, unit.names(), "with", budget)
-        to_json(args, f"the arguments of node '{node.id}'", node_id=node.id)
+        if node.args:  # (names are built only for a node with templates to render)
+            args = render(node.args, names, "with", budget)
+            to_json(args, f"the arguments of node '{node.id}'", node_id=node.id)
+        else:
+            args = {}
         fn = level.session.tasks[node.task]
         answers = level.answers(unit.path)
         scope = UnitScope(unit.address, level.agent_path, answers)
