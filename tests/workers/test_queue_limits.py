@@ -196,3 +196,25 @@ def test_runs_stuck_gives_each_reason(
     assert any(r.startswith("recovery failed 1 time(s)") for r in reasons[failing])
     table = " ".join(_tether(fleet, "runs", "--stuck").stdout.split())  # (cells wrap)
     assert "no live worker serves queue lonely" in table
+
+
+def test_queues_commands_round_trip_and_refuse_bad_input(tmp_path: Path) -> None:
+    """set (replacing), list, remove; a bad rate or duration is a usage error (exit 2)
+    naming the option; removing an unknown queue exits 1; no tracebacks."""
+    fleet = Fleet(f"sqlite:///{tmp_path / 'q.db'}", tmp_path)
+    bad = _tether(fleet, "queues", "set", "q", "--rate-limit", "5/x")
+    assert bad.returncode == 2 and "--rate-limit" in bad.stderr
+    bad = _tether(fleet, "queues", "set", "q", "--start-timeout", "soon")
+    assert bad.returncode == 2 and "--start-timeout" in bad.stderr
+    assert _tether(fleet, "queues", "set", "q", "--concurrency", "3",
+                   "--rate-limit", "120/m").returncode == 0
+    done = _tether(fleet, "queues", "set", "q", "--per-workflow", "2", "--start-timeout", "10m")
+    assert done.stdout.strip() == "queue q: per workflow 2, start timeout 600 s"
+    [row] = json.loads(_tether(fleet, "queues", "--json").stdout)
+    assert (row["concurrency"], row["per_workflow"], row["rate_limit"],
+            row["start_timeout"]) == (None, 2, None, 600.0)
+    assert _tether(fleet, "queues", "remove", "q").returncode == 0
+    gone = _tether(fleet, "queues", "remove", "q")
+    assert gone.returncode == 1 and "no queue q is configured" in gone.stderr
+    assert _tether(fleet, "queues").stdout.strip() == "no queues"
+    assert "Traceback" not in bad.stderr + gone.stderr
