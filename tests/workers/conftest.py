@@ -48,14 +48,17 @@ class Fleet:
                     "TETHER_LEASE_SECONDS": "2"}
 
     def start(self, count: int = 1, *, concurrency: int = 4, gated: bool = False,
+              tasks: tuple[str, ...] = ("fleet_tasks",), queues: tuple[str, ...] = (),
               ) -> list[subprocess.Popen[bytes]]:
         env = {**self.env, **({"TETHER_TEST_GATE": str(self.gate)} if gated else {})}
+        options = [x for t in tasks for x in ("--tasks", t)] + \
+            [x for q in queues for x in ("--queue", q)]
         started = []
         for _ in range(count):
             log = open(self.directory / f"worker{len(self.procs)}.log", "wb")  # noqa: SIM115
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tether", "worker", "--db", self.url, "--tasks",
-                 "fleet_tasks", "--concurrency", str(concurrency), "--poll", "0.1"],
+                [sys.executable, "-m", "tether", "worker", "--db", self.url, *options,
+                 "--concurrency", str(concurrency), "--poll", "0.1"],
                 env=env, cwd=self.directory, stdout=log, stderr=subprocess.STDOUT)
             self.procs.append(proc)
             started.append(proc)

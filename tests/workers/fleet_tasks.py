@@ -36,3 +36,14 @@ def step(rid: str, node: str, x: int = 0) -> int:
     charge(rid, node)
     _append(os.environ["TETHER_TEST_EFFECTS"], f"{rid} {node}")
     return x + 1
+
+
+@tether.task
+def hold(rid: str, wf: str = "") -> str:
+    """Record the body's start and end (one O_APPEND line each: the file's order is the order
+    the events happened across processes) and hold the run a while in between."""
+    path = os.environ["TETHER_TEST_EFFECTS"]
+    _append(path, f"start {rid} {wf}")
+    time.sleep(float(os.environ.get("TETHER_TEST_HOLD", "0.2")))
+    _append(path, f"end {rid} {wf}")
+    return rid

@@ -33,8 +33,11 @@ queue_option = click.option("--queue", default="default", show_default=True, met
 
 def register(group: click.Group) -> None:
     """Add the fleet commands to ``group``."""
+    from tether.cli import queues
+
     for command in (submit, worker, workers, cancel):
         group.add_command(command)
+    queues.register(group)
 
 
 @click.command()
@@ -112,20 +115,28 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
 @click.command()
 @db_option
 def workers(db: str) -> None:
-    """List the live workers: host, pid, queues, runs held, last heartbeat."""
+    """List the live workers: host, pid, queues, runs held, last heartbeat, and the
+    problems of each (runs it lacks the tasks of, stuck runs of its queues)."""
     from tether.workers import lease_seconds
+    from tether.workers.stuck import live_workers, stuck_runs, worker_problems
 
     store = open_store(db)
     now = time.time()
-    live = store.list_workers(alive_since=now - 2 * lease_seconds())
+    lease = lease_seconds()
+    live = live_workers(store, now, lease)
+    stuck = stuck_runs(store, now, lease, live)
     if not live:
         click.echo("no live workers")
+        if stuck:
+            click.echo(f"{len(stuck)} stuck run(s): see tether runs --stuck")
         return
     click.echo(f"{'HOST':<20} {'PID':>7}  {'QUEUES':<20} {'RUNS':>5}  LAST HEARTBEAT")
     for one in live:
         queues = ",".join(one.queues)
         click.echo(f"{printable(one.host):<20} {one.pid:>7}  {printable(queues):<20} "
                    f"{one.runs_held:>2}/{one.concurrency:<2}  {now - one.heartbeat_at:.1f} s ago")
+        for problem in worker_problems(one, stuck):
+            click.echo(f"    problem: {printable(problem)}")
 
 
 @click.command()

@@ -40,30 +40,49 @@ def register(group: click.Group) -> None:
 @click.command()
 @click.option("--status", type=click.Choice([s.value for s in RunStatus]),
               help="Only runs with this status.")
+@click.option("--stuck", is_flag=True,
+              help="Only runs of workers' queues that are not making progress, with why: "
+              "queued past the queue's start timeout, no live worker serving the queue, no "
+              "worker with the run's tasks, a recovery that keeps failing.")
 @click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=50, show_default=True,
               help=f"At most this many runs (1 to {MAX_LIMIT:,}).")
 @db_option
 @json_option
-def runs(status: str | None, limit: int, db: str, as_json: bool) -> None:
-    """List runs, newest first."""
-    records = open_store(db).list_runs(status, limit)
+def runs(status: str | None, stuck: bool, limit: int, db: str, as_json: bool) -> None:
+    """List runs, newest first (with --stuck: the stuck ones, oldest first)."""
+    store = open_store(db)
+    reasons: dict[str, tuple[str, ...]] = {}
+    if stuck:
+        from tether.workers import lease_seconds
+        from tether.workers.stuck import stuck_runs
+
+        found = stuck_runs(store, time.time(), lease_seconds())
+        found = [s for s in found if status is None or s.run.status == status][:limit]
+        records = [s.run for s in found]
+        reasons = {s.run.execution_id: s.reasons for s in found}
+    else:
+        records = store.list_runs(status, limit)
     if as_json:
         click.echo(dumps([{
             "execution_id": r.execution_id, "workflow": r.workflow, "status": r.status,
             "created_at": r.created_at.isoformat(), "updated_at": r.updated_at.isoformat(),
             "parent_execution_id": r.parent_execution_id, "error": r.error,
+            "queue": r.queue, "blocked_reason": r.blocked_reason,
+            **({"reasons": list(reasons.get(r.execution_id, ()))} if stuck else {}),
         } for r in records], indent=2))
         return
     if not records:
-        click.echo("no runs")
+        click.echo("no stuck runs" if stuck else "no runs")
         return
     from rich.table import Table
 
     table = Table("execution id", "workflow", "status", "started", "updated", "forked from",
-                  box=None, pad_edge=False)
+                  "note", box=None, pad_edge=False)
     for r in records:
+        note = "; ".join(reasons[r.execution_id]) if stuck else (r.blocked_reason or "")
         table.add_row(text(r.execution_id), text(r.workflow), text(r.status),
-                      when(r.created_at), when(r.updated_at), text(r.parent_execution_id or ""))
+                      when(r.created_at), when(r.updated_at), text(r.parent_execution_id or ""),
+                      text(note))
     console().print(table)
 
 

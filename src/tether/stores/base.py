@@ -11,11 +11,17 @@ suite in ``tests/stores`` runs the same tests against each).
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tether.stores.queueing import CancelOutcome, ClaimedRun, WorkerRecord
+from tether.stores.queueing import (
+    CancelOutcome,
+    ClaimedRun,
+    QueueCounts,
+    QueueRecord,
+    WorkerRecord,
+)
 from tether.stores.records import (
     RUN_END,
     Checkpoint,
@@ -133,14 +139,61 @@ class Checkpointer(abc.ABC):
 
     @abc.abstractmethod
     def claim_runs(self, worker: str, queues: Sequence[str], limit: int, now: float,
-                   lease_until: float) -> list[ClaimedRun]:
+                   lease_until: float, plans: Collection[str] | None = None,
+                   ) -> list[ClaimedRun]:
         """Atomically claim up to ``limit`` runnable runs of ``queues`` (see
         :mod:`tether.stores.queueing` for which), highest priority then oldest first, each
         with a fresh owner token and the lease ``lease_until``; the run becomes ``running``
         and its ``attempt`` is counted, as :meth:`acquire` does. Two claimers never get the
         same run: PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, SQLite one ``BEGIN
         IMMEDIATE`` transaction (the database's single writer). ``worker`` names the claimer
-        in messages and logs only; fencing is on the per-run tokens."""
+        in messages and logs only; fencing is on the per-run tokens.
+
+        ``plans``: only runs pinned to these plan fingerprints (the ones the worker can
+        serve); None for any. The limits of the queues (:class:`QueueRecord`) bound the claim,
+        counted atomically with it. A claimed run's ``blocked_reason`` is cleared; a queued
+        run's ``started_at`` is set."""
+
+    @abc.abstractmethod
+    def claimable_plans(self, queues: Sequence[str], now: float,
+                        known: Collection[str] = ()) -> list[str]:
+        """The plan fingerprints of the runs a claim of ``queues`` could take now, except
+        ``known`` (a worker checks each new one against its tasks before claiming)."""
+
+    @abc.abstractmethod
+    def block_runs(self, fingerprint: str, queues: Sequence[str], reason: str,
+                   now: float) -> int:
+        """Record ``reason`` on the claimable runs of ``queues`` pinned to ``fingerprint``
+        that have no reason yet (a worker lacking their tasks); returns how many."""
+
+    @abc.abstractmethod
+    def retry_later(self, execution_id: str, owner: str, available_at: float,
+                    reason: str) -> bool:
+        """Give a claimed run back after a drive that failed for a reason other than
+        fencing: release ``owner``'s lease, count ``recovery_failures``, record ``reason``
+        and let no claim take it before ``available_at`` (the backoff). False when ``owner``
+        no longer holds it."""
+
+    @abc.abstractmethod
+    def put_queue(self, queue: QueueRecord) -> None:
+        """Insert or replace a queue's limits (``created_at`` of an existing one is kept)."""
+
+    @abc.abstractmethod
+    def list_queues(self) -> list[QueueRecord]:
+        """The configured queues, by name."""
+
+    def get_queue(self, name: str) -> QueueRecord | None:
+        """A configured queue, or None."""
+        return next((q for q in self.list_queues() if q.name == name), None)
+
+    @abc.abstractmethod
+    def remove_queue(self, name: str) -> bool:
+        """Remove a queue's limits (its runs stay; it becomes unlimited); False if none."""
+
+    @abc.abstractmethod
+    def queue_counts(self, now: float) -> list[QueueCounts]:
+        """Per queue holding runs: how many are queued and how many held (running with a
+        live lease), by queue name."""
 
     @abc.abstractmethod
     def request_cancel(self, execution_id: str, now: float) -> CancelOutcome | None:

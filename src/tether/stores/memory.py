@@ -11,13 +11,22 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
 from tether.stores.owners import describe_owner, lease_free, new_owner
-from tether.stores.queueing import CancelOutcome, ClaimedRun, ClaimReason, WorkerRecord
+from tether.stores.queueing import (
+    Budget,
+    CancelOutcome,
+    ClaimedRun,
+    ClaimReason,
+    QueueCounts,
+    QueueRecord,
+    QueueUsage,
+    WorkerRecord,
+)
 from tether.stores.records import (
     RUN_END,
     CheckpointRow,
@@ -49,6 +58,7 @@ class InMemoryCheckpointer(Checkpointer):
         self._cache: dict[tuple[str, str], str] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
         self._workers: dict[str, WorkerRecord] = {}
+        self._queues: dict[str, QueueRecord] = {}
 
     def __repr__(self) -> str:
         return "InMemoryCheckpointer()"
@@ -131,7 +141,8 @@ class InMemoryCheckpointer(Checkpointer):
             return ClaimReason.QUEUED if ready and run.cancel_requested_at is None else None
         if run.status == RunStatus.RUNNING:
             free = run.owner is None or (run.lease_until is not None and run.lease_until < now)
-            return ClaimReason.RECOVERED if free else None
+            ready = run.available_at is None or run.available_at <= now
+            return ClaimReason.RECOVERED if free and ready else None
         if run.status == RunStatus.PAUSED and run.owner is None and any(
                 d.created_at > run.updated_at
                 for d in self._decisions.get(run.execution_id, {}).values()):
@@ -139,20 +150,96 @@ class InMemoryCheckpointer(Checkpointer):
         return None
 
     def claim_runs(self, worker: str, queues: Sequence[str], limit: int, now: float,
-                   lease_until: float) -> list[ClaimedRun]:
+                   lease_until: float, plans: Collection[str] | None = None,
+                   ) -> list[ClaimedRun]:
         with self._lock:
             found = [(r, why) for r in self._runs.values()
-                     if (why := self._claim_reason(r, queues, now)) is not None]
+                     if (plans is None or r.plan_fingerprint in plans)
+                     and (why := self._claim_reason(r, queues, now)) is not None]
             found.sort(key=lambda f: (-f[0].priority, f[0].created_at, f[0].execution_id))
-            claimed = []
-            for run, why in found[:max(0, limit)]:
+            limits = [self._queues[q] for q in queues if q in self._queues]
+            budget = Budget(limits, {q.name: self._usage(q, now) for q in limits})
+            claimed: list[ClaimedRun] = []
+            for run, why in found:
+                if len(claimed) >= limit:
+                    break
+                starting = why == ClaimReason.QUEUED
+                if not budget.admit(run.queue, run.workflow, starting):
+                    continue
                 owner = new_owner()
                 self._runs[run.execution_id] = dataclasses.replace(
                     run, owner=owner, lease_until=lease_until, status=RunStatus.RUNNING.value,
-                    attempt=run.attempt + 1, updated_at=utc(now))
+                    attempt=run.attempt + 1, updated_at=utc(now), blocked_reason=None,
+                    started_at=now if starting else run.started_at)
                 claimed.append(ClaimedRun(_copy(self._runs[run.execution_id]), owner,
                                           lease_until, why))
             return claimed
+
+    def _usage(self, queue: QueueRecord, now: float) -> QueueUsage:
+        usage = QueueUsage()
+        for run in self._runs.values():
+            if run.queue != queue.name:
+                continue
+            if run.status == RunStatus.RUNNING and run.owner is not None and \
+                    run.lease_until is not None and run.lease_until >= now:
+                usage.held[run.workflow] += 1
+            if run.started_at is not None and run.started_at > now - queue.window:
+                usage.started += 1
+        return usage
+
+    def claimable_plans(self, queues: Sequence[str], now: float,
+                        known: Collection[str] = ()) -> list[str]:
+        with self._lock:
+            found = {r.plan_fingerprint for r in self._runs.values()
+                     if self._claim_reason(r, queues, now) is not None}
+        return sorted(found - set(known))
+
+    def block_runs(self, fingerprint: str, queues: Sequence[str], reason: str,
+                   now: float) -> int:
+        with self._lock:
+            found = [r for r in self._runs.values() if r.plan_fingerprint == fingerprint
+                     and r.blocked_reason is None
+                     and self._claim_reason(r, queues, now) is not None]
+            for run in found:
+                self._runs[run.execution_id] = dataclasses.replace(run, blocked_reason=reason)
+            return len(found)
+
+    def retry_later(self, execution_id: str, owner: str, available_at: float,
+                    reason: str) -> bool:
+        with self._lock:
+            run = self._runs.get(execution_id)
+            if run is None or run.owner != owner:
+                return False
+            self._runs[execution_id] = dataclasses.replace(
+                run, owner=None, lease_until=None, available_at=available_at,
+                blocked_reason=reason, recovery_failures=run.recovery_failures + 1)
+            return True
+
+    def put_queue(self, queue: QueueRecord) -> None:
+        with self._lock:
+            old = self._queues.get(queue.name)
+            self._queues[queue.name] = queue if old is None else dataclasses.replace(
+                queue, created_at=old.created_at)
+
+    def list_queues(self) -> list[QueueRecord]:
+        with self._lock:
+            return [self._queues[name] for name in sorted(self._queues)]
+
+    def remove_queue(self, name: str) -> bool:
+        with self._lock:
+            return self._queues.pop(name, None) is not None
+
+    def queue_counts(self, now: float) -> list[QueueCounts]:
+        counts: dict[str, list[int]] = {}
+        with self._lock:
+            for run in self._runs.values():
+                if run.queue is None:
+                    continue
+                held = run.status == RunStatus.RUNNING and run.owner is not None and \
+                    run.lease_until is not None and run.lease_until >= now
+                if run.status == RunStatus.QUEUED or held:
+                    counts.setdefault(run.queue, [0, 0])[1 if held else 0] += 1
+        return [QueueCounts(name, q, r) for name, (q, r) in sorted(counts.items())]
 
     def request_cancel(self, execution_id: str, now: float) -> CancelOutcome | None:
         with self._lock:

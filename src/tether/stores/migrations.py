@@ -237,6 +237,21 @@ def _v4_workers(ctx: MigrationContext) -> None:
 
 Migration = Callable[[MigrationContext], None]
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v3_schedules, _v4_workers]
+def _v6_queue_limits(ctx: MigrationContext) -> None:
+    """Version 6: queue limits enforced and stuck runs explained: ``runs.started_at`` (the
+    first claim of a queued run: the rate limit counts these), ``runs.blocked_reason`` (why a
+    claimable run is not taken: no worker with its tasks, a recovery that keeps failing),
+    ``runs.recovery_failures`` (the backoff's count), an index on (queue, started_at), and
+    ``queues.rate_window`` (the rate limit's window in seconds)."""
+    runs = ctx.table("runs")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN started_at FLOAT")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN blocked_reason TEXT")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN recovery_failures INTEGER NOT NULL DEFAULT 0")
+    ctx.run(f"CREATE INDEX runs_started ON {runs} (queue, started_at)")
+    ctx.run(f"ALTER TABLE {ctx.table('queues')} ADD COLUMN rate_window FLOAT")
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v3_schedules, _v4_workers,
+                               _v6_queue_limits]
 
 SCHEMA_VERSION = len(MIGRATIONS)

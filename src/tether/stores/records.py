@@ -172,6 +172,9 @@ class RunRecord:
     priority: int = 0  # higher first within a queue
     available_at: float | None = None  # a queued run may start from then (Unix time)
     cancel_requested_at: float | None = None  # tether cancel asked for it (Unix time)
+    started_at: float | None = None  # a worker first claimed it, queued (Unix time)
+    blocked_reason: str | None = None  # why a claimable run is not taken (see queueing.py)
+    recovery_failures: int = 0  # drives that failed for a reason other than fencing
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,15 @@ runs = Table(
            comment="claim order within a queue: higher first, then older first"),
     Column("available_at", Float, comment="a queued run may start from this time"),
     Column("cancel_requested_at", Float, comment="when tether cancel asked to stop the run"),
+    Column("started_at", Float, comment="when a worker first claimed the queued run (the "
+           "queue's rate limit counts these)"),
+    Column("blocked_reason", Text, comment="why a claimable run is not taken (no worker has "
+           "its tasks, its recovery keeps failing); cleared when a worker claims it"),
+    Column("recovery_failures", Integer, nullable=False, server_default="0",
+           comment="drives of the run that failed for a reason other than fencing (backoff)"),
     Index("runs_status_updated", "status", "updated_at"),
     Index("runs_claim", "queue", "status", "priority"),
+    Index("runs_started", "queue", "started_at"),
 )
 
 checkpoints = Table(
@@ -178,6 +185,8 @@ queues = Table(
     Column("start_timeout", Float, comment="seconds a run may wait queued before it is "
            "reported stuck"),
     Column("created_at", Float, nullable=False, comment="when the queue was configured"),
+    Column("rate_window", Float, comment="the rate limit's window (seconds): at most "
+           "rate_limit * rate_window runs start in any window of that length"),
 )
 
 __all__ = [

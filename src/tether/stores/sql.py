@@ -20,7 +20,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -54,7 +54,13 @@ from tether.stores import listing, sql_queue
 from tether.stores.base import Checkpointer
 from tether.stores.migrations import MigrationContext
 from tether.stores.owners import describe_owner
-from tether.stores.queueing import CancelOutcome, ClaimedRun, WorkerRecord
+from tether.stores.queueing import (
+    CancelOutcome,
+    ClaimedRun,
+    QueueCounts,
+    QueueRecord,
+    WorkerRecord,
+)
 from tether.stores.records import (
     RUN_END,
     CheckpointRow,
@@ -315,7 +321,8 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
             "parent_checkpoint_id": run.parent_checkpoint_id, "error": _json(run.error),
             "owner": run.owner, "lease_until": run.lease_until, "attempt": run.attempt,
             "queue": run.queue, "priority": run.priority, "available_at": run.available_at,
-            "cancel_requested_at": run.cancel_requested_at,
+            "cancel_requested_at": run.cancel_requested_at, "started_at": run.started_at,
+            "blocked_reason": run.blocked_reason, "recovery_failures": run.recovery_failures,
         }
 
     @staticmethod
@@ -333,6 +340,8 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
             queue=values["queue"], priority=values["priority"],
             available_at=values["available_at"],
             cancel_requested_at=values["cancel_requested_at"],
+            started_at=values["started_at"], blocked_reason=values["blocked_reason"],
+            recovery_failures=values["recovery_failures"] or 0,
         )
 
     @transient()
@@ -452,10 +461,41 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
         return sql_queue.enqueue_run(self, execution_id, queue, priority, available_at)
 
     def claim_runs(self, worker: str, queues: Sequence[str], limit: int, now: float,
-                   lease_until: float) -> list[ClaimedRun]:
+                   lease_until: float, plans: Collection[str] | None = None,
+                   ) -> list[ClaimedRun]:
         """Not retried on a lost connection: a claim that may have committed is simply not
         seen; its runs' leases expire and are claimed again."""
-        return sql_queue.claim_runs(self, worker, queues, limit, now, lease_until)
+        return sql_queue.claim_runs(self, worker, queues, limit, now, lease_until, plans)
+
+    @transient()
+    def claimable_plans(self, queues: Sequence[str], now: float,
+                        known: Collection[str] = ()) -> list[str]:
+        return sql_queue.claimable_plans(self, queues, now, known)
+
+    @transient()
+    def block_runs(self, fingerprint: str, queues: Sequence[str], reason: str,
+                   now: float) -> int:
+        return sql_queue.block_runs(self, fingerprint, queues, reason, now)
+
+    def retry_later(self, execution_id: str, owner: str, available_at: float,
+                    reason: str) -> bool:
+        return sql_queue.retry_later(self, execution_id, owner, available_at, reason)
+
+    @transient()
+    def put_queue(self, queue: QueueRecord) -> None:
+        sql_queue.put_queue(self, queue)
+
+    @transient()
+    def list_queues(self) -> list[QueueRecord]:
+        return sql_queue.list_queues(self)
+
+    @transient()
+    def remove_queue(self, name: str) -> bool:
+        return sql_queue.remove_queue(self, name)
+
+    @transient()
+    def queue_counts(self, now: float) -> list[QueueCounts]:
+        return sql_queue.queue_counts(self, now)
 
     def request_cancel(self, execution_id: str, now: float) -> CancelOutcome | None:
         return sql_queue.request_cancel(self, execution_id, now)

@@ -10,15 +10,19 @@ in the same transaction.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     and_,
     bindparam,
+    case,
     delete,
     exists,
+    func,
     insert,
     literal_column,
     or_,
@@ -28,9 +32,19 @@ from sqlalchemy import (
 from sqlalchemy.sql import ClauseElement, ColumnElement
 
 from tether.stores.owners import new_owner
-from tether.stores.queueing import CancelOutcome, ClaimedRun, ClaimReason, WorkerRecord
+from tether.stores.queueing import (
+    Budget,
+    CancelOutcome,
+    ClaimedRun,
+    ClaimReason,
+    QueueCounts,
+    QueueRecord,
+    QueueUsage,
+    WorkerRecord,
+)
 from tether.stores.records import RunStatus
 from tether.stores.schema import decisions, pending_interrupts, runs, workers
+from tether.stores.schema import queues as queue_table
 
 if TYPE_CHECKING:
     from tether.stores.sql import SQLCheckpointer
@@ -38,24 +52,35 @@ if TYPE_CHECKING:
 _WORKER_FIELDS = [c.name for c in workers.columns]
 
 
-def _claimable(queues: int) -> ColumnElement[bool]:
-    """The runs a claim may take (see ``tether.stores.queueing``)."""
+def _ready() -> ColumnElement[bool]:
+    return or_(runs.c.available_at.is_(None), runs.c.available_at <= bindparam("now"))
+
+
+def _claimable(queues: int, plans: int | None = None, full: int = 0,
+               starts: bool = True) -> ColumnElement[bool]:
+    """The runs a claim may take (see ``tether.stores.queueing``): of ``plans`` fingerprints
+    when given, none of the ``full`` workflows, queued ones only when ``starts``."""
     free = or_(runs.c.owner.is_(None), runs.c.lease_until < bindparam("now"))
     answered = exists(select(literal_column("1")).select_from(decisions).where(and_(
         decisions.c.execution_id == runs.c.execution_id,
         decisions.c.created_at > runs.c.updated_at)))
-    return and_(
-        runs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]),
-        or_(
-            and_(runs.c.status == RunStatus.QUEUED.value, runs.c.cancel_requested_at.is_(None),
-                 or_(runs.c.available_at.is_(None), runs.c.available_at <= bindparam("now"))),
-            and_(runs.c.status == RunStatus.RUNNING.value, free),
-            and_(runs.c.status == RunStatus.PAUSED.value, runs.c.owner.is_(None), answered),
-        ))
+    kinds = [and_(runs.c.status == RunStatus.RUNNING.value, free, _ready()),
+             and_(runs.c.status == RunStatus.PAUSED.value, runs.c.owner.is_(None), answered)]
+    if starts:
+        kinds.insert(0, and_(runs.c.status == RunStatus.QUEUED.value,
+                             runs.c.cancel_requested_at.is_(None), _ready()))
+    where = [runs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]), or_(*kinds)]
+    if plans is not None:
+        where.append(runs.c.plan_fingerprint.in_([bindparam(f"p{i}") for i in range(plans)]))
+    if full:
+        where.append(runs.c.workflow.not_in([bindparam(f"w{i}") for i in range(full)]))
+    return and_(*where)
 
 
-def _candidates(queues: int) -> ClauseElement:
-    return select(runs.c.execution_id, runs.c.status).where(_claimable(queues)).order_by(
+def _candidates(queues: int, plans: int | None, full: int, starts: bool) -> ClauseElement:
+    return select(runs.c.execution_id, runs.c.status, runs.c.queue, runs.c.workflow,
+                  runs.c.priority, runs.c.created_at).where(
+        _claimable(queues, plans, full, starts)).order_by(
         runs.c.priority.desc(), runs.c.created_at, runs.c.execution_id).limit(
         bindparam("n")).with_for_update(skip_locked=True)
 
@@ -64,26 +89,86 @@ def _take() -> ClauseElement:
     return update(runs).where(runs.c.execution_id == bindparam("eid")).values(
         owner=bindparam("owner"), lease_until=bindparam("until"),
         status=RunStatus.RUNNING.value, attempt=runs.c.attempt + 1,
-        updated_at=bindparam("now"))
+        updated_at=bindparam("now"), blocked_reason=None,
+        started_at=case((runs.c.status == RunStatus.QUEUED.value, bindparam("now")),
+                        else_=runs.c.started_at))
 
 
 _REASONS = {RunStatus.QUEUED.value: ClaimReason.QUEUED,
             RunStatus.RUNNING.value: ClaimReason.RECOVERED,
             RunStatus.PAUSED.value: ClaimReason.ANSWERED}
+_LIMITED = or_(queue_table.c.concurrency.is_not(None), queue_table.c.per_workflow.is_not(None),
+               queue_table.c.rate_limit.is_not(None))
+
+
+def _locked_limits(store: SQLCheckpointer, cursor: Any, queues: Sequence[str],
+                   ) -> list[QueueRecord]:
+    """The limited queues among ``queues``, their rows locked until the claim commits: the
+    claimers of one limited queue are serialised, so each counts what the last one took."""
+    count = len(queues)
+    rows = store._execute(cursor, f"queue_limits:{count}", lambda: select(
+        *queue_table.columns).where(and_(queue_table.c.name.in_(
+            [bindparam(f"q{i}") for i in range(count)]), _LIMITED)).order_by(
+        queue_table.c.name).with_for_update(), **_names("q", queues)).fetchall()
+    return [_to_queue(row) for row in rows]
+
+
+def _usage(store: SQLCheckpointer, cursor: Any, queue: QueueRecord, now: float) -> QueueUsage:
+    held = store._execute(cursor, "queue_held", lambda: select(
+        runs.c.workflow, func.count()).where(and_(
+            runs.c.queue == bindparam("q"), runs.c.status == RunStatus.RUNNING.value,
+            runs.c.owner.is_not(None), runs.c.lease_until >= bindparam("now"))).group_by(
+        runs.c.workflow), q=queue.name, now=now).fetchall()
+    usage = QueueUsage(Counter({str(w): int(n) for w, n in held}))
+    if queue.rate_limit is not None:
+        usage.started = int(store._execute(cursor, "queue_started", lambda: select(
+            func.count()).where(and_(runs.c.queue == bindparam("q"),
+                                     runs.c.started_at > bindparam("since"))),
+            q=queue.name, since=now - queue.window).fetchone()[0])
+    return usage
+
+
+def _names(prefix: str, values: Iterable[str]) -> dict[str, str]:
+    return {f"{prefix}{i}": value for i, value in enumerate(values)}
 
 
 def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit: int,
-               now: float, lease_until: float) -> list[ClaimedRun]:
-    if limit <= 0 or not queues:
+               now: float, lease_until: float,
+               plans: Collection[str] | None = None) -> list[ClaimedRun]:
+    if limit <= 0 or not queues or (plans is not None and not plans):
         return []
+    fingerprints = sorted(plans) if plans is not None else None
+
+    def candidates(cursor: Any, names: Sequence[str], n: int, full: Sequence[str] = (),
+                   starts: bool = True) -> list[Any]:
+        count, planned = len(names), len(fingerprints) if fingerprints is not None else None
+        key = f"claim_candidates:{count}:{planned}:{len(full)}:{int(starts)}"
+        return list(store._execute(
+            cursor, key, lambda: _candidates(count, planned, len(full), starts), now=now,
+            n=n, **_names("q", names), **_names("p", fingerprints or ()),
+            **_names("w", full)).fetchall())
+
     with store._cursor(f"claiming runs for worker {worker}", write=True) as cursor:
-        count = len(queues)
-        names = {f"q{i}": name for i, name in enumerate(queues)}
-        found = store._execute(cursor, f"claim_candidates:{count}",
-                               lambda: _candidates(count), now=now, n=limit,
-                               **names).fetchall()
+        limits = _locked_limits(store, cursor, queues)
+        budget = Budget(limits, {q.name: _usage(store, cursor, q, now) for q in limits})
+        limited = {q.name for q in limits}
+        plain = [q for q in queues if q not in limited]
+        found = candidates(cursor, plain, limit) if plain else []
+        for queue in limits:
+            room = budget.room(queue.name)
+            if room == 0:
+                continue
+            wanted = limit if room is None else min(limit, room)
+            found += candidates(cursor, [queue.name], 2 * wanted,
+                                budget.full_workflows(queue.name),
+                                budget.starts_left(queue.name) != 0)
+        found.sort(key=lambda row: (-row[4], row[5], row[0]))
         taken: list[tuple[str, str, str]] = []
-        for execution_id, status in found:
+        for execution_id, status, queue_name, workflow, _, _ in found:
+            if len(taken) >= limit:
+                break
+            if not budget.admit(queue_name, workflow, status == RunStatus.QUEUED.value):
+                continue
             owner = new_owner()
             store._execute(cursor, "claim_take", _take, eid=execution_id, owner=owner,
                            until=lease_until, now=now)
@@ -94,6 +179,99 @@ def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit
         if run is not None:
             claimed.append(ClaimedRun(run, owner, lease_until, _REASONS[status]))
     return claimed
+
+
+def claimable_plans(store: SQLCheckpointer, queues: Sequence[str], now: float,
+                    known: Collection[str]) -> list[str]:
+    if not queues:
+        return []
+    count = len(queues)
+    with store._cursor("listing the plans of claimable runs") as cursor:
+        rows = store._execute(cursor, f"claimable_plans:{count}", lambda: select(
+            runs.c.plan_fingerprint).where(_claimable(count)).distinct(),
+            now=now, **_names("q", queues)).fetchall()
+    return sorted({str(row[0]) for row in rows} - set(known))
+
+
+def block_runs(store: SQLCheckpointer, fingerprint: str, queues: Sequence[str], reason: str,
+               now: float) -> int:
+    if not queues:
+        return 0
+    count = len(queues)
+    with store._cursor(f"recording why runs of plan {fingerprint[:12]} wait",
+                       write=True) as cursor:
+        store._execute(cursor, f"block_runs:{count}", lambda: update(runs).where(and_(
+            _claimable(count), runs.c.plan_fingerprint == bindparam("fp"),
+            runs.c.blocked_reason.is_(None))).values(blocked_reason=bindparam("reason")),
+            now=now, fp=fingerprint, reason=reason, **_names("q", queues))
+        return int(cursor.rowcount)
+
+
+def retry_later(store: SQLCheckpointer, execution_id: str, owner: str, available_at: float,
+                reason: str) -> bool:
+    with store._cursor(f"putting run {execution_id} back for a later retry",
+                       write=True) as cursor:
+        store._execute(cursor, "retry_later", lambda: update(runs).where(and_(
+            runs.c.execution_id == bindparam("eid"), runs.c.owner == bindparam("holder"))).values(
+            owner=None, lease_until=None, available_at=bindparam("at"),
+            blocked_reason=bindparam("reason"),
+            recovery_failures=runs.c.recovery_failures + 1),
+            eid=execution_id, holder=owner, at=available_at, reason=reason)
+        return bool(cursor.rowcount == 1)
+
+
+# -- queue configuration ----------------------------------------------------------------------
+_QUEUE_FIELDS = [c.name for c in queue_table.columns]
+
+
+def _to_queue(row: Any) -> QueueRecord:
+    values = dict(zip(_QUEUE_FIELDS, row, strict=True))
+    return QueueRecord(**values)
+
+
+def put_queue(store: SQLCheckpointer, queue: QueueRecord) -> None:
+    with store._cursor(f"configuring queue {queue.name}", write=True) as cursor:
+        old = store._execute(cursor, "queue_get", lambda: select(queue_table.c.created_at).where(
+            queue_table.c.name == bindparam("name")).with_for_update(),
+            name=queue.name).fetchone()
+        values = dataclasses.asdict(queue)
+        if old is None:
+            store._execute(cursor, "queue_insert", lambda: insert(queue_table), **values)
+            return
+        del values["created_at"]
+        store._execute(cursor, "queue_update", lambda: update(queue_table).where(
+            queue_table.c.name == bindparam("key")).values(
+            {k: bindparam(k) for k in values if k != "name"}), key=queue.name, **values)
+
+
+def list_queues(store: SQLCheckpointer) -> list[QueueRecord]:
+    with store._cursor("listing queues") as cursor:
+        rows = store._execute(cursor, "list_queues", lambda: select(
+            *queue_table.columns).order_by(queue_table.c.name)).fetchall()
+    return [_to_queue(row) for row in rows]
+
+
+def remove_queue(store: SQLCheckpointer, name: str) -> bool:
+    with store._cursor(f"removing queue {name}", write=True) as cursor:
+        store._execute(cursor, "queue_delete", lambda: delete(queue_table).where(
+            queue_table.c.name == bindparam("name")), name=name)
+        return bool(cursor.rowcount == 1)
+
+
+def queue_counts(store: SQLCheckpointer, now: float) -> list[QueueCounts]:
+    with store._cursor("counting runs per queue") as cursor:
+        rows = store._execute(cursor, "queue_counts", lambda: select(
+            runs.c.queue, runs.c.status, func.count()).where(and_(
+                runs.c.queue.is_not(None), or_(
+                    runs.c.status == RunStatus.QUEUED.value,
+                    and_(runs.c.status == RunStatus.RUNNING.value, runs.c.owner.is_not(None),
+                         runs.c.lease_until >= bindparam("now"))))).group_by(
+            runs.c.queue, runs.c.status), now=now).fetchall()
+    counts: dict[str, Counter[str]] = {}
+    for queue, status, n in rows:
+        counts.setdefault(str(queue), Counter())[str(status)] += int(n)
+    return [QueueCounts(name, c[RunStatus.QUEUED.value], c[RunStatus.RUNNING.value])
+            for name, c in sorted(counts.items())]
 
 
 def enqueue_run(store: SQLCheckpointer, execution_id: str, queue: str, priority: int,

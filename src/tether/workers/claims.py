@@ -24,6 +24,15 @@ LEASE_ENV = "TETHER_LEASE_SECONDS"
 DEFAULT_LEASE_SECONDS = 30.0
 POSTGRES_POLL_SECONDS = 1.0
 SQLITE_POLL_SECONDS = 0.2
+BACKOFF_FIRST_SECONDS = 1.0  # a failed drive: the first wait before any worker retries it
+BACKOFF_CAP_SECONDS = 300.0
+REBLOCK_SECONDS = 5.0  # how often a worker re-marks the runs of a plan it cannot serve
+
+
+def backoff_seconds(failures: int) -> float:
+    """The wait after the ``failures``-th failed drive of a run: 1 s, doubling, at most
+    5 minutes."""
+    return min(BACKOFF_CAP_SECONDS, BACKOFF_FIRST_SECONDS * 2.0 ** max(0, failures - 1))
 
 
 def lease_seconds(explicit: float | None = None) -> float:

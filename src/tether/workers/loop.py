@@ -29,6 +29,7 @@ from typing import Any
 from tether.compiler.plan import Plan
 from tether.errors import AlreadyResumed, LeaseLost, ResumeError, TetherError, TimerNotDue
 from tether.runtime.attempt import StopAtBoundary
+from tether.runtime.plans import task_names
 from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner, parse_owner
@@ -77,6 +78,10 @@ class Worker:
         self._wake: asyncio.Event | None = None
         self._cancel: set[str] = set()
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._task_names: frozenset[str] = frozenset()
+        self._servable: set[str] = set()  # plan fingerprints whose tasks this worker has
+        self._unservable: dict[str, str] = {}  # fingerprint: why not
+        self._blocked_at: dict[str, float] = {}  # fingerprint: when its runs were marked
         self.finished = 0
         """Runs this worker drove to an end of their attempt (for tests and logs)."""
 
@@ -106,6 +111,7 @@ class Worker:
         runner = Runner(None, store, self._tasks, max_concurrency=self._max_concurrency,
                         lease_seconds=self.lease_seconds, park_timers=True)
         runner.inline_bodies = False  # several runs share this loop: bodies in threads
+        self._task_names = frozenset(runner.tasks)
         owner = parse_owner(self.worker_id)
         now = time.time()
         store.register_worker(WorkerRecord(
@@ -151,16 +157,78 @@ class Worker:
         return open_checkpointer(self._store_source, create=False)
 
     def _claim(self, store: Checkpointer) -> list[ClaimedRun]:
+        """Claim runs of the plans this worker can serve; when that finds none, look at the
+        plans of the claimable runs first (each new one checked against this worker's tasks
+        once), so a run whose tasks it lacks is never claimed here: it stays queued with
+        the reason recorded, for a worker that has them."""
         free = self.concurrency - len(self._running)
         if free <= 0:
             return []
-        now = time.time()
         try:
-            return store.claim_runs(self.worker_id, self.queues, free, now,
-                                    now + self.lease_seconds)
+            claimed = self._claim_servable(store, free)
+            if not claimed and self._learn_plans(store):
+                claimed = self._claim_servable(store, free)
+            return claimed
         except TetherError as exc:  # the database is unreachable: try again next poll
             log.warning("claiming runs failed: %s", exc)
             return []
+
+    def _claim_servable(self, store: Checkpointer, free: int) -> list[ClaimedRun]:
+        if not self._servable:
+            return []
+        now = time.time()
+        return store.claim_runs(self.worker_id, self.queues, free, now,
+                                now + self.lease_seconds, plans=self._servable)
+
+    def _learn_plans(self, store: Checkpointer) -> bool:
+        """Check the plans of claimable runs not known to be servable; True if one is now.
+        Runs of plans this worker cannot serve get the reason (again after a while, for
+        runs enqueued since)."""
+        now = time.time()
+        learned = False
+        for fingerprint in store.claimable_plans(self.queues, now, self._servable):
+            reason = self._unservable.get(fingerprint)
+            if reason is None:
+                reason = self._check_plan(store, fingerprint)
+                if reason is None:
+                    self._servable.add(fingerprint)
+                    learned = True
+                    continue
+                self._unservable[fingerprint] = reason
+                log.warning("runs of plan %s stay queued: %s", fingerprint[:12], reason)
+            if time.monotonic() - self._blocked_at.get(fingerprint, -1e9) >= \
+                    claims.REBLOCK_SECONDS:
+                store.block_runs(fingerprint, self.queues, reason, now)
+                self._blocked_at[fingerprint] = time.monotonic()
+        return learned
+
+    def _check_plan(self, store: Checkpointer, fingerprint: str) -> str | None:
+        """Why this worker cannot serve runs of the plan (None: it can)."""
+        owner = parse_owner(self.worker_id)
+        who = f"worker {owner.host if owner else '-'}/{os.getpid()}"
+        text = store.get_plan(fingerprint)
+        if text is None:
+            return f"its plan {fingerprint[:12]} is missing from the store"
+        try:
+            plan = Plan.from_json(text)
+        except (ValueError, TetherError) as exc:
+            return f"{who} cannot read its plan {fingerprint[:12]}: {exc}"
+        missing = sorted(task_names(plan) - self._task_names)
+        if missing:
+            return f"{who} lacks tasks: {', '.join(missing)}"
+        return None
+
+    def _serves(self, store: Checkpointer, fingerprint: str) -> bool:
+        if fingerprint in self._servable:
+            return True
+        if fingerprint in self._unservable:
+            return False
+        reason = self._check_plan(store, fingerprint)
+        if reason is None:
+            self._servable.add(fingerprint)
+            return True
+        self._unservable[fingerprint] = reason
+        return False
 
     def _fire_schedules(self, store: Checkpointer) -> None:
         """Enqueue the runs of the schedules' due ticks (exactly one per tick fleet-wide)."""
@@ -189,6 +257,9 @@ class Worker:
                 continue
             if len(self._running) >= self.concurrency:
                 break
+            run = store.get_run(row.execution_id)
+            if run is None or not self._serves(store, run.plan_fingerprint):
+                continue  # a worker with its tasks fires it
             self._track(row.execution_id, asyncio.create_task(self._fire(runner, row)))
 
     async def _fire(self, runner: Runner, row: PendingInterrupt) -> None:
@@ -256,13 +327,30 @@ class Worker:
             self._give_back(store, claim)
         except TetherError as exc:
             log.warning("run %s: %s", execution_id, exc)
-            self._give_back(store, claim)
-            await asyncio.sleep(self._poll or 1.0)  # do not claim it again at once
-        except Exception:  # a bug: never take the worker down with it
+            await self._retry_later(store, claim, str(exc))
+        except Exception as exc:  # a bug: never take the worker down with it
             log.exception("run %s: internal error", execution_id)
-            self._give_back(store, claim)
+            await self._retry_later(store, claim, f"internal error: {exc!r}")
         finally:
             self.finished += 1
+
+    async def _retry_later(self, store: Checkpointer, claim: ClaimedRun, error: str) -> None:
+        """A drive that failed for a reason other than fencing: no worker takes the run again
+        before a backoff (doubling with each failure, capped), and the failure is recorded
+        on it (``tether runs --stuck``). An answered pause goes back to paused."""
+        if claim.reason == ClaimReason.ANSWERED:
+            self._give_back(store, claim)
+            await asyncio.sleep(self._poll or 1.0)  # do not claim it again at once
+            return
+        failures = claim.run.recovery_failures + 1
+        delay = claims.backoff_seconds(failures)
+        try:
+            store.retry_later(claim.run.execution_id, claim.owner, time.time() + delay,
+                              f"recovery failed {failures} time(s), next try in "
+                              f"{delay:g} s: {error}")
+        except TetherError as exc:
+            log.warning("run %s: giving it back failed (%s); its lease expires",
+                        claim.run.execution_id, exc)
 
     @staticmethod
     def _give_back(store: Checkpointer, claim: ClaimedRun) -> None:
