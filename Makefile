@@ -30,6 +30,7 @@ demo: $(BIN)/tether
 
 bench: $(BIN)/tether
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/workers.py
 
 bench-peers: $(BIN)/tether
 	$(BIN)/python bench/peers.py

@@ -158,6 +158,108 @@ def dbos_timing(database_url: str, repeat: int, workdir: Path) -> dict[str, Any]
         DBOS.destroy()
 
 
+# -- DBOS queues (the workers' workload of bench/workers.py) ---------------------------------
+DBOS_HOLD, DBOS_SERVED = "bench_hold", "bench"
+
+
+def _dbos_define(url: str, schema: str, concurrency: int, nodes: int) -> Any:
+    from dbos import DBOS, DBOSConfig
+
+    config: DBOSConfig = {"name": "benchq", "system_database_url": url,
+                          "dbos_system_schema": schema}
+    DBOS(config=config)
+
+    @DBOS.step(name="wstep")
+    def step() -> dict[str, int]:
+        return {"ok": 1}
+
+    @DBOS.workflow(name="wchain")
+    def chain() -> int:
+        for _ in range(nodes):
+            step()
+        return nodes
+
+    return chain
+
+
+def dbos_worker(url: str, schema: str, concurrency: int, nodes: int) -> None:
+    """One DBOS worker process: serves the queue until its standard input closes."""
+    from dbos import DBOS
+
+    _dbos_define(url, schema, concurrency, nodes)
+    DBOS.listen_queues([DBOS_SERVED])
+    DBOS.launch()
+    # DBOS's queues are polled (default every 1 s); 10 ms gives it the best throughput,
+    # with the same per-process concurrency as tether's workers.
+    DBOS.register_queue(DBOS_SERVED, worker_concurrency=concurrency,
+                        polling_interval_sec=0.01)
+    print("ready", flush=True)
+    sys.stdin.read()
+    DBOS.destroy()
+
+
+def dbos_queue(url: str, runs: int, nodes: int, counts: list[int], concurrency: int,
+               workdir: Path) -> dict[str, Any]:
+    """``runs`` workflows of ``nodes`` steps enqueued on a queue nobody serves; N worker
+    processes start and report ready; one UPDATE moves the backlog into the served queue
+    (as bench/workers.py does for tether); drain time = that UPDATE to the last
+    workflow's completion (``updated_at``)."""
+    import subprocess
+
+    import psycopg
+    from dbos import DBOSClient
+
+    plain = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    base = plain.split("?", 1)[0]
+    result: dict[str, Any] = {"runs": runs, "nodes": nodes, "concurrency": concurrency}
+    for count in counts:
+        schema = f"dbosq_{uuid.uuid4().hex[:8]}"
+        procs: list[Any] = []
+        try:
+            first = subprocess.Popen(
+                [sys.executable, __file__, "--dbos-worker", url, "--schema", schema,
+                 "--concurrency", str(concurrency), "--nodes", str(nodes)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=workdir, text=True)
+            procs.append(first)
+            assert first.stdout is not None and first.stdout.readline().strip() == "ready"
+            client = DBOSClient(system_database_url=url, dbos_system_schema=schema)
+            for _ in range(runs):
+                client.enqueue({"queue_name": DBOS_HOLD, "workflow_name": "wchain"})
+            client.destroy()
+            for _ in range(count - 1):
+                proc = subprocess.Popen(
+                    [sys.executable, __file__, "--dbos-worker", url, "--schema", schema,
+                     "--concurrency", str(concurrency), "--nodes", str(nodes)],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=workdir, text=True)
+                procs.append(proc)
+                assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            with psycopg.connect(base, autocommit=True) as connection:
+                start = time.time()
+                connection.execute(f"UPDATE {schema}.workflow_status SET queue_name = %s "
+                                   "WHERE queue_name = %s", (DBOS_SERVED, DBOS_HOLD))
+                while True:
+                    done, failed = connection.execute(
+                        f"SELECT count(*) FILTER (WHERE status = 'SUCCESS'), count(*) FILTER "
+                        f"(WHERE status IN ('ERROR', 'CANCELLED')) FROM {schema}.workflow_status"
+                    ).fetchone()
+                    if failed:
+                        raise RuntimeError(f"{failed} DBOS workflow(s) failed")
+                    if done == runs:
+                        break
+                    time.sleep(0.05)
+                end = connection.execute(
+                    f"SELECT max(updated_at) FROM {schema}.workflow_status").fetchone()[0]
+            seconds = end / 1000 - start
+            result[f"workers_{count}"] = {"seconds": seconds,
+                                          "steps_per_second": runs * nodes / seconds}
+        finally:
+            for proc in procs:
+                proc.communicate(timeout=60)
+            with psycopg.connect(base, autocommit=True) as connection:
+                connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return result
+
+
 def guarded(name: str, function: Any, *args: Any) -> dict[str, Any]:
     try:
         return function(*args)
@@ -172,7 +274,16 @@ def main() -> None:
     parser.add_argument("--postgres", default="")
     parser.add_argument("--workdir", default=".")
     parser.add_argument("--only", default="")
+    parser.add_argument("--queue-runs", type=int, default=0)
+    parser.add_argument("--queue-workers", default="1,2")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--nodes", type=int, default=10)
+    parser.add_argument("--dbos-worker", default="")
+    parser.add_argument("--schema", default="")
     args = parser.parse_args()
+    if args.dbos_worker:
+        dbos_worker(args.dbos_worker, args.schema, args.concurrency, args.nodes)
+        return
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
@@ -189,6 +300,10 @@ def main() -> None:
             if args.postgres.startswith("postgresql://") else args.postgres
         results["dbos_postgres"] = guarded("dbos_postgres", dbos_timing, pg, args.repeat,
                                            workdir)
+        if args.queue_runs:
+            counts = [int(v) for v in args.queue_workers.split(",") if v.strip()]
+            results["dbos_queue"] = guarded("dbos_queue", dbos_queue, pg, args.queue_runs,
+                                            args.nodes, counts, args.concurrency, workdir)
     print(json.dumps(results))
 
 

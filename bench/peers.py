@@ -1,4 +1,5 @@
-"""Peer comparison: the W1/W2/W4 workloads on tether, LangGraph and DBOS in one invocation.
+"""Peer comparison: the W1/W2/W4 workloads on tether, LangGraph and DBOS in one invocation,
+and the workers' queue drain (bench/workers.py) on tether workers and DBOS queues.
 
 Run: make bench-peers   (or: .venv/bin/python bench/peers.py [--repeat 5])
 Creates bench/.peers-venv (once) with LangGraph 1.x, its SQLite and PostgreSQL savers and
@@ -38,7 +39,8 @@ def ensure_venv() -> Path:
     return python
 
 
-def peer_results(python: Path, repeat: int, postgres: str, workdir: Path) -> dict[str, Any]:
+def peer_results(python: Path, repeat: int, postgres: str, workdir: Path,
+                 queue_runs: int = 0, queue_workers: str = "1,2") -> dict[str, Any]:
     schema_url = ""
     if postgres:
         import psycopg
@@ -51,7 +53,8 @@ def peer_results(python: Path, repeat: int, postgres: str, workdir: Path) -> dic
     try:
         output = subprocess.run(
             [str(python), str(HERE / "peer_workloads.py"), "--repeat", str(repeat),
-             "--postgres", schema_url, "--workdir", str(workdir)],
+             "--postgres", schema_url, "--workdir", str(workdir),
+             "--queue-runs", str(queue_runs), "--queue-workers", queue_workers],
             check=True, capture_output=True, text=True, timeout=3600)
     finally:
         if postgres:
@@ -62,6 +65,16 @@ def peer_results(python: Path, repeat: int, postgres: str, workdir: Path) -> dic
     if output.stderr.strip():
         print(output.stderr[-3000:], file=sys.stderr)
     return dict(json.loads(output.stdout.strip().splitlines()[-1]))
+
+
+def tether_workers(runs: int, counts: str, workdir: Path) -> dict[str, Any]:
+    """bench/workers.py's drain: N ``tether worker`` processes, ``runs`` 10-node runs."""
+    from workers import drain
+
+    if not w.PG_URL or not runs:
+        return {}
+    return {f"workers_{n}": drain(int(n), runs, 10, "bench_step", 4, workdir)
+            for n in counts.split(",") if n.strip()}
 
 
 def tether_results(repeat: int, workdir: Path) -> dict[str, Any]:
@@ -88,6 +101,23 @@ def tether_results(repeat: int, workdir: Path) -> dict[str, Any]:
     finally:
         if schema is not None:
             w.drop_schema(schema)
+
+
+def show_queues(tether: dict[str, Any], peers: dict[str, Any]) -> None:
+    ours, theirs = tether.get("workers", {}), peers.get("dbos_queue", {})
+    if not ours:
+        return
+    print("\nWorkers: 10-node runs drained from a queue by N processes (PostgreSQL, x4 each)")
+    if "skipped" in theirs:
+        print(f"    DBOS queues skipped: {theirs['skipped']}")
+    for key, row in ours.items():
+        line = f"    {key.replace('_', ' '):10} tether {row['steps_per_second']:,.0f} steps/s"
+        if key in theirs:
+            dbos = theirs[key]["steps_per_second"]
+            ratio = row["steps_per_second"] / dbos
+            line += (f", DBOS {dbos:,.0f} steps/s: {ratio:.1f}x (target >= 3x: "
+                     f"{'met' if ratio >= 3 else 'MISSED'})")
+        print(line)
 
 
 def show(tether: dict[str, Any], peers: dict[str, Any]) -> None:
@@ -128,13 +158,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--queue-runs", type=int, default=1000,
+                        help="runs drained by tether workers and DBOS queues (0: skip)")
+    parser.add_argument("--queue-workers", default="1,2", help="worker process counts")
     args = parser.parse_args()
     python = ensure_venv()
     with tempfile.TemporaryDirectory() as directory:
         workdir = Path(directory)
         ours = tether_results(args.repeat, workdir)
-        theirs = peer_results(python, args.repeat, w.PG_URL, workdir / "peers")
+        ours["workers"] = tether_workers(args.queue_runs, args.queue_workers, workdir)
+        theirs = peer_results(python, args.repeat, w.PG_URL, workdir / "peers",
+                              args.queue_runs, args.queue_workers)
     show(ours, theirs)
+    show_queues(ours, theirs)
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "peers.json").write_text(
         json.dumps({"tether": ours, "peers": theirs}, indent=2) + "\n")

@@ -78,6 +78,12 @@ class Checkpointer(abc.ABC):
     def get_run(self, execution_id: str) -> RunRecord | None:
         """The run, or None."""
 
+    def cancel_requested_at(self, execution_id: str) -> float | None:
+        """When ``tether cancel`` asked to stop the run (None: not asked, or no such run):
+        the workers' check before each node, narrower than :meth:`get_run`."""
+        run = self.get_run(execution_id)
+        return run.cancel_requested_at if run is not None else None
+
     def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
         """Runs, newest first, optionally only those with ``status``."""
         return self.find_runs(status=status, limit=limit)

@@ -352,6 +352,14 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
         return self._to_run(row) if row is not None else None
 
     @transient()
+    def cancel_requested_at(self, execution_id: str) -> float | None:
+        with self._cursor(f"reading run {execution_id}") as cursor:
+            row = self._execute(cursor, "cancel_requested_at", lambda: select(
+                runs.c.cancel_requested_at).where(runs.c.execution_id == _EID),
+                eid=execution_id).fetchone()
+        return float(row[0]) if row is not None and row[0] is not None else None
+
+    @transient()
     def find_runs(self, *, status: str | None = None, workflow: str | None = None,
                   before: RunCursor | None = None, limit: int = 50) -> list[RunRecord]:
         shape = {"status": status is not None, "workflow": workflow is not None,

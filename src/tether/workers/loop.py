@@ -301,13 +301,13 @@ class Worker:
         task.add_done_callback(done)
 
     def _boundary(self, store: Checkpointer, execution_id: str) -> Callable[[], None]:
-        """Before each unit: a cancel request (read from the run row: one primary-key read,
-        so a request is never missed between two nodes) or this worker stopping."""
+        """Before each unit: a cancel request (the run row's ``cancel_requested_at``: one
+        primary-key read of one column, so a request is never missed between two nodes) or
+        this worker stopping."""
         def check() -> None:
             if execution_id in self._cancel:
                 raise StopAtBoundary(execution_id, cancel=True)
-            run = store.get_run(execution_id)
-            if run is not None and run.cancel_requested_at is not None:
+            if store.cancel_requested_at(execution_id) is not None:
                 self._cancel.add(execution_id)
                 raise StopAtBoundary(execution_id, cancel=True)
             if self._stopping.is_set():
