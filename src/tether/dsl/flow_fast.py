@@ -83,7 +83,7 @@ class _Parser:
     def skip(self) -> None:
         text, pos = self.text, self.pos
         if pos < len(text) and text[pos] in " \t\r\n\f#":
-            end = self.skip_re(text, pos).end()  # type: ignore[union-attr]  # matches ""
+            end = self.skip_re(text, pos).end()
             newlines = text.count("\n", pos, end)
             if newlines:
                 self.line += newlines
@@ -132,7 +132,7 @@ class _Parser:
     @staticmethod
     def tree(rule: str, children: list[Any], first: Any, last: Any) -> Tree[Token]:
         """A rule's tree, spanning from ``first`` to ``last`` (tokens or trees)."""
-        meta = Meta()
+        meta = Meta()  # type: ignore[no-untyped-call]
         start = first if isinstance(first, Token) else first.meta
         end = last if isinstance(last, Token) else last.meta
         line, column, start_pos = start.line, start.column, start.start_pos
