@@ -40,6 +40,10 @@ def terminal_pattern(name: str) -> str:
     return _terminals()[name]
 
 
+_Mark = tuple[int, int, int, int, int, int]
+"""Where a keyword is: line, column, offset, end line, end column, end offset (as Lark's)."""
+
+
 class _Decline(Exception):
     """The statement is not one of the shapes read here: the grammar reads it."""
 
@@ -118,11 +122,16 @@ class _Parser:
         match = self.word_re(self.text, self.pos)
         return None if match is None else match.group()
 
-    def keyword(self, word: str) -> Token:
-        """An anonymous keyword or punctuation (dropped from the tree, kept for positions)."""
-        if not self.text.startswith(word, self.pos):
+    def keyword(self, word: str) -> _Mark:
+        """An anonymous keyword or punctuation: dropped from the tree, so only its place is
+        kept, for the rules it starts or ends (no token is built)."""
+        pos, line = self.pos, self.line
+        if not self.text.startswith(word, pos):
             raise _Decline
-        return self.token("KW", self.pos + len(word))
+        column = pos - self.line_start + 1
+        self.pos = end = pos + len(word)
+        self.skip()
+        return line, column, pos, line, column + end - pos, end
 
     def peek(self) -> str:
         return self.text[self.pos] if self.pos < len(self.text) else ""
@@ -131,12 +140,18 @@ class _Parser:
 
     @staticmethod
     def tree(rule: str, children: list[Any], first: Any, last: Any) -> Tree[Token]:
-        """A rule's tree, spanning from ``first`` to ``last`` (tokens or trees)."""
+        """A rule's tree, spanning from ``first`` to ``last`` (marks, tokens or trees)."""
         meta = Meta()  # type: ignore[no-untyped-call]
-        start = first if isinstance(first, Token) else first.meta
-        end = last if isinstance(last, Token) else last.meta
-        line, column, start_pos = start.line, start.column, start.start_pos
-        end_line, end_column, end_pos = end.end_line, end.end_column, end.end_pos
+        if type(first) is tuple:
+            line, column, start_pos = first[:3]
+        else:
+            start = first if isinstance(first, Token) else first.meta
+            line, column, start_pos = start.line, start.column, start.start_pos
+        if type(last) is tuple:
+            end_line, end_column, end_pos = last[3:]
+        else:
+            end = last if isinstance(last, Token) else last.meta
+            end_line, end_column, end_pos = end.end_line, end.end_column, end.end_pos
         meta.__dict__.update(  # the attributes Lark's PropagatePositions sets, in its order
             empty=False, line=line, column=column, start_pos=start_pos, container_line=line,
             container_column=column, container_start_pos=start_pos, end_line=end_line,
