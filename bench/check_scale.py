@@ -4,7 +4,8 @@ Run: .venv/bin/python bench/check_scale.py [--repeat 5]
 Prints the median wall time of `tether.check` (parse, validate, graph checks, templates) per
 size and syntax, and the 10,000/1,000 ratio (target: under 1 s at 10,000 nodes, ratio <= 12:
 linear growth). Also times the `tether check` command end to end (process start included).
-`--pure` parses `.flow` with Lark's own parser even when lark-cython is installed.
+`--pure` parses `.flow` with Lark's own parser even when lark-cython is installed;
+`--no-fast` reads every `.flow` statement with the grammar (no hand-written fast path).
 """
 
 from __future__ import annotations
@@ -47,7 +48,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--pure", action="store_true", help="no lark-cython")
     parser.add_argument("--no-command", action="store_true", help="skip the command timings")
+    parser.add_argument("--no-fast", action="store_true", help="no hand-written fast path "
+                        "(in process only: the command timings keep it)")
     args = parser.parse_args()
+    if args.no_fast:
+        from tether.dsl import flow_syntax
+
+        flow_syntax.fast_parse = lambda text: None  # type: ignore[assignment]
     if args.pure:
         from tether.dsl import flow_syntax
 

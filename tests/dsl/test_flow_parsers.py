@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 from lark import Token, Tree
+from lark.exceptions import UnexpectedInput
 
+from tether.dsl.flow_fast import fast_parse
 from tether.dsl.flow_reader import read_flow
 from tether.dsl.flow_syntax import parse_statement, split_statements
 
@@ -46,7 +48,7 @@ def _positions(tree: Tree[Token]) -> list[tuple[object, ...]]:
 
 
 def _same_reading(text: str, file: str) -> None:
-    compiled, pure = read_flow(text, file), read_flow(text, file, pure=True)
+    compiled, pure = read_flow(text, file, fast=False), read_flow(text, file, fast=False, pure=True)
     assert compiled == pure
     assert list(compiled.source.keys.items()) == list(pure.source.keys.items())
     assert list(compiled.source.values.items()) == list(pure.source.values.items())
@@ -67,13 +69,14 @@ def test_a_generated_workflow_reads_the_same() -> None:
     _same_reading(text, "generated.flow")
     for chunk in split_statements(text, "generated.flow"):
         statement = text[chunk.start:chunk.end]
-        compiled, pure = parse_statement(statement), parse_statement(statement, pure=True)
+        compiled = parse_statement(statement, fast=False)
+        pure = parse_statement(statement, pure=True, fast=False)
         assert compiled == pure
         assert _positions(compiled) == _positions(pure)
 
 
 def test_the_compiled_parser_gives_lark_tokens() -> None:
-    tree = parse_statement('task a = shop.pay(amount: 3, note: "x")\n  after b, c\n')
+    tree = parse_statement('task a = shop.pay(amount: 3, note: "x")\n  after b, c\n', fast=False)
     tokens = list(tree.scan_values(lambda _: True))
     assert tokens and all(type(token) is Token for token in tokens)
     assert type(tree.data) is Token
@@ -84,3 +87,89 @@ def test_a_syntax_error_reads_the_same() -> None:
         'task c = shop.pay(x: "unclosed)\n'
     _same_reading(text, "broken.flow")
     assert read_flow(text, "broken.flow").diagnostics
+
+
+# -- the hand-written reader of the common shapes (tether.dsl.flow_fast) ---------------------
+
+def _same_as_grammar(text: str, file: str) -> None:
+    fast, grammar = read_flow(text, file), read_flow(text, file, fast=False, pure=True)
+    assert fast == grammar
+    assert list(fast.source.keys.items()) == list(grammar.source.keys.items())
+    assert list(fast.source.values.items()) == list(grammar.source.values.items())
+    assert fast.diagnostics == grammar.diagnostics
+
+
+def _statements(text: str) -> list[str]:
+    return [text[chunk.start:chunk.end] for chunk in split_statements(text, "f.flow")]
+
+
+def _fast_tree_is_the_grammars(statement: str) -> bool:
+    """Whether the fast reader read ``statement``; if it did, its tree is the grammar's."""
+    tree = fast_parse(statement)
+    if tree is None:
+        return False
+    try:
+        reference = parse_statement(statement, pure=True, fast=False)
+    except UnexpectedInput:  # the fast reader must decline every statement with an error
+        pytest.fail(f"the fast reader accepted a syntax error: {statement!r}")
+    assert tree == reference, statement
+    assert _positions(tree) == _positions(reference), statement
+    return True
+
+
+@pytest.mark.parametrize("path", FLOW_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_fast_reader_reads_golden_and_example_files_as_the_grammar(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    _same_as_grammar(text, path.name)
+    for statement in _statements(text):
+        _fast_tree_is_the_grammars(statement)
+
+
+def test_the_fast_reader_reads_generated_files_as_the_grammar() -> None:
+    text = _generated(300)
+    _same_as_grammar(text, "generated.flow")
+    statements = _statements(text)
+    assert all(_fast_tree_is_the_grammars(s) for s in statements)  # every one read fast
+
+
+_SHAPES = [
+    'task a-b = shop.pay(amount: 3, note: "x", opts: {k: [1, -2.5e3, true, null], "q": {}},)\n'
+    '    after b, "c"  # a comment\n    when {{ inputs.x > 0 }}\n    timeout 30s\n'
+    '    retry 3 backoff 2s strategy fixed\n    trigger all_done\n    title "T"\n'
+    '    for_each [1, 2]\n    concurrency 2\n    until {{ nodes.a.output.done }}\n'
+    '    loop to "b" while {{ iteration < 2 }} max 3 on_exhausted fail\n',
+    'task a = "shop.pay"\n  retry {{ inputs.n }} strategy "exponential"\n  timeout "1m"\n',
+    'workflow "w x"\n', 'workflow w-1\n', 'input seed: integer = 1 enum [1, 2] description "d"\n',
+    'output {a: "{{ nodes.x.output }}", b: [1]}\n',
+    "output [1, 2, ]\n",
+]
+
+
+def _mutations(statement: str) -> list[str]:
+    """The statement with one character deleted, doubled or replaced, at every place."""
+    found = []
+    for i in range(len(statement)):
+        found.append(statement[:i] + statement[i + 1:])
+        found.append(statement[:i] + statement[i] + statement[i:])
+        for char in ' ,:=({["#x1-.\n':
+            found.append(statement[:i] + char + statement[i + 1:])
+    return found
+
+
+@pytest.mark.parametrize("statement", _SHAPES)
+def test_the_fast_reader_reads_each_shape_or_declines_like_the_grammar(statement: str) -> None:
+    """The shapes it reads give the grammar's tree; every mutation of them either gives the
+    grammar's tree too, or is declined (the grammar then reads it, errors included), so the
+    reading, diagnostics included, is the grammar's either way."""
+    assert _fast_tree_is_the_grammars(statement)
+    _same_as_grammar(f"workflow w\n{statement}", "shape.flow")
+    for mutated in _mutations(statement):
+        _fast_tree_is_the_grammars(mutated)
+
+
+def test_the_fast_reader_declines_what_the_lexer_reads_otherwise() -> None:
+    for statement in ("task a = b\n  after null\n", "task a = b\n  afterr a\n",
+                      "task a = b\n  trigger null\n", "task a = b\n  timeout30s\n",
+                      "task a = b(true: 1)\n", "output x = 1\n", "task a = b\n  idempotent\n",
+                      "workflow w = \"sub.yaml\"\n", "inputs {}\n"):
+        assert fast_parse(statement) is None, statement

@@ -59,8 +59,8 @@ class _Failed(Exception):
 class _Reader:
     """Turns the statements of one file into plain data, spans and diagnostics."""
 
-    def __init__(self, text: str, file: str, *, pure: bool = False) -> None:
-        self.text, self.file, self.pure = text, file, pure
+    def __init__(self, text: str, file: str, *, pure: bool = False, fast: bool = True) -> None:
+        self.text, self.file, self.pure, self.fast = text, file, pure, fast
         self.source = SourceMap(file=file, text=text)
         self.diagnostics: list[Diagnostic] = []
         self.data: dict[str, Any] = {"tether": FORMAT_VERSION}  # `tether N` is optional
@@ -456,7 +456,7 @@ def _parse_chunk(reader: _Reader, chunk: Chunk) -> Tree[Token] | None:
         return None
     text = reader.text[chunk.start:chunk.end]
     try:
-        tree = parse_statement(text, pure=reader.pure)
+        tree = parse_statement(text, pure=reader.pure, fast=reader.fast)
     except UnexpectedInput as exc:
         report_syntax_error(reader, chunk, exc)
         return None
@@ -485,7 +485,7 @@ def _check_order(reader: _Reader, parsed: list[tuple[Chunk, Tree[Token] | None]]
                      help="name the workflow first, for example `workflow refund`")
 
 
-def read_flow(text: str, file: str, *, pure: bool = False) -> RawDocument:
+def read_flow(text: str, file: str, *, pure: bool = False, fast: bool = True) -> RawDocument:
     """Parse ``.flow`` ``text`` (shown as ``file`` in diagnostics) into a :class:`RawDocument`.
 
     Args:
@@ -493,13 +493,15 @@ def read_flow(text: str, file: str, *, pure: bool = False) -> RawDocument:
         file: The name diagnostics show.
         pure: Parse with Lark's own parser even when lark-cython is installed (both give
             the same result; the tests compare them).
+        fast: Read the common statement shapes by hand (:mod:`tether.dsl.flow_fast`),
+            the grammar reading the rest; false: the grammar reads every statement.
 
     Returns:
         The data a YAML file of the same meaning gives, with its source map and diagnostics.
         The data is None when the text has a syntax error (E102) or is nested too deeply
         (E103): half a document would only produce misleading follow-up errors.
     """
-    reader = _Reader(text, file, pure=pure)
+    reader = _Reader(text, file, pure=pure, fast=fast)
     # Parse trees are many small objects that all live until the end; the cyclic garbage
     # collector would scan them again and again (a 10,000-node file reads a third faster).
     collecting = gc.isenabled()

@@ -26,6 +26,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from tether.diagnostics import Span
+from tether.dsl.flow_fast import fast_parse, terminal_pattern
 from tether.dsl.source import MAX_DEPTH, Path, position
 from tether.kinds import NodeKind
 from tether.suggest import did_you_mean
@@ -160,13 +161,19 @@ def grammar() -> Lark:
     return _compiled_parser() or parser()
 
 
-def parse_statement(text: str, *, pure: bool = False) -> Tree[Token]:
-    """The parse tree of one statement, by lark-cython when installed (unless ``pure``).
+def parse_statement(text: str, *, pure: bool = False, fast: bool = True) -> Tree[Token]:
+    """The parse tree of one statement: by the hand-written reader of the common shapes
+    (:mod:`tether.dsl.flow_fast`, unless ``fast`` is false), else by lark-cython when
+    installed (unless ``pure``), else by Lark's own parser; all three give the same tree.
 
     A statement the compiled parser refuses is parsed again by Lark's own, so a syntax error
     is always Lark's :class:`UnexpectedInput` (with its interactive parser) and is reported
     the same way with or without lark-cython.
     """
+    if fast:
+        tree = fast_parse(text)
+        if tree is not None:
+            return tree
     compiled = None if pure else _compiled_parser()
     if compiled is not None:
         try:
@@ -178,10 +185,9 @@ def parse_statement(text: str, *, pure: bool = False) -> Tree[Token]:
 
 @functools.cache
 def _scanner() -> re.Pattern[str]:
-    """The statement splitter's tokens; strings and templates use the grammar's own patterns."""
-    lark = grammar()
-    string = lark.get_terminal("STRING").pattern.to_regexp()
-    template = lark.get_terminal("TEMPLATE").pattern.to_regexp()
+    """The statement splitter's tokens; strings and templates use the grammar's own patterns
+    (read from its text: a file the fast path reads whole builds no parser at all)."""
+    string, template = terminal_pattern("STRING"), terminal_pattern("TEMPLATE")
     return re.compile(
         rf"(?P<inert>(?:[^\"{{}}\[\]()#\n]+|{template}|{string})+)|(?P<comment>#[^\n]*)"
         r"|(?P<open>[\[({])|(?P<close>[\])}])|(?P<newline>\n)|(?P<quote>\")"

@@ -15,7 +15,8 @@ import re
 from typing import Any, assert_never
 
 from tether.dsl.document import FORMAT_VERSION, WorkflowDoc, dump_document
-from tether.dsl.flow_syntax import AGENT_LISTS, AGENT_PARTS, grammar
+from tether.dsl.flow_fast import terminal_pattern
+from tether.dsl.flow_syntax import AGENT_LISTS, AGENT_PARTS
 from tether.kinds import KIND_NAMES, NodeKind
 
 INDENT = "    "
@@ -29,7 +30,7 @@ _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 @functools.cache
 def _terminal(name: str) -> re.Pattern[str]:
     """The grammar's own pattern of a terminal, so a bare token is written only if it reads back."""
-    return re.compile(grammar().get_terminal(name).pattern.to_regexp())
+    return re.compile(terminal_pattern(name))
 
 
 def _bare(name: str, text: str) -> bool:
