@@ -33,7 +33,7 @@ from harness.tasks import canonical, read_effects
 from tether import open_checkpointer
 from tether.stores.base import Checkpointer
 
-CLI_LEASE = 30.0  # the tether command's lease (Runner's default): the CLI test waits it out
+CLI_LEASE = 3.0  # the tether command's lease, set with TETHER_LEASE_SECONDS
 
 
 def _wait_blocked(gate: Path, process: subprocess.Popen[str]) -> None:
@@ -144,7 +144,8 @@ nodes:
 @pytest.mark.slow
 def test_the_tether_command_of_a_stopped_owner_exits_1_naming_the_run(
         shared_url: str, tmp_path: Path) -> None:
-    """The same through ``tether run`` / ``tether resume`` (the command's lease is 30 s):
+    """The same through ``tether run`` / ``tether resume`` (the command's lease is 3 s,
+    from ``TETHER_LEASE_SECONDS``):
     the woken owner exits 1 with ``error: run <id>: lost its lease ...``, no traceback, and
     writes nothing more; the taker's ``tether resume`` completed the run."""
     (tmp_path / "fence_tasks.py").write_text(TASKS)
@@ -152,7 +153,8 @@ def test_the_tether_command_of_a_stopped_owner_exits_1_naming_the_run(
     effects, gate, eid = tmp_path / "effects.txt", tmp_path / "gate", str(uuid.uuid4())
     base = [sys.executable, "-m", "tether"]
     common = ["--tasks", "fence_tasks.py", "--db", shared_url]
-    env = {**os.environ, "FENCE_EFFECTS": str(effects), "NO_COLOR": "1"}
+    env = {**os.environ, "FENCE_EFFECTS": str(effects), "NO_COLOR": "1",
+           "TETHER_LEASE_SECONDS": str(CLI_LEASE)}
     holder = subprocess.Popen([*base, "run", "fenced.yaml", "--execution-id", eid, "-q",
                                *common], cwd=tmp_path, env={**env, "FENCE_GATE": str(gate)},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -100,10 +100,11 @@ def progress(enabled: bool) -> Callable[[Event], None] | None:
 def make_runner(plan_source: str | None, store: Checkpointer, tasks: tuple[str, ...],
                 quiet: bool) -> Runner:
     from tether.runtime.runner import Runner
+    from tether.workers.claims import lease_seconds
 
     registry = load_tasks_or_exit(tasks, from_pyproject=not tasks)
     return Runner(plan_source, store, registry if registry is not None else {},
-                  on_event=progress(not quiet))
+                  on_event=progress(not quiet), lease_seconds=lease_seconds())
 
 
 def report(result: RunResult, as_json: bool, store: Checkpointer | None = None) -> None:
