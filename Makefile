@@ -21,7 +21,7 @@ typecheck: $(BIN)/tether
 	$(BIN)/mypy
 
 unit: $(BIN)/tether
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
 
 test: lint typecheck unit
 
