@@ -21,7 +21,9 @@ typecheck: $(BIN)/tether
 	$(BIN)/mypy
 
 unit: $(BIN)/tether
-	$(BIN)/python -m pytest --durations=25
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25 \
+		--ignore=tests/stores/test_postgres_restart.py
+	$(BIN)/python -m pytest tests/stores/test_postgres_restart.py
 
 test: lint typecheck unit
 
