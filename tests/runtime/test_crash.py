@@ -47,9 +47,11 @@ def _reference() -> tuple[Plan, Any, list[str]]:
 
 PLAN, REFERENCE, ADDRESSES = _reference()
 
+# Sorted: the two branches of the run commit in either order, and the parameter list must be
+# the same in every process that collects it (pytest-xdist compares the workers' lists).
 BOUNDARIES = (
-    [f"before:{a}" for a in ADDRESSES]
-    + [f"after:{a}" for a in ADDRESSES]
+    [f"before:{a}" for a in sorted(ADDRESSES)]
+    + [f"after:{a}" for a in sorted(ADDRESSES)]
     + ["task:left", "task:right", "task:item:1", "task:judge#2", "task:draft#3",
        "task:charge", "task:finish", "after:idem"]
 )
