@@ -218,3 +218,43 @@ def test_queues_commands_round_trip_and_refuse_bad_input(tmp_path: Path) -> None
     assert gone.returncode == 1 and "no queue q is configured" in gone.stderr
     assert _tether(fleet, "queues").stdout.strip() == "no queues"
     assert "Traceback" not in bad.stderr + gone.stderr
+
+
+NAPPING = """\
+tether: 1
+name: napping
+inputs:
+  rid: {type: string}
+nodes:
+  nap:
+    sleep: 1s
+  only:
+    needs: [nap]
+    task: hold
+    with: {rid: "{{ inputs.rid }}", wf: napping}
+"""
+
+
+def test_fired_timers_continue_within_the_queue_concurrency(
+        shared_url: str, fleet_of: Callable[[str], Fleet], tmp_path: Path) -> None:
+    """8 runs sleep 1 s, then hold a body; 3 workers of concurrency 4, queue concurrency 2.
+    The timers fall due together, and each fires once, but no more than 2 bodies ever run at
+    once: a fired timer's continuation is claimed like an answered approval, within the
+    limit (firing it in the worker that found it due would run up to 8 at once)."""
+    fleet = fleet_of(shared_url)
+    assert _tether(fleet, "queues", "set", "default", "--concurrency", "2").returncode == 0
+    path = tmp_path / "napping.yaml"
+    path.write_text(NAPPING, encoding="utf-8")
+    ids = _submit(shared_url, path, [f"n{i}" for i in range(8)])
+    fleet.start(3)
+    wait_for(_done(shared_url, ids), 120, "every run to complete")
+    records = _records(fleet)
+    assert sorted(records) == sorted([f"{kind} n{i} napping" for i in range(8)
+                                      for kind in ("start", "end")])
+    assert _overlap(records, lambda _: "all")["all"] == 2
+    store = open_checkpointer(shared_url, create=False)
+    try:
+        fired = [d for i in ids for d in store.decisions(i)]
+    finally:
+        store.close()
+    assert len(fired) == 8 and {d.resolver for d in fired} == {"timer"}

@@ -159,12 +159,14 @@ class Resumption:
             raise AlreadyResumed(self.execution_id, f"it is {self.run.status}")
         plan = self.runner.plan_for(self.run, self.explicit_plan)
         target = self._target(self.store.list_pending(self.execution_id))
+        if target is None and self.fired:
+            raise AlreadyResumed(self.execution_id, "the timer was already fired")
         if target is None:
             self._refuse_late()
             raise ResumeError(self.execution_id, "it is not waiting for input")
         if not self.fired:
             refuse_human_answer(self.execution_id, plan, target)
-        self._validate(plan, target)
+            self._validate(plan, target)
         claim = self.store.claim(target, self.answer, resolver=self.resolver,
                                  comment=self.comment)
         if claim is None:

@@ -223,6 +223,17 @@ class Runner:
             return prepared
         return await self._drive_prepared(pending.execution_id, prepared)
 
+    def record_timer(self, pending: PendingInterrupt, *,
+                     plan: PlanSource | None = None) -> PendingInterrupt:
+        """Fire a due timer without continuing the run here: claim its pending row with the
+        timer's answer, as :meth:`afire` does, and leave the continuation to whoever claims
+        the answered run (a worker, under its queue's limits). Raises as :meth:`afire`."""
+        store = self._store()
+        run = self._run(store, pending.execution_id)
+        answer, resolver = fired_answer(self.plan_for(run, plan), pending, time.time())
+        return Resumption(self, store, run, answer, pending.address, plan, resolver, None,
+                          fired=True).record()
+
     def answer(self, execution_id: str, resume: Resume | Mapping[str, Any], *,
                node: str | None = None, resolver: str | None = None,
                comment: str | None = None) -> PendingInterrupt:

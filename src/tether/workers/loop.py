@@ -34,7 +34,6 @@ from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
-from tether.stores.records import PendingInterrupt
 from tether.workers import claims
 from tether.workers.schedules import Submit, fire_schedules
 
@@ -218,18 +217,6 @@ class Worker:
             return f"{who} lacks tasks: {', '.join(missing)}"
         return None
 
-    def _serves(self, store: Checkpointer, fingerprint: str) -> bool:
-        if fingerprint in self._servable:
-            return True
-        if fingerprint in self._unservable:
-            return False
-        reason = self._check_plan(store, fingerprint)
-        if reason is None:
-            self._servable.add(fingerprint)
-            return True
-        self._unservable[fingerprint] = reason
-        return False
-
     def _fire_schedules(self, store: Checkpointer) -> None:
         """Enqueue the runs of the schedules' due ticks (exactly one per tick fleet-wide)."""
         try:
@@ -242,39 +229,31 @@ class Worker:
             self._poke()
 
     def _fire_timers(self, runner: Runner, store: Checkpointer) -> None:
-        """Fire the due timers (sleeps, approval timeouts) into free slots; the claim of each
-        timer's pending row picks one firer fleet-wide, the others skip it."""
-        free = self.concurrency - len(self._running)
-        if free <= 0 or self._stopping.is_set():
+        """Fire the due timers (sleeps, approval timeouts): record each one's answer (the
+        claim of its pending row picks one firer fleet-wide; the others skip it) and leave
+        the continuation to the claim of answered runs, so a fired run is continued by a
+        worker of its queue, within the queue's limits, like an answered approval."""
+        if self._stopping.is_set():
             return
         try:
-            due = store.due_pending(time.time(), free * 4)
+            due = store.due_pending(time.time(), 100)
         except TetherError as exc:
             log.warning("listing due timers failed: %s", exc)
             return
+        fired = 0
         for row in due:
-            if row.execution_id in self._running:
+            try:
+                runner.record_timer(row)
+            except (AlreadyResumed, ResumeError, TimerNotDue):
+                continue  # another firer won it, or a person answered first
+            except TetherError as exc:
+                log.warning("run %s: firing %s failed: %s", row.execution_id, row.address,
+                            exc)
                 continue
-            if len(self._running) >= self.concurrency:
-                break
-            run = store.get_run(row.execution_id)
-            if run is None or not self._serves(store, run.plan_fingerprint):
-                continue  # a worker with its tasks fires it
-            self._track(row.execution_id, asyncio.create_task(self._fire(runner, row)))
-
-    async def _fire(self, runner: Runner, row: PendingInterrupt) -> None:
-        try:
-            result = await runner.afire(row)
-            log.info("run %s: timer %s fired: %s", row.execution_id, row.address,
-                     result.status)
-        except (AlreadyResumed, ResumeError, TimerNotDue):
-            pass  # another firer won it, or a person answered first
-        except TetherError as exc:
-            log.warning("run %s: firing %s failed: %s", row.execution_id, row.address, exc)
-        except Exception:  # a bug: never take the worker down with it
-            log.exception("run %s: internal error firing %s", row.execution_id, row.address)
-        finally:
-            self.finished += 1
+            log.info("run %s: timer %s fired", row.execution_id, row.address)
+            fired += 1
+        if fired:
+            self._poke()
 
     def _heartbeat(self, store: Checkpointer) -> None:
         """Report this worker's runs (``tether workers``)."""
