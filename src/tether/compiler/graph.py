@@ -8,6 +8,7 @@ a few steps back) costs a few steps and checking stays linear in the workflow's 
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -93,13 +94,34 @@ def analyse_graph(ctx: Context) -> Graph:
             graph.needs[node_id] = [n for n in graph.needs[node_id] if n not in members]
             digraph.remove_edges_from([(n, node_id) for n in members])
     position = {node_id: i for i, node_id in enumerate(graph.declared)}
-    graph.order = list(nx.lexicographical_topological_sort(digraph, key=position.__getitem__))
+    graph.order = _topological_order(digraph, position)
     graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
     graph.deps = graph.needs
     _resolve_loops(ctx, graph)
     _order_for_run(graph, digraph, position)
     graph.deps = graph.waits_for
     return graph
+
+
+def _topological_order(digraph: nx.DiGraph[str], position: dict[str, int]) -> list[str]:
+    """``nx.lexicographical_topological_sort`` by ``position`` (unique, so the order is the
+    same), without its generator and per-node tuples: the lowest ready node comes next."""
+    succ = digraph.succ
+    indegree = {node: len(preds) for node, preds in digraph.pred.items()}
+    ready = [position[node] for node, degree in indegree.items() if not degree]
+    heapq.heapify(ready)
+    by_position = {i: node for node, i in position.items()}
+    order: list[str] = []
+    while ready:
+        node = by_position[heapq.heappop(ready)]
+        order.append(node)
+        for child in succ[node]:
+            indegree[child] -= 1
+            if not indegree[child]:
+                heapq.heappush(ready, position[child])
+    if len(order) != len(indegree):
+        raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
+    return order
 
 
 def _checked_needs(ctx: Context, node_id: str, node: NodeSpec, known: set[str],
@@ -245,7 +267,7 @@ def _order_for_run(graph: Graph, digraph: nx.DiGraph[str], position: dict[str, i
         graph.waits_for[node_id] = waits
     for node_id, waits in graph.waits_for.items():  # the needs edges are there already
         digraph.add_edges_from((w, node_id) for w in waits if w not in graph.needs[node_id])
-    graph.order = list(nx.lexicographical_topological_sort(digraph, key=position.__getitem__))
+    graph.order = _topological_order(digraph, position)
     graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
     level: dict[str, int] = {}
     for node_id in graph.order:  # a node's generation: one more than its latest dependency's
