@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tether.paths import StatePath, get_path
 from tether.runtime.ids import new_checkpoint_id
 from tether.runtime.values import dumps
+from tether.status import CheckpointStatus, CheckpointStatusName, StepType, StepTypeName
 from tether.stores.base import Checkpointer
 from tether.stores.records import CheckpointRow
 
@@ -83,7 +84,8 @@ class Journal:
         if self.attempt is not None:
             self.attempt.check()
 
-    def row(self, *, node_id: str, node_index: int, step_type: str, status: str,
+    def row(self, *, node_id: str, node_index: int, step_type: StepType | StepTypeName,
+            status: CheckpointStatus | CheckpointStatusName,
             agent_path: str = "", counters: dict[str, Any] | None = None,
             node_input: Any = None, node_output_json: str | None = None,
             full: bool = False, reason: str | None = None, context_json: str | None = None,

@@ -17,7 +17,15 @@ from typing import Any, NamedTuple
 
 from tether.errors import StoreError
 from tether.paths import set_path
-from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
+from tether.status import (
+    RUN_END,
+    CheckpointStatus,
+    CheckpointStatusName,
+    RunStatus,
+    RunStatusName,
+    StepType,
+    StepTypeName,
+)
 
 __all__ = [
     "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
@@ -42,8 +50,8 @@ class CheckpointRow(NamedTuple):
     parent_checkpoint_id: str | None = None
     node_id: str = ""
     node_index: int = 0
-    step_type: str = "node"
-    status: str = "completed"
+    step_type: StepType | StepTypeName = "node"
+    status: CheckpointStatus | CheckpointStatusName = "completed"
     base_id: str = ""
     is_full: bool = False
     state: str = "[]"
@@ -65,8 +73,8 @@ class Checkpoint:
     parent_checkpoint_id: str | None
     node_id: str
     node_index: int
-    step_type: str
-    status: str
+    step_type: StepType | StepTypeName
+    status: CheckpointStatus | CheckpointStatusName
     state_snapshot: dict[str, Any]
     node_input: Any
     node_output: Any
@@ -158,7 +166,7 @@ class RunRecord:
     execution_id: str
     workflow: str
     plan_fingerprint: str
-    status: str
+    status: RunStatus | RunStatusName
     inputs: Any
     created_at: datetime
     updated_at: datetime

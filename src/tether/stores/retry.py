@@ -14,16 +14,20 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 from tether.errors import StoreUnavailable
 
-if TYPE_CHECKING:
-    from tether.stores.sql import SQLCheckpointer
+
+class Retrying(Protocol):
+    """A store whose methods may be :func:`transient`: it says how long to retry."""
+
+    retry_seconds: float
+
 
 P = ParamSpec("P")
 T = TypeVar("T")
-S = TypeVar("S", bound="SQLCheckpointer")
+S = TypeVar("S", bound=Retrying)
 
 FIRST_DELAY = 0.05
 MAX_DELAY = 1.0

@@ -6,7 +6,10 @@ per store, serialised by a lock. Dialect differences live in subclasses (``sqlit
 ``postgres.py``) as a few hooks: the connection, how a write transaction starts and ends,
 the insert that ignores a taken key, the serialisation of schema set-up across processes,
 and which driver errors mean "duplicate" or "connection lost". Everything else, the atomic
-claim included, is written once here.
+claim included, is written once: here the plumbing, the schema set-up and the runs; in mixins
+the leases (``sql_leases.py``), the checkpoint rows, interrupts, decisions and idempotency
+cache (``sql_rows.py``) and the schedules (``schedule_sql.py``); the workers' statements in
+``sql_queue.py``.
 
 Foreign exceptions are mapped at one boundary (:meth:`SQLCheckpointer._errors`): every public
 method runs inside it, so callers only ever see :class:`~tether.errors.StoreError` and its
@@ -17,7 +20,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -32,20 +34,16 @@ from sqlalchemy import (
     bindparam,
     case,
     delete,
-    exists,
     insert,
-    literal_column,
-    or_,
     select,
     update,
 )
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.sql import ClauseElement, Select
+from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.elements import BindParameter
 
 from tether.errors import (
     ExecutionExists,
-    LeaseLost,
     SchemaVersionError,
     StoreError,
     StoreUnavailable,
@@ -53,7 +51,6 @@ from tether.errors import (
 from tether.stores import listing, sql_queue
 from tether.stores.base import Checkpointer
 from tether.stores.migrations import MigrationContext
-from tether.stores.owners import describe_owner
 from tether.stores.queueing import (
     CancelOutcome,
     ClaimedRun,
@@ -62,13 +59,7 @@ from tether.stores.queueing import (
     WorkerRecord,
 )
 from tether.stores.records import (
-    RUN_END,
     CheckpointRow,
-    Claim,
-    Decision,
-    PendingCursor,
-    PendingEntry,
-    PendingInterrupt,
     PruneResult,
     RunCursor,
     RunRecord,
@@ -89,66 +80,11 @@ from tether.stores.schema import (
     schedules,
     schema_version,
 )
-from tether.stores.statements import Statements
+from tether.stores.sql_rows import SQLRows, row_written
+from tether.stores.statements import Statements, from_json, to_json
 
-_ROW_FIELDS = [c.name for c in checkpoints.columns]
-assert tuple(_ROW_FIELDS) == CheckpointRow._fields, "CheckpointRow must follow the columns"
 _RUN_FIELDS = [c.name for c in runs.columns]
-_PENDING_FIELDS = [c.name for c in pending_interrupts.columns]
-_DECISION_FIELDS = [c.name for c in decisions.columns]
 _EID: BindParameter[str] = bindparam("eid")
-_TAKE: dict[str, Any] = {  # the SET of taking a lease: a completed run keeps its status
-    "owner": bindparam("owner"), "lease_until": bindparam("until"),
-    "status": case((runs.c.status == RunStatus.COMPLETED.value, runs.c.status),
-                   else_=RunStatus.RUNNING.value),
-    "attempt": case((runs.c.owner == bindparam("owner"), runs.c.attempt),
-                    else_=runs.c.attempt + 1),
-    "updated_at": bindparam("now"),
-}
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False,
-                                                  separators=(",", ":"))
-
-
-def _parse(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-def _acquire_statement() -> ClauseElement:
-    """The lease compare-and-set: free, expired, ours, or held by a dead owner."""
-    free = or_(runs.c.owner.is_(None), runs.c.owner == bindparam("owner"),
-               runs.c.lease_until < bindparam("now"), runs.c.owner == bindparam("steal"))
-    return update(runs).where(and_(runs.c.execution_id == _EID, free)).values(**_TAKE)
-
-
-def _fenced_insert() -> ClauseElement:
-    """The checkpoint INSERT that writes only while the run row names the owner."""
-    held: Select[Any] = select(literal_column("1")).select_from(runs).where(and_(
-        runs.c.execution_id == bindparam("eid"), runs.c.owner == bindparam("owner"),
-    )).with_for_update(read=True)
-    values = select(*[bindparam(name, type_=checkpoints.c[name].type) for name in _ROW_FIELDS])
-    return insert(checkpoints).from_select(_ROW_FIELDS, values.where(exists(held)))
-
-
-def _to_decision(row: Any) -> Decision:
-    values = dict(zip(_DECISION_FIELDS, row, strict=True))
-    return Decision(
-        execution_id=values["execution_id"], checkpoint_id=values["checkpoint_id"],
-        node_id=values["node_id"], agent_path=values["agent_path"],
-        value=_parse(values["value"]), created_at=utc(values["created_at"]),
-        resolver=values["resolver"], comment=values["comment"])
-
-
-def _lost_reason(holder: str | None) -> str:
-    return f"the run is now held by {describe_owner(holder)}" if holder else \
-        "the run is no longer held by this attempt"
-
-
-def _row_written(store: SQLCheckpointer, row: CheckpointRow, *_: Any) -> bool:
-    """Whether a write whose connection dropped did commit: its checkpoint row exists."""
-    return store._row(row.execution_id, row.checkpoint_id) is not None
 
 
 def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
@@ -158,7 +94,7 @@ def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
         run.owner, run.plan_fingerprint, run.created_at)
 
 
-class SQLCheckpointer(SQLSchedules, Checkpointer):
+class SQLCheckpointer(SQLRows, SQLSchedules, Checkpointer):
     """Checkpointer over a SQL database; see the dialect subclasses.
 
     ``retry_seconds``: how long an operation waits for an unreachable database to come back
@@ -315,10 +251,10 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
         return {
             "execution_id": run.execution_id, "workflow": run.workflow,
             "plan_fingerprint": run.plan_fingerprint, "status": run.status,
-            "inputs": _json(run.inputs) or "null", "created_at": run.created_at.timestamp(),
+            "inputs": to_json(run.inputs) or "null", "created_at": run.created_at.timestamp(),
             "updated_at": run.updated_at.timestamp(),
             "parent_execution_id": run.parent_execution_id,
-            "parent_checkpoint_id": run.parent_checkpoint_id, "error": _json(run.error),
+            "parent_checkpoint_id": run.parent_checkpoint_id, "error": to_json(run.error),
             "owner": run.owner, "lease_until": run.lease_until, "attempt": run.attempt,
             "queue": run.queue, "priority": run.priority, "available_at": run.available_at,
             "cancel_requested_at": run.cancel_requested_at, "started_at": run.started_at,
@@ -331,11 +267,11 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
         return RunRecord(
             execution_id=values["execution_id"], workflow=values["workflow"],
             plan_fingerprint=values["plan_fingerprint"], status=values["status"],
-            inputs=_parse(values["inputs"]), created_at=utc(values["created_at"]),
+            inputs=from_json(values["inputs"]), created_at=utc(values["created_at"]),
             updated_at=utc(values["updated_at"]),
             parent_execution_id=values["parent_execution_id"],
             parent_checkpoint_id=values["parent_checkpoint_id"],
-            error=_parse(values["error"]), owner=values["owner"],
+            error=from_json(values["error"]), owner=values["owner"],
             lease_until=values["lease_until"], attempt=values["attempt"],
             queue=values["queue"], priority=values["priority"],
             available_at=values["available_at"],
@@ -408,61 +344,6 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
                                                      updated_at=bindparam("now")),
                 eid=execution_id, fp=fingerprint, now=time.time())
 
-    # -- leases ------------------------------------------------------------------------------
-    @transient()
-    def acquire(self, execution_id: str, owner: str, until: float, now: float,
-                steal_from: str | None = None) -> bool:
-        """One ``UPDATE ... WHERE <lease is free>``: a compare-and-set the database serialises.
-        A completed run keeps its status."""
-        with self._cursor(f"taking run {execution_id}", write=True) as cursor:
-            return self._acquire(cursor, "acquire", _acquire_statement, execution_id, owner,
-                                 until, now, steal_from)
-
-    def _acquire(self, cursor: Any, name: str, build: Callable[[], ClauseElement],
-                 execution_id: str, owner: str, until: float, now: float,
-                 steal_from: str | None) -> bool:
-        self._execute(cursor, name, build, eid=execution_id, owner=owner, until=until, now=now,
-                      steal=steal_from)
-        return bool(cursor.rowcount == 1)
-
-    def _fence(self, cursor: Any, execution_id: str, owner: str | None) -> None:
-        """Inside a write transaction: lock the run row (PostgreSQL ``FOR UPDATE``; SQLite's
-        ``BEGIN IMMEDIATE`` already holds the write lock) and refuse to go on unless ``owner``
-        holds it. A takeover (an ``UPDATE`` of the same row) is thereby ordered before or after
-        the whole transaction, never inside it."""
-        if owner is None:
-            return
-        row = self._execute(cursor, "fence", lambda: select(runs.c.owner).where(
-            runs.c.execution_id == _EID).with_for_update(), eid=execution_id).fetchone()
-        if row is None or row[0] != owner:
-            raise LeaseLost(execution_id, _lost_reason(row[0] if row else None))
-
-    def _lost(self, execution_id: str) -> LeaseLost:
-        """The error for a fenced single-statement write that wrote nothing."""
-        run = self.get_run(execution_id)
-        return LeaseLost(execution_id, _lost_reason(run.owner if run else None))
-
-    @transient(window=lambda _eid, _owner, until: until - time.time())
-    def renew(self, execution_id: str, owner: str, until: float) -> bool:
-        """Retried for at most the new lease's length, never the whole ``retry_seconds``:
-        a retry window longer than the lease would keep a cut-off attempt believing it
-        still holds the run (its heartbeat retries again and loses the lease in time)."""
-        with self._cursor(f"renewing the lease of run {execution_id}", write=True) as cursor:
-            self._execute(cursor, "renew", lambda: update(runs).where(and_(
-                runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
-                lease_until=bindparam("until")), eid=execution_id, holder=owner, until=until)
-            return bool(cursor.rowcount == 1)
-
-    @transient()
-    def release(self, execution_id: str, owner: str) -> None:
-        with self._cursor(f"releasing run {execution_id}", write=True) as cursor:
-            self._release(cursor, execution_id, owner)
-
-    def _release(self, cursor: Any, execution_id: str, owner: str | None) -> None:
-        self._execute(cursor, "release", lambda: update(runs).where(and_(
-            runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
-            owner=None, lease_until=None), eid=execution_id, holder=owner)
-
     # -- queues and workers (statements in sql_queue.py) -------------------------------------
     def enqueue_run(self, execution_id: str, queue: str, priority: int = 0,
                     available_at: float | None = None) -> bool:
@@ -523,134 +404,6 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
     def list_workers(self, alive_since: float | None = None) -> list[WorkerRecord]:
         return sql_queue.list_workers(self, alive_since)
 
-    # -- checkpoints -------------------------------------------------------------------------
-    @transient(done=_row_written)
-    def put(self, row: CheckpointRow, owner: str | None = None) -> None:
-        """The hot path: one statement in autocommit, nothing read first. The row is a named
-        tuple in column order: it is the statement's parameters as it is.
-
-        With ``owner`` the statement is ``INSERT ... SELECT <row> WHERE EXISTS (the run row
-        names owner)``; on PostgreSQL the sub-select takes ``FOR SHARE`` on the run row, so a
-        takeover's ``UPDATE`` either waits for this insert to commit or makes it insert
-        nothing (SQLite runs the whole statement under its write lock)."""
-        if owner is None:
-            statement = self._sql.get("put", lambda: insert(checkpoints))
-            params: Any = row if statement.names is not None else \
-                statement.params(row._asdict())
-        else:
-            statement = self._sql.get("put_fenced", _fenced_insert)
-            params = (*row, row.execution_id, owner) if statement.names is not None else \
-                statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
-        try:
-            with self._lock:
-                written = self._put(self._hot(), statement.sql, params)
-        except Exception as exc:
-            with self._errors(f"writing checkpoint {row.checkpoint_id} of run "
-                              f"{row.execution_id}"):
-                raise exc from None
-        if not written:
-            raise self._lost(row.execution_id)
-
-    def _put(self, connection: Any, sql: str, params: Any) -> bool:
-        """Execute the checkpoint INSERT (PostgreSQL: as a prepared statement); whether it
-        wrote the row."""
-        return bool(connection.execute(sql, params).rowcount == 1)
-
-    def _insert_row(self, cursor: Any, row: CheckpointRow) -> None:
-        statement = self._sql.get("put", lambda: insert(checkpoints))
-        cursor.execute(statement.sql, statement.params(row._asdict())
-                       if statement.names is None else row)
-
-    @transient()
-    def _rows(self, execution_id: str, first: str | None = None,
-              last: str | None = None) -> list[CheckpointRow]:
-        def build() -> ClauseElement:
-            low = or_(bindparam("first", type_=checkpoints.c.checkpoint_id.type).is_(None),
-                      checkpoints.c.checkpoint_id >= bindparam("first"))
-            high = or_(bindparam("last", type_=checkpoints.c.checkpoint_id.type).is_(None),
-                       checkpoints.c.checkpoint_id <= bindparam("last"))
-            return select(*checkpoints.columns).where(and_(
-                checkpoints.c.execution_id == _EID, low, high)).order_by(
-                checkpoints.c.checkpoint_id)
-
-        with self._cursor(f"reading checkpoints of run {execution_id}") as cursor:
-            rows = self._execute(cursor, "rows", build, eid=execution_id, first=first,
-                                 last=last).fetchall()
-        return [CheckpointRow(*row) for row in rows]
-
-    @transient()
-    def _page_rows(self, execution_id: str, after: str | None,
-                   limit: int) -> list[CheckpointRow]:
-        """One keyset page: ``checkpoint_id > after ORDER BY checkpoint_id LIMIT n``."""
-        def build() -> ClauseElement:
-            low = or_(bindparam("after", type_=checkpoints.c.checkpoint_id.type).is_(None),
-                      checkpoints.c.checkpoint_id > bindparam("after"))
-            return select(*checkpoints.columns).where(and_(
-                checkpoints.c.execution_id == _EID, low)).order_by(
-                checkpoints.c.checkpoint_id).limit(bindparam("n"))
-
-        with self._cursor(f"reading checkpoints of run {execution_id}") as cursor:
-            rows = self._execute(cursor, "page_rows", build, eid=execution_id, after=after,
-                                 n=limit).fetchall()
-        return [CheckpointRow(*row) for row in rows]
-
-    @transient()
-    def _row(self, execution_id: str, checkpoint_id: str) -> CheckpointRow | None:
-        with self._cursor(f"reading checkpoint {checkpoint_id}") as cursor:
-            row = self._execute(cursor, "row", lambda: select(*checkpoints.columns).where(and_(
-                checkpoints.c.execution_id == _EID,
-                checkpoints.c.checkpoint_id == bindparam("cid"))),
-                eid=execution_id, cid=checkpoint_id).fetchone()
-        return CheckpointRow(*row) if row is not None else None
-
-    @transient()
-    def _last_row(self, execution_id: str, *, skip_run_end: bool) -> CheckpointRow | None:
-        def build() -> ClauseElement:
-            query = select(*checkpoints.columns).where(checkpoints.c.execution_id == _EID)
-            if skip_run_end:
-                query = query.where(checkpoints.c.node_id != RUN_END)
-            return query.order_by(checkpoints.c.checkpoint_id.desc()).limit(1)
-
-        key = "last_row_skip" if skip_run_end else "last_row"
-        with self._cursor(f"reading the last checkpoint of run {execution_id}") as cursor:
-            row = self._execute(cursor, key, build, eid=execution_id).fetchone()
-        return CheckpointRow(*row) if row is not None else None
-
-    # -- interrupts --------------------------------------------------------------------------
-    @transient(done=_row_written)
-    def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
-                         owner: str | None) -> None:
-        with self._cursor(f"pausing run {row.execution_id}", write=True) as cursor:
-            self._fence(cursor, row.execution_id, owner)
-            exists = self._execute(cursor, "pending_exists", lambda: select(
-                pending_interrupts.c.checkpoint_id).where(and_(
-                    pending_interrupts.c.execution_id == _EID,
-                    pending_interrupts.c.agent_path == bindparam("path"),
-                    pending_interrupts.c.node_id == bindparam("node"))),
-                eid=row.execution_id, path=pending.agent_path, node=pending.node_id).fetchone()
-            if exists is not None:
-                raise StoreError(f"run {row.execution_id} already has a pending interrupt at "
-                                 f"{pending.address}")
-            self._insert_row(cursor, row)
-            self._execute(cursor, "record_pending", lambda: insert(pending_interrupts),
-                          execution_id=pending.execution_id,
-                          checkpoint_id=pending.checkpoint_id, node_id=pending.node_id,
-                          agent_path=pending.agent_path, reason=pending.reason,
-                          context=_json(pending.context) or "null",
-                          created_at=pending.created_at.timestamp(), due_at=pending.due_at)
-
-    @transient()
-    def pause_run(self, execution_id: str, owner: str | None,
-                  waiting: Sequence[str]) -> list[Decision]:
-        with self._cursor(f"pausing run {execution_id}", write=True) as cursor:
-            self._fence(cursor, execution_id, owner)
-            wanted = set(waiting)
-            answered = [d for d in self._decisions(cursor, execution_id)
-                        if d.checkpoint_id in wanted]
-            if not answered:
-                self._set_status(cursor, execution_id, RunStatus.PAUSED.value, owner, None)
-            return answered
-
     def _set_status(self, cursor: Any, execution_id: str, status: str, owner: str | None,
                     error: str | None) -> None:
         """Set the final (or paused) status and error, and release ``owner``'s lease."""
@@ -665,150 +418,14 @@ class SQLCheckpointer(SQLSchedules, Checkpointer):
         self._execute(cursor, "set_status", build, eid=execution_id, status=status,
                       now=time.time(), error=error, holder=owner)
 
-    @staticmethod
-    def _to_pending(row: Any) -> PendingInterrupt:
-        values = dict(zip(_PENDING_FIELDS, row, strict=True))
-        return PendingInterrupt(
-            execution_id=values["execution_id"], checkpoint_id=values["checkpoint_id"],
-            node_id=values["node_id"], agent_path=values["agent_path"],
-            reason=values["reason"], context=_parse(values["context"]),
-            created_at=utc(values["created_at"]), due_at=values["due_at"])
-
-    @transient()
-    def list_pending(self, execution_id: str | None = None) -> list[PendingInterrupt]:
-        order = (pending_interrupts.c.created_at, pending_interrupts.c.execution_id,
-                 pending_interrupts.c.checkpoint_id)
-        with self._cursor("listing pending interrupts") as cursor:
-            if execution_id is None:
-                self._execute(cursor, "list_pending", lambda: select(
-                    *pending_interrupts.columns).order_by(*order))
-            else:
-                self._execute(cursor, "list_pending_of", lambda: select(
-                    *pending_interrupts.columns).where(
-                    pending_interrupts.c.execution_id == _EID).order_by(*order),
-                    eid=execution_id)
-            rows = cursor.fetchall()
-        return [self._to_pending(row) for row in rows]
-
-    @transient()
-    def due_pending(self, now: float, limit: int = 100) -> list[PendingInterrupt]:
-        with self._cursor("listing due timers") as cursor:
-            rows = self._execute(cursor, "due_pending", lambda: select(
-                *pending_interrupts.columns).where(
-                pending_interrupts.c.due_at <= bindparam("now")).order_by(
-                pending_interrupts.c.due_at, pending_interrupts.c.execution_id,
-                pending_interrupts.c.checkpoint_id).limit(bindparam("n")),
-                now=now, n=max(0, limit)).fetchall()
-        return [self._to_pending(row) for row in rows]
-
-    @transient()
-    def pending_page(self, before: PendingCursor | None = None,
-                     limit: int = 50) -> list[PendingEntry]:
-        values: dict[str, Any] = {"n": max(0, limit)}
-        if before is not None:
-            values.update(at=before.at, eid=before.execution_id, cid=before.checkpoint_id)
-        with self._cursor("listing pending interrupts") as cursor:
-            rows = self._execute(
-                cursor, f"pending_page:{before is not None}",
-                lambda: listing.pending_page_statement(before=before is not None),
-                **values).fetchall()
-        return [PendingEntry(self._to_pending(row[:-1]), row[-1]) for row in rows]
-
-    def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
-              owner: str | None = None, until: float = 0.0, now: float = 0.0,
-              steal_from: str | None = None, resolver: str | None = None,
-              comment: str | None = None) -> Claim | None:
-        """``DELETE ... RETURNING`` of the one pending row in a write transaction that first
-        locks the run row (SQLite: BEGIN IMMEDIATE holds the database's write lock, so it is
-        atomic across processes; PostgreSQL: ``FOR UPDATE`` on the run row, then the row lock
-        of the DELETE). The losers' DELETE returns nothing. Not retried on a lost connection:
-        a claim that may have committed is reported as lost by the caller, never doubled."""
-        execution_id = pending.execution_id
-        with self._cursor(f"claiming the interrupt of run {execution_id} at "
-                          f"{pending.address}", write=True) as cursor:
-            self._execute(cursor, "lock_run", lambda: select(runs.c.execution_id).where(
-                runs.c.execution_id == _EID).with_for_update(), eid=execution_id)
-            row = self._execute(cursor, "claim", lambda: delete(pending_interrupts).where(and_(
-                pending_interrupts.c.execution_id == _EID,
-                pending_interrupts.c.checkpoint_id == bindparam("cid"))).returning(
-                *pending_interrupts.columns), eid=execution_id,
-                cid=pending.checkpoint_id).fetchone()
-            if row is None:
-                return None
-            found = self._to_pending(row)
-            self._execute(cursor, "insert_decision", lambda: insert(decisions),
-                          execution_id=execution_id, checkpoint_id=found.checkpoint_id,
-                          node_id=found.node_id, agent_path=found.agent_path,
-                          value=_json(answer) or "{}", resolver=resolver, comment=comment,
-                          created_at=time.time())
-            owned = owner is not None and self._acquire(
-                cursor, "acquire", _acquire_statement, execution_id, owner, until, now,
-                steal_from)
-            return Claim(found, owned)
-
-    def _decisions(self, cursor: Any, execution_id: str) -> list[Decision]:
-        rows = self._execute(cursor, "decisions", lambda: select(*decisions.columns).where(
-            decisions.c.execution_id == _EID).order_by(decisions.c.created_at,
-                                                       decisions.c.checkpoint_id),
-            eid=execution_id).fetchall()
-        return [_to_decision(row) for row in rows]
-
-    @transient()
-    def decisions(self, execution_id: str) -> list[Decision]:
-        with self._cursor(f"reading the decisions of run {execution_id}") as cursor:
-            return self._decisions(cursor, execution_id)
-
-    @transient()
-    def replace_decision(self, decision: Decision, owner: str | None) -> None:
-        with self._cursor(f"storing the decision of run {decision.execution_id}",
-                          write=True) as cursor:
-            self._fence(cursor, decision.execution_id, owner)
-            self._execute(cursor, "delete_decision", lambda: delete(decisions).where(and_(
-                decisions.c.execution_id == _EID, decisions.c.checkpoint_id == bindparam(
-                    "cid"))), eid=decision.execution_id, cid=decision.checkpoint_id)
-            self._execute(cursor, "insert_decision", lambda: insert(decisions),
-                          execution_id=decision.execution_id,
-                          checkpoint_id=decision.checkpoint_id, node_id=decision.node_id,
-                          agent_path=decision.agent_path, value=_json(decision.value) or "{}",
-                          resolver=decision.resolver, comment=decision.comment,
-                          created_at=decision.created_at.timestamp())
-
-    # -- idempotency -------------------------------------------------------------------------
-    @transient()
-    def get_idempotent(self, execution_id: str, key: str) -> str | None:
-        with self._cursor("reading the idempotency cache") as cursor:
-            return self._cached(cursor, execution_id, key)
-
-    def _cached(self, cursor: Any, execution_id: str, key: str) -> str | None:
-        row = self._execute(cursor, "get_idempotent", lambda: select(
-            idempotency_cache.c.value).where(and_(
-                idempotency_cache.c.execution_id == _EID,
-                idempotency_cache.c.key == bindparam("key"))),
-            eid=execution_id, key=key).fetchone()
-        return str(row[0]) if row is not None else None
-
-    @transient()
-    def put_idempotent(self, execution_id: str, key: str, value_json: str,
-                       owner: str | None = None) -> str:
-        """Insert unless present (``ON CONFLICT DO NOTHING``), then read what is stored: the
-        first writer wins even when two processes cache the same key at once."""
-        with self._cursor("writing the idempotency cache", write=True) as cursor:
-            self._fence(cursor, execution_id, owner)
-            self._execute(cursor, "put_idempotent",
-                          lambda: self._insert_or_ignore(idempotency_cache),
-                          execution_id=execution_id, key=key, value=value_json,
-                          created_at=time.time())
-            current = self._cached(cursor, execution_id, key)
-            return current if current is not None else value_json
-
     # -- ending and pruning ------------------------------------------------------------------
-    @transient(done=_row_written)
+    @transient(done=row_written)
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
                    owner: str | None) -> None:
         with self._cursor(f"ending run {row.execution_id}", write=True) as cursor:
             self._fence(cursor, row.execution_id, owner)
             self._insert_row(cursor, row)
-            self._set_status(cursor, row.execution_id, status, owner, _json(error))
+            self._set_status(cursor, row.execution_id, status, owner, to_json(error))
 
     def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
         """Delete finished runs in one write transaction (paused/running runs never match)."""

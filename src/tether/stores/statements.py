@@ -4,11 +4,14 @@ The schema and every statement are SQLAlchemy Core; executing them through a SQL
 ``Connection`` costs tens of microseconds each (parameter processing, result wrapping),
 which on the checkpoint path and on pause/resume is more than the database's own work. So
 each statement is compiled once (``stmt.compile(dialect=...)``), and its SQL text runs on the
-driver's cursor with the parameters in the order the compiled statement wants them.
+driver's cursor with the parameters in the order the compiled statement wants them, and
+JSON payloads go in and come out as the text their columns hold (:func:`to_json`,
+:func:`from_json`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -18,6 +21,17 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
 _NAMED = re.compile(r"%\(([^)]+)\)s")
+
+
+def to_json(value: Any) -> str | None:
+    """The text a JSON-holding TEXT column stores (see ``schema.py``): compact, non-ASCII as is."""
+    return None if value is None else json.dumps(value, ensure_ascii=False,
+                                                  separators=(",", ":"))
+
+
+def from_json(text: str | None) -> Any:
+    """The value a JSON-holding TEXT column stores, parsed (None stays None)."""
+    return None if text is None else json.loads(text)
 
 
 class Statement:

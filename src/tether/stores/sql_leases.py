@@ -1,0 +1,121 @@
+"""The lease methods of the SQL stores (a mixin of :class:`~tether.stores.sql.SQLCheckpointer`).
+
+A run is held by the attempt whose owner token its row names until ``lease_until``. Taking a
+lease is one ``UPDATE ... WHERE <lease is free>``, a compare-and-set the database serialises;
+a fenced write locks the run row first and refuses to go on unless its owner still holds it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import and_, bindparam, case, or_, select, update
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.elements import BindParameter
+
+from tether.errors import LeaseLost
+from tether.stores.owners import describe_owner
+from tether.stores.records import RunRecord, RunStatus
+from tether.stores.retry import transient
+from tether.stores.schema import runs
+
+_EID: BindParameter[str] = bindparam("eid")
+_TAKE: dict[str, Any] = {  # the SET of taking a lease: a completed run keeps its status
+    "owner": bindparam("owner"), "lease_until": bindparam("until"),
+    "status": case((runs.c.status == RunStatus.COMPLETED.value, runs.c.status),
+                   else_=RunStatus.RUNNING.value),
+    "attempt": case((runs.c.owner == bindparam("owner"), runs.c.attempt),
+                    else_=runs.c.attempt + 1),
+    "updated_at": bindparam("now"),
+}
+
+
+def acquire_statement() -> ClauseElement:
+    """The lease compare-and-set: free, expired, ours, or held by a dead owner."""
+    free = or_(runs.c.owner.is_(None), runs.c.owner == bindparam("owner"),
+               runs.c.lease_until < bindparam("now"), runs.c.owner == bindparam("steal"))
+    return update(runs).where(and_(runs.c.execution_id == _EID, free)).values(**_TAKE)
+
+
+def _lost_reason(holder: str | None) -> str:
+    return f"the run is now held by {describe_owner(holder)}" if holder else \
+        "the run is no longer held by this attempt"
+
+
+
+class SQLLeases:
+    """Leases on rows of the ``runs`` table: take, renew, release, and fence a write."""
+
+    # the plumbing and runs of SQLCheckpointer (sql.py)
+    retry_seconds: float
+
+    def _cursor(self, what: str, *, write: bool = False,
+                ) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _execute(self, cursor: Any, name: str, build: Callable[[], ClauseElement], /,
+                 **values: Any) -> Any:
+        raise NotImplementedError
+
+    def get_run(self, execution_id: str) -> RunRecord | None:
+        raise NotImplementedError
+
+    @transient()
+    def acquire(self, execution_id: str, owner: str, until: float, now: float,
+                steal_from: str | None = None) -> bool:
+        """One ``UPDATE ... WHERE <lease is free>``: a compare-and-set the database serialises.
+        A completed run keeps its status."""
+        with self._cursor(f"taking run {execution_id}", write=True) as cursor:
+            return self._acquire(cursor, "acquire", acquire_statement, execution_id, owner,
+                                 until, now, steal_from)
+
+    def _acquire(self, cursor: Any, name: str, build: Callable[[], ClauseElement],
+                 execution_id: str, owner: str, until: float, now: float,
+                 steal_from: str | None) -> bool:
+        self._execute(cursor, name, build, eid=execution_id, owner=owner, until=until, now=now,
+                      steal=steal_from)
+        return bool(cursor.rowcount == 1)
+
+    def _fence(self, cursor: Any, execution_id: str, owner: str | None) -> None:
+        """Inside a write transaction: lock the run row (PostgreSQL ``FOR UPDATE``; SQLite's
+        ``BEGIN IMMEDIATE`` already holds the write lock) and refuse to go on unless ``owner``
+        holds it. A takeover (an ``UPDATE`` of the same row) is thereby ordered before or after
+        the whole transaction, never inside it."""
+        if owner is None:
+            return
+        row = self._execute(cursor, "fence", lambda: select(runs.c.owner).where(
+            runs.c.execution_id == _EID).with_for_update(), eid=execution_id).fetchone()
+        if row is None or row[0] != owner:
+            raise LeaseLost(execution_id, _lost_reason(row[0] if row else None))
+
+    def _lost(self, execution_id: str) -> LeaseLost:
+        """The error for a fenced single-statement write that wrote nothing."""
+        run = self.get_run(execution_id)
+        return LeaseLost(execution_id, _lost_reason(run.owner if run else None))
+
+    @transient(window=lambda _eid, _owner, until: until - time.time())
+    def renew(self, execution_id: str, owner: str, until: float) -> bool:
+        """Retried for at most the new lease's length, never the whole ``retry_seconds``:
+        a retry window longer than the lease would keep a cut-off attempt believing it
+        still holds the run (its heartbeat retries again and loses the lease in time)."""
+        with self._cursor(f"renewing the lease of run {execution_id}", write=True) as cursor:
+            self._execute(cursor, "renew", lambda: update(runs).where(and_(
+                runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
+                lease_until=bindparam("until")), eid=execution_id, holder=owner, until=until)
+            return bool(cursor.rowcount == 1)
+
+    @transient()
+    def release(self, execution_id: str, owner: str) -> None:
+        with self._cursor(f"releasing run {execution_id}", write=True) as cursor:
+            self._release(cursor, execution_id, owner)
+
+    def _release(self, cursor: Any, execution_id: str, owner: str | None) -> None:
+        self._execute(cursor, "release", lambda: update(runs).where(and_(
+            runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
+            owner=None, lease_until=None), eid=execution_id, holder=owner)
+
+
+__all__ = ["SQLLeases", "acquire_statement"]
