@@ -141,3 +141,16 @@ def test_workers_register_heartbeat_list_and_deregister(store: Checkpointer) -> 
     store.deregister_worker("w1")
     assert not store.heartbeat_worker("w1", now, [])
     assert store.list_workers() == [two]
+
+
+def test_enqueueing_a_failed_run_queues_it_again_for_a_claim(store: Checkpointer) -> None:
+    """A failed run handed to the workers (``resume --enqueue``) is ``queued`` again and the
+    next claim takes it; a completed or paused run keeps its status."""
+    failed = new_run(store, status="failed")
+    done = new_run(store, status="completed")
+    assert not store.claim_runs("w", ["default"], 10, time.time(), time.time() + 30)
+    assert store.enqueue_run(failed, "default") and store.enqueue_run(done, "default")
+    assert (_run(store, failed).status, _run(store, done).status) == ("queued", "completed")
+    [claim] = store.claim_runs("w", ["default"], 10, time.time(), time.time() + 30)
+    assert (claim.run.execution_id, claim.reason) == (failed, ClaimReason.QUEUED)
+    assert _run(store, failed).status == "running"

@@ -150,3 +150,34 @@ def test_a_patch_the_plan_cannot_run_is_422_naming_the_patch(worker: Server,
         response = worker.post(f"/api{run_url(eid)}/fork", {"patch": patch})
         assert response.status_code == 422, response.text
         assert response.json()["errors"][0]["field"] == "patch"
+
+
+def test_the_embedded_worker_runs_submitted_runs_like_tether_worker(
+        worker: Server, module_project: Project) -> None:
+    """`tether serve --worker` is a worker of the `default` queue too: a run submitted by
+    another process (nothing executes it there) is claimed and run to its pause."""
+    eid = module_project.runner().submit({"amount": 30, "note": "queued"})
+    wait_for(lambda: _status(worker, eid) == "paused", "the embedded worker to run it")
+    [pending] = module_project.store.list_pending(eid)
+    assert pending.context == {"amount": 30, "note": "queued", "big": False}
+
+
+def test_a_run_the_embedded_worker_holds_stops_at_its_next_node_when_cancelled(
+        worker: Server, module_project: Project, tmp_path: Path) -> None:
+    """Cancel from the console while the embedded worker runs the `gate` node: the request
+    is accepted (202, requested), the node in flight finishes, `last` never starts and the
+    run ends cancelled."""
+    gate = tmp_path / "open"
+    eid = module_project.runner("slow.yaml").submit({"gate": str(gate)})
+
+    def at_gate() -> bool:
+        rows = module_project.store.page(eid, None, 10)
+        return [r.node_id for r in rows] == ["first"] and _status(worker, eid) == "running"
+
+    wait_for(at_gate, "the worker to reach the gate")
+    cancelled = worker.post(f"/api{run_url(eid)}/cancel")
+    assert cancelled.status_code == 202, cancelled.text
+    gate.write_text("open")
+    wait_for(lambda: _status(worker, eid) == "cancelled", "the run to stop at its boundary")
+    nodes = [r.node_id for r in module_project.store.page(eid, None, 10)]
+    assert "last" not in nodes and nodes[:2] == ["first", "gate"]

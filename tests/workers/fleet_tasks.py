@@ -47,3 +47,15 @@ def hold(rid: str, wf: str = "") -> str:
     time.sleep(float(os.environ.get("TETHER_TEST_HOLD", "0.2")))
     _append(path, f"end {rid} {wf}")
     return rid
+
+
+@tether.task
+def fail_once(rid: str, node: str) -> str:
+    """Fail on the first call for ``rid`` (a marker file remembers it), then record the body
+    like ``step`` does."""
+    marker = Path(os.environ["TETHER_TEST_EFFECTS"] + f".failed-{rid}")
+    if not marker.exists():
+        marker.touch()
+        raise RuntimeError(f"{rid}: the first call fails")
+    _append(os.environ["TETHER_TEST_EFFECTS"], f"{rid} {node}")
+    return rid

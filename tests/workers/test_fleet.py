@@ -193,3 +193,40 @@ def test_an_approval_answered_with_enqueue_is_continued_by_a_worker_once(
     assert "left to the workers" in answered.stdout
     wait_for(_all(shared_url, ["appr-1"], "completed"), 30, "a worker to continue it")
     assert fleet.lines(fleet.effects) == {"a after": 1}
+
+
+FLAKY = """\
+tether: 1
+name: flaky
+inputs:
+  rid: {type: string}
+nodes:
+  first:
+    task: step
+    with: {rid: "{{ inputs.rid }}", node: first}
+  shaky:
+    needs: [first]
+    task: fail_once
+    with: {rid: "{{ inputs.rid }}", node: shaky}
+"""
+
+
+def test_a_failed_run_resumed_with_enqueue_is_continued_by_a_worker(
+        shared_url: str, fleet_of: Callable[[str], Fleet], tmp_path: Path) -> None:
+    """`tether resume FAILED --enqueue` queues the failed run again: a worker resumes it, the
+    failed node runs again, the completed one does not."""
+    fleet = fleet_of(shared_url)
+    workflow = tmp_path / "flaky.yaml"
+    workflow.write_text(FLAKY, encoding="utf-8")
+    ran = _tether("run", str(workflow), "--input", "rid=f", "--tasks", "fleet_tasks",
+                  "--db", shared_url, "--quiet", "--execution-id", "flaky-1",
+                  env=fleet.env, cwd=tmp_path)
+    assert ran.returncode == 1, ran.stderr
+    handed = _tether("resume", "flaky-1", "--enqueue", "--db", shared_url, env=fleet.env,
+                     cwd=tmp_path)
+    assert handed.returncode == 0, handed.stderr
+    assert "left to the workers" in handed.stdout
+    assert _statuses(shared_url, ["flaky-1"]) == {"flaky-1": "queued"}
+    fleet.start(1)
+    wait_for(_all(shared_url, ["flaky-1"], "completed"), 30, "a worker to resume it")
+    assert fleet.lines(fleet.effects) == {"f first": 1, "f shaky": 1}

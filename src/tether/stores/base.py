@@ -140,8 +140,9 @@ class Checkpointer(abc.ABC):
                     available_at: float | None = None) -> bool:
         """Hand an existing run to the workers of ``queue``: set its queue and priority (and
         ``available_at``). A run executed in place (``tether run``) that paused is continued
-        by a worker once answered. False when there is no such run. Wakes idle workers
-        (PostgreSQL ``NOTIFY tether_runs``)."""
+        by a worker once answered; a failed run is queued again (status ``queued``), so a
+        worker resumes it (its failed nodes run again). False when there is no such run.
+        Wakes idle workers (PostgreSQL ``NOTIFY tether_runs``)."""
 
     @abc.abstractmethod
     def claim_runs(self, worker: str, queues: Sequence[str], limit: int, now: float,

@@ -128,8 +128,9 @@ class InMemoryCheckpointer(Checkpointer):
             run = self._runs.get(execution_id)
             if run is None:
                 return False
+            status = RunStatus.QUEUED if run.status == RunStatus.FAILED else run.status
             self._runs[execution_id] = dataclasses.replace(
-                run, queue=queue, priority=priority, available_at=available_at)
+                run, queue=queue, priority=priority, available_at=available_at, status=status)
             return True
 
     def _claim_reason(self, run: RunRecord, queues: Sequence[str],

@@ -280,7 +280,9 @@ def enqueue_run(store: SQLCheckpointer, execution_id: str, queue: str, priority:
         store._execute(cursor, "enqueue_run", lambda: update(runs).where(
             runs.c.execution_id == bindparam("eid")).values(
             queue=bindparam("queue"), priority=bindparam("priority"),
-            available_at=bindparam("at")), eid=execution_id, queue=queue, priority=priority,
+            available_at=bindparam("at"),
+            status=case((runs.c.status == RunStatus.FAILED.value, RunStatus.QUEUED.value),
+                        else_=runs.c.status)), eid=execution_id, queue=queue, priority=priority,
             at=available_at)
         changed = bool(cursor.rowcount == 1)
         if changed:

@@ -11,8 +11,11 @@ requests to the fleet. Two fleets exist today:
   own event loop and its own store connection runs those continuations with the task modules
   of ``--tasks`` (or ``[tool.tether] tasks``), through the ordinary ``Runner.aresume`` and
   ``Runner.afork``, whose leases and fencing keep any other process from running the same run
-  at the same time. It also sweeps the store every few seconds for paused runs answered by
-  other processes (a decision newer than the run's last status change).
+  at the same time; each stops at its next node boundary when cancelled. It also sweeps the
+  store every few seconds for paused runs answered by other processes (a decision newer than
+  the run's last status change), and runs a :class:`tether.workers.Worker` of the ``default``
+  queue on the same loop: submitted runs, crashed runs, due timers and schedule ticks are
+  served as by ``tether worker``, so one process serves a single machine.
 
 Cancelling is the workers' cancel request, recorded in the store by the console itself
 (:meth:`~tether.stores.base.Checkpointer.request_cancel`): a run nothing executes ends
@@ -147,17 +150,31 @@ class EmbeddedWorker(Fleet):
             self._store.close()
 
     async def _serve(self) -> None:
+        from tether.workers.loop import Worker
+
+        assert self._store is not None
         self._loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
+        fleet_worker = Worker(self._store, self._tasks, ("default",), CONCURRENT_JOBS)
+        serving = asyncio.create_task(fleet_worker.arun())
+        try:
+            await self._jobs()
+        finally:
+            fleet_worker.stop()
+            await asyncio.gather(serving, return_exceptions=True)
+
+    async def _jobs(self) -> None:
+        queue = self._queue
+        assert queue is not None
         self._ready.set()
         slots = asyncio.Semaphore(CONCURRENT_JOBS)
         running: set[asyncio.Task[None]] = set()
         while True:
             try:
-                job = await asyncio.wait_for(self._queue.get(), SWEEP_SECONDS)
+                job = await asyncio.wait_for(queue.get(), SWEEP_SECONDS)
             except TimeoutError:
                 for execution_id in await asyncio.to_thread(self._answered_elsewhere):
-                    self._queue.put_nowait(_Job("resume", execution_id))
+                    queue.put_nowait(_Job("resume", execution_id))
                 continue
             if job is None:
                 break
@@ -182,7 +199,8 @@ class EmbeddedWorker(Fleet):
                     if not job.branch.done():
                         job.branch.set_result(result.execution_id)
                 else:
-                    await Runner(None, self._store, self._tasks).aresume(job.execution_id)
+                    await Runner(None, self._store, self._tasks).aresume(
+                        job.execution_id, boundary=self._boundary(job.execution_id))
             except (AlreadyResumed, ResumeError) as exc:
                 log.info("run %s: %s", job.execution_id, exc)
             except TetherError as exc:
@@ -192,6 +210,18 @@ class EmbeddedWorker(Fleet):
             finally:
                 if not job.branch.done():
                     job.branch.set_result(None)
+
+    def _boundary(self, execution_id: str) -> Callable[[], None]:
+        """Before each unit of a continuation: stop there once a cancel was requested."""
+        from tether.runtime.attempt import StopAtBoundary
+
+        store = self._store
+        assert store is not None
+
+        def check() -> None:
+            if store.cancel_requested_at(execution_id) is not None:
+                raise StopAtBoundary(execution_id, cancel=True)
+        return check
 
     def _answered_elsewhere(self) -> list[str]:
         """Paused runs with a decision newer than their last status change (answered by
