@@ -230,3 +230,53 @@ def test_a_failed_run_resumed_with_enqueue_is_continued_by_a_worker(
     fleet.start(1)
     wait_for(_all(shared_url, ["flaky-1"], "completed"), 30, "a worker to resume it")
     assert fleet.lines(fleet.effects) == {"f first": 1, "f shaky": 1}
+
+
+def test_a_recovery_that_fails_backs_off_is_shown_stuck_and_recovers_once_repaired(
+        fleet_of: Callable[[str], Fleet], tmp_path: Path) -> None:
+    """A crashed run whose checkpoint holds invalid JSON: the worker's recovery fails, and
+    instead of retrying at once it records the failure with a backoff (``available_at`` in
+    the future, the reason in ``tether runs --stuck``); once the row is repaired, a later try
+    takes the run over and continues it. SQLite only: the test edits the file directly (the
+    store-level rules are in the conformance suite, on every backend)."""
+    import json
+    import sqlite3
+    import time
+
+    url = f"sqlite:///{tmp_path / 'stuck.db'}"
+    fleet = fleet_of(url)
+    workflow = tmp_path / "approve.yaml"
+    workflow.write_text(APPROVAL, encoding="utf-8")
+    ran = _tether("run", str(workflow), "--input", "rid=s", "--tasks", "fleet_tasks",
+                  "--db", url, "--quiet", "--execution-id", "stuck-1",
+                  env=fleet.env, cwd=tmp_path)
+    assert ran.returncode == 4, ran.stderr
+    database = sqlite3.connect(tmp_path / "stuck.db", isolation_level=None)
+    [(checkpoint, state)] = database.execute(
+        "SELECT checkpoint_id, state FROM checkpoints WHERE execution_id = 'stuck-1' "
+        "AND status = 'interrupted'").fetchall()
+    database.execute("UPDATE checkpoints SET state = '{not json' WHERE checkpoint_id = ?",
+                     (checkpoint,))
+    database.execute("UPDATE runs SET status = 'running', owner = NULL, queue = 'default' "
+                     "WHERE execution_id = 'stuck-1'")  # as if its process had died
+    fleet.start(1)
+
+    def recorded() -> tuple[int, float | None, str | None]:
+        return database.execute("SELECT recovery_failures, available_at, blocked_reason "
+                                "FROM runs WHERE execution_id = 'stuck-1'").fetchone()
+
+    wait_for(lambda: recorded()[0] >= 1, 30, "the failed recovery to be recorded")
+    failures, available_at, reason = recorded()
+    assert available_at is not None and available_at > time.time() - 1
+    assert reason is not None and "recovery failed" in reason and "next try in" in reason
+    stuck = _tether("runs", "--stuck", "--json", "--db", url, env=fleet.env, cwd=tmp_path)
+    assert stuck.returncode == 0, stuck.stderr
+    [shown] = json.loads(stuck.stdout)
+    assert shown["execution_id"] == "stuck-1"
+    assert "recovery failed" in json.dumps(shown)
+    database.execute("UPDATE checkpoints SET state = ? WHERE checkpoint_id = ?",
+                     (state, checkpoint))
+    wait_for(lambda: _statuses(url, ["stuck-1"]) == {"stuck-1": "paused"}, 60,
+             "a later try to take the repaired run over")
+    assert recorded()[0] <= failures + 6  # backed off (1 s, 2 s, 4 s ...), not a hot loop
+    database.close()
