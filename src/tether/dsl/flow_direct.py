@@ -15,8 +15,10 @@ tests/dsl/test_flow_parsers.py compares the readings, diagnostics included.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from tether.diagnostics import Span
@@ -59,6 +61,10 @@ _TAKEN = frozenset(
 """The clause keys read here that a task takes (the others are left to the tree walk)."""
 _PARTS = {word: key for key, word in CLAUSE_PARTS.values()}
 """A loop's (and a retry's) part keyword -> its document key."""
+_BLANK_STARTS = " \t\r\n\f#"
+"""What blanks (and comments) start with (flow_fast's ``skip``)."""
+_span: Callable[[tuple[str, int, int, int, int]], Span] = functools.partial(tuple.__new__, Span)
+"""``Span(*fields)`` without the named tuple's Python-level ``__new__`` (many are made)."""
 _UNSET: Any = None
 """The value span of a path whose value is still being read (it keeps the path's place)."""
 
@@ -80,21 +86,29 @@ class _Reader(_Parser):
         return self.here(match.end())
 
     def here(self, end: int) -> tuple[Span, str]:
-        pos, line = self.pos, self.line + self.offset
+        text, pos, line = self.text, self.pos, self.line + self.offset
         column = pos - self.line_start + 1
-        span = Span(self.file, line, column, line, column + end - pos - 1)
-        word = self.text[pos:end]
+        span = _span((self.file, line, column, line, column + end - pos - 1))
         self.pos = end
-        self.skip()
-        return span, word
+        if end < len(text) and text[end] in _BLANK_STARTS:
+            self.skip()
+        return span, text[pos:end]
 
     def mark(self, word: str) -> Span:
-        """A keyword's span (the reader's ``keyword``)."""
-        line, column, _, _, end_column, _ = self.keyword(word)
-        return Span(self.file, line + self.offset, column, line + self.offset, end_column - 1)
+        """A keyword's span (the reader's ``keyword``), then the blanks after it."""
+        text, pos = self.text, self.pos
+        if not text.startswith(word, pos):
+            raise _Decline
+        line, column = self.line + self.offset, pos - self.line_start + 1
+        self.pos = end = pos + len(word)
+        if end < len(text) and text[end] in _BLANK_STARTS:
+            self.skip()
+        return _span((self.file, line, column, line, column + len(word) - 1))
 
     def string(self) -> tuple[Span, str]:
         span, text = self.match("STRING")
+        if "\\" not in text:  # no escapes: the characters between the quotes
+            return span, text[1:-1]
         try:
             return span, str(json.loads(text, strict=False))
         except json.JSONDecodeError:
@@ -150,7 +164,7 @@ class _Reader(_Parser):
         first = self.mark(self.text[self.pos])
         result = read(path, close)
         last = self.mark(close)
-        self.values[path] = Span(self.file, first.line, first.col, last.end_line, last.end_col)
+        self.values[path] = _span((self.file, first.line, first.col, last.end_line, last.end_col))
         return result
 
     def items(self, path: Path, close: str) -> list[Any]:
@@ -159,7 +173,7 @@ class _Reader(_Parser):
             result.append(self.data((*path, len(result)), None))
             if self.peek() != ",":
                 break
-            self.keyword(",")
+            self.mark(",")
         return result
 
     def pairs(self, path: Path, close: str) -> dict[str, Any]:
@@ -169,11 +183,11 @@ class _Reader(_Parser):
             key, name = self.name_or_string("NAME")
             if name in result:
                 raise _Decline
-            self.keyword(":")
+            self.mark(":")
             result[name] = self.data((*path, name), key)
             if self.peek() != ",":
                 break
-            self.keyword(",")
+            self.mark(",")
         return result
 
     # -- the statement ---------------------------------------------------------------------
@@ -188,7 +202,7 @@ class _Reader(_Parser):
             raise _Decline
         path: Path = ("nodes", node_id)
         self.record(path, key, _UNSET)
-        self.keyword("=")
+        self.mark("=")
         span, name = self.name_or_string("TASK_NAME")
         node: dict[str, Any] = {"task": self.scalar((*path, "task"), head, span, name)}
         end = span
@@ -198,12 +212,12 @@ class _Reader(_Parser):
             first = self.mark("(")
             arguments = self.pairs(with_path, ")")
             last = self.mark(")")
-            end = Span(self.file, first.line, first.col, last.end_line, last.end_col)
+            end = _span((self.file, first.line, first.col, last.end_line, last.end_col))
             self.keys[with_path] = self.values[with_path] = end
             node["with"] = arguments
         while self.pos < len(self.text):
             end = self.setting(node, path)
-        self.values[path] = Span(self.file, head.line, head.col, end.end_line, end.end_col)
+        self.values[path] = _span((self.file, head.line, head.col, end.end_line, end.end_col))
         return TaskRecord(node_id, key, head, self.values[path], node, self.keys, self.values)
 
     def setting(self, node: dict[str, Any], path: Path) -> Span:
@@ -228,12 +242,12 @@ class _Reader(_Parser):
         if word == "after":
             ids = [self.id_item(here, 0)]
             while self.peek() == ",":
-                self.keyword(",")
+                self.mark(",")
                 ids.append(self.id_item(here, len(ids)))
             node[name] = ids
             first, last = self.values[(*here, 0)], self.values[(*here, len(ids) - 1)]
-            self.values[here] = Span(self.file, first.line, first.col, last.end_line,
-                                     last.end_col)
+            self.values[here] = _span((self.file, first.line, first.col, last.end_line,
+                                     last.end_col))
             return last
         parts: dict[str, Any] = {}
         if word == "retry":
@@ -252,7 +266,7 @@ class _Reader(_Parser):
             if self.word() == "on_exhausted":
                 last = self.part(parts, here, "on_exhausted", "NAME")
         node[name] = parts
-        self.values[here] = Span(self.file, key.line, key.col, last.end_line, last.end_col)
+        self.values[here] = _span((self.file, key.line, key.col, last.end_line, last.end_col))
         return last
 
     def part(self, parts: dict[str, Any], path: Path, word: str, kind: str | None) -> Span:
