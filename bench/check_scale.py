@@ -28,12 +28,12 @@ import tether
 def measure(path: Path, repeat: int) -> float:
     """Median seconds of `tether.check(path)`, with the template caches cleared each time
     (a `tether check` process starts cold)."""
-    from tether.dsl.expressions import analyse
-    from tether.templating import classify, compiled
+    from tether.dsl.expressions import _quick_analysis, analyse
+    from tether.templating import classify, compiled, segments
 
     times = []
     for _ in range(repeat):
-        for cache in (analyse, classify, compiled):
+        for cache in (analyse, classify, compiled, segments, _quick_analysis):
             cache.cache_clear()
         start = time.perf_counter()
         diagnostics = tether.check([path])

@@ -76,6 +76,8 @@ KINDS: dict[NodeKind, KindSpec] = {
 }
 
 KIND_NAMES: tuple[str, ...] = tuple(kind.value for kind in NodeKind)
+KIND_KEYS: tuple[tuple[NodeKind, str], ...] = tuple((kind, kind.value) for kind in NodeKind)
+"""Each kind with its key, in order (quicker to go through than the enum, once per node)."""
 
 
 def spec_of(kind: NodeKind | str) -> KindSpec:
@@ -83,4 +85,5 @@ def spec_of(kind: NodeKind | str) -> KindSpec:
     return KINDS[NodeKind(kind)]
 
 
-__all__ = ["KINDS", "KIND_NAMES", "SETTINGS", "KindSpec", "NodeKind", "NodeKindName", "spec_of"]
+__all__ = ["KINDS", "KIND_KEYS", "KIND_NAMES", "SETTINGS", "KindSpec", "NodeKind", "NodeKindName",
+           "spec_of"]

@@ -14,6 +14,7 @@ import pytest
 from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
 
+from tether.dsl.flow_direct import read_task
 from tether.dsl.flow_fast import fast_parse
 from tether.dsl.flow_reader import read_flow
 from tether.dsl.flow_syntax import parse_statement, split_statements
@@ -173,3 +174,31 @@ def test_the_fast_reader_declines_what_the_lexer_reads_otherwise() -> None:
                       "task a = b(true: 1)\n", "output x = 1\n", "task a = b\n  idempotent\n",
                       "workflow w = \"sub.yaml\"\n", "inputs {}\n"):
         assert fast_parse(statement) is None, statement
+
+
+# -- task statements read straight into data (tether.dsl.flow_direct) ------------------------
+
+def test_the_direct_reader_reads_every_generated_task() -> None:
+    text = _generated(300)
+    tasks = [s for s in _statements(text) if s.startswith("task ")]
+    assert tasks and all(read_task(s, "f.flow", 0) is not None for s in tasks)
+    _same_as_grammar(text, "generated.flow")
+
+
+@pytest.mark.parametrize("statement", [s for s in _SHAPES if s.startswith("task ")])
+def test_the_direct_reader_reads_each_task_shape_or_declines_like_the_tree_walk(
+        statement: str) -> None:
+    """Every mutation of the task shapes reads, data, source map and diagnostics, as the
+    grammar and the tree walk read it (a second statement gives ids to repeat and clash)."""
+    assert read_task(statement, "f.flow", 0) is not None
+    for mutated in [statement, *_mutations(statement)]:
+        _same_as_grammar(f"workflow w\ntask b = x.y\n{mutated}", "shape.flow")
+
+
+def test_the_direct_reader_leaves_problems_to_the_tree_walk() -> None:
+    for statement in ("task a = b(x: 1, x: 2)\n", "task a = b\n  when 1\n  when 2\n",
+                      'task a = b(x: "\\q")\n', "task a = b(x: 1e999)\n",
+                      "task a = b\n  retry null\n", "task a = b(x: {k: 1, k: 2})\n",
+                      "task a = b\n  after a, null\n"):
+        assert read_task(statement, "f.flow", 0) is None, statement
+        _same_as_grammar(f"workflow w\n{statement}", "problem.flow")

@@ -7,7 +7,9 @@ every graph agent that (transitively) calls them (:func:`callers_in_graph`).
 
 The provider SDKs are never imported here: :func:`~tether.agents.require_provider` only
 looks for the package (a missing extra is E908), and tool schemas come from the task
-functions when task modules are given.
+functions when task modules are given. :mod:`tether.agents` itself is imported by the
+functions that check or build an agent, so checking a workflow without agents does not load
+it (``tether check`` starts quicker).
 """
 
 from __future__ import annotations
@@ -18,9 +20,6 @@ from typing import Any
 
 import networkx as nx
 
-from tether.agents.errors import ModelSpecError, ProviderUnavailable, ToolSchemaError
-from tether.agents.providers import parse_model_spec, require_provider
-from tether.agents.tools import HANDOFF_PREFIX, find_clashes, tool_spec
 from tether.compiler.context import Context
 from tether.compiler.plan import PlanAgent, PlanModelRef, PlanTool
 from tether.diagnostics import Related
@@ -96,6 +95,9 @@ def check_agents(ctx: Context, tasks: Tasks | None) -> None:
 
 def _check_model(ctx: Context, node_id: str, model: str | ModelRef,
                  base: tuple[str, ...]) -> None:
+    from tether.agents.errors import ModelSpecError, ProviderUnavailable
+    from tether.agents.providers import parse_model_spec, require_provider
+
     where = (*base, "model")
     data: str | dict[str, Any] = model if isinstance(model, str) else model.model_dump(
         exclude_none=True)
@@ -149,6 +151,9 @@ def schema_problem(schema: Any) -> str | None:
 
 def _check_tools(ctx: Context, node_id: str, spec: AgentSpec, agents: dict[str, AgentSpec],
                  tasks: Tasks | None) -> None:
+    from tether.agents.errors import ToolSchemaError
+    from tether.agents.tools import HANDOFF_PREFIX, find_clashes, tool_spec
+
     tools = spec.tools or []
     base = ("nodes", node_id, "agent", "tools")
     for i, name in enumerate(tools):
@@ -186,6 +191,8 @@ def _check_tools(ctx: Context, node_id: str, spec: AgentSpec, agents: dict[str, 
 
 
 def _place(spec: AgentSpec, node_id: str, name: str) -> tuple[str | int, ...]:
+    from tether.agents.tools import HANDOFF_PREFIX
+
     tools = spec.tools or []
     if name in tools:
         return ("nodes", node_id, "agent", "tools", tools.index(name))
@@ -254,6 +261,8 @@ def _edge(agents: dict[str, AgentSpec], caller: str, target: str) -> tuple[str |
 
 def plan_agent(node_id: str, spec: AgentSpec, agents: frozenset[str]) -> PlanAgent:
     """The plan's definition of an agent that has no errors."""
+    from tether.agents.providers import parse_model_spec
+
     model = parse_model_spec(spec.model if isinstance(spec.model, str)
                              else spec.model.model_dump(exclude_none=True))
     tools = tuple(dict.fromkeys(spec.tools or ()))

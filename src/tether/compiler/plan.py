@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import (
@@ -436,25 +437,90 @@ class Plan(_PlanModel):
         return plan
 
 
-_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True,
-                          "nodes": {"__all__": {"workflow": {"plan": True}}}}
+_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True}
+_NODE_EXCLUDE: Any = {"workflow": {"plan": True}}
 
 
 def semantic(plan: Plan, memo: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The part of a plan that decides behaviour: everything but source maps and fingerprints.
+    """The part of a plan that decides behaviour: everything but source maps and fingerprints,
+    as JSON data (for :func:`canonical_json`, which sorts keys: ``nodes`` comes last here, and
+    tuples stand for lists).
 
     Each distinct sub-plan is dumped once (``memo``, by object), however many nodes embed it.
+    The nodes of the common kinds are written by :func:`_plain_node`, the others by their
+    models' serialisers.
     """
     memo = {} if memo is None else memo
     found = memo.get(id(plan))
     if found is not None:
         return found
     data = plan.model_dump(mode="json", by_alias=True, exclude=_SEMANTIC_EXCLUDE)
-    for node, raw in zip(plan.nodes, data["nodes"], strict=True):
-        if isinstance(node, WorkflowNode):
-            raw["workflow"]["plan"] = semantic(node.workflow.plan, memo)
+    nodes: list[dict[str, Any]] = []
+    for node in plan.nodes:
+        raw = _plain_node(node)
+        if raw is None:
+            raw = node.model_dump(mode="json", by_alias=True, exclude=_NODE_EXCLUDE)
+            if isinstance(node, WorkflowNode):
+                raw["workflow"]["plan"] = semantic(node.workflow.plan, memo)
+        nodes.append(raw)
+    data["nodes"] = nodes
     memo[id(plan)] = data
     return data
+
+
+_PLAIN_NODES = frozenset(("TaskNode", "NoopNode", "FailNode", "SleepNode", "SleepUntilNode"))
+"""The node variants whose fields hold only JSON data, a loop and a retry policy."""
+
+
+def _plain_node(node: _NodeBase) -> dict[str, Any] | None:
+    """What ``model_dump(mode="json", by_alias=True)`` gives for ``node``, written directly
+    (up to key order, and tuples for lists); None when a value is not plain JSON data (a date
+    from YAML, a non-finite float, ...), which pydantic converts its own way."""
+    cls = type(node)
+    if cls.__name__ not in _PLAIN_NODES:
+        return None
+    values = node.__dict__
+    data: dict[str, Any] = {}
+    for name, alias in _aliases(cls):
+        value = values[name]
+        if type(value) is PlanLoop:
+            value = {alias: value.__dict__[name] for name, alias in _aliases(PlanLoop)}
+        elif type(value) is PlanRetry:
+            value = dict(value.__dict__)
+            if value["strategy"] == "exponential":
+                del value["strategy"]
+        elif name == "kind":
+            value = value.value
+        if not _plain(value):
+            return None
+        data[alias] = value
+    for key in plan_shape.absent(values["kind"]):
+        neutral = plan_shape.NEUTRAL[key]
+        data[key] = {} if isinstance(neutral, dict) else neutral
+    for key, default in plan_shape.OMITTED.items():
+        if key in data and plan_shape.is_default(data[key], default):
+            del data[key]
+    return data
+
+
+@functools.cache
+def _aliases(cls: type[_PlanModel]) -> tuple[tuple[str, str], ...]:
+    """A model's fields: (name, the key ``by_alias`` writes)."""
+    return tuple((name, field.alias or name) for name, field in cls.model_fields.items())
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is JSON data pydantic's JSON mode writes unchanged (tuples as lists)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        return all(type(key) is str and _plain(item) for key, item in value.items())
+    if kind is list or kind is tuple:
+        return all(_plain(item) for item in value)
+    return False
 
 
 def canonical_json(value: Any) -> str:

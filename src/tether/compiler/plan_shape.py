@@ -83,14 +83,14 @@ def add_absent(kind: NodeKind, data: dict[str, Any], info: SerializationInfo) ->
         if not _excluded(info.exclude, name):
             data[name] = _copy(NEUTRAL[key])
     for key, default in OMITTED.items():
-        if key in data and _is_default(data[key], default):
+        if key in data and is_default(data[key], default):
             del data[key]
     order = ORDER if info.by_alias else tuple(_FIELD_NAMES.get(k, k) for k in ORDER)
     ordered = {key: data[key] for key in order if key in data}
     return ordered | {key: value for key, value in data.items() if key not in ordered}
 
 
-def _is_default(value: Any, default: Any) -> bool:
+def is_default(value: Any, default: Any) -> bool:
     return value is default or (type(value) is type(default) and value == default)
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from tether.kinds import NodeKind
+from tether.kinds import KIND_KEYS, NodeKind
 
 FORMAT_VERSION = 1
 ID_PATTERN = r"^[a-z][a-z0-9_]*$"
@@ -268,7 +268,7 @@ class NodeSpec(_Model):
     @property
     def kind(self) -> NodeKind | None:
         """The node's kind, or None unless exactly one kind is given."""
-        kinds = [kind for kind in NodeKind if getattr(self, kind.value) is not None]
+        kinds = [kind for kind, key in KIND_KEYS if getattr(self, key) is not None]
         return kinds[0] if len(kinds) == 1 else None
 
 

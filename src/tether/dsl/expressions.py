@@ -275,7 +275,11 @@ def _flat_analysis(source: str) -> Analysis | None:
     return Analysis("expression", references=tuple(references), unsafe=tuple(unsafe))
 
 
+@functools.lru_cache(maxsize=65536)
 def _quick_analysis(source: str) -> Analysis | None:
+    """The analysis of a simple expression (``inputs.x``, ``nodes.a.output.v + 1``) without
+    Jinja2's parser, or None; cached, as the same ``{{ inputs.x }}`` recurs in many
+    templates."""
     flat = _flat_analysis(source)
     if flat is not None:
         return flat

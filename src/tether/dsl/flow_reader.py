@@ -23,6 +23,7 @@ from lark.exceptions import UnexpectedInput
 
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.document import FORMAT_VERSION
+from tether.dsl.flow_direct import TaskRecord, read_task
 from tether.dsl.flow_syntax import (
     AGENT_LISTS,
     AGENT_PARTS,
@@ -51,6 +52,8 @@ from tether.kinds import KINDS, NodeKind
 from tether.suggest import did_you_mean
 
 Node = Tree[Token] | Token
+Parsed = Tree[Token] | TaskRecord
+"""A statement read: its parse tree, or a ``task`` read straight into data."""
 
 class _Failed(Exception):
     """A statement that cannot be read further (the diagnostic is already recorded)."""
@@ -266,14 +269,8 @@ class _Reader:
         id_token, *rest = tree.children
         node_id, key, head = str(id_token), self.span(id_token), self.keyword(tree, kind)
         path: Path = ("nodes", node_id)
-        if path in self.first:
-            related = (Related(self.first[path][0], f"`{node_id}` is first defined here"),)
-            self.error("E300", f"duplicate node id `{node_id}`", key, related=related,
-                       help="node ids are unique within a workflow; rename one of the nodes")
+        if not self.new_node(path, key, head, kind, self.span(tree)):
             return
-        self.first[path] = (key, f"`{node_id}` is first defined")
-        self.first[(*path, kind)] = (head, f"`{kind}` is first given")
-        self.extend(("nodes",), head, self.span(tree))
         self.record(path, key, self.span(tree))
         node: dict[str, Any] = {}
         self.data.setdefault("nodes", {})[node_id] = node
@@ -297,6 +294,29 @@ class _Reader:
         for clause in rest:
             assert isinstance(clause, Tree)
             self.clause(clause, node, path, kind)
+
+    def new_node(self, path: Path, key: Span, head: Span, kind: NodeKind, span: Span) -> bool:
+        """Whether the node at ``path`` is defined for the first time (E300 if not); if so,
+        ``nodes`` grows to cover it."""
+        if path in self.first:
+            node_id = path[1]
+            related = (Related(self.first[path][0], f"`{node_id}` is first defined here"),)
+            self.error("E300", f"duplicate node id `{node_id}`", key, related=related,
+                       help="node ids are unique within a workflow; rename one of the nodes")
+            return False
+        self.first[path] = (key, f"`{path[1]}` is first defined")
+        self.first[(*path, kind)] = (head, f"`{kind}` is first given")
+        self.extend(("nodes",), head, span)
+        return True
+
+    def task_record(self, record: TaskRecord) -> None:
+        """A ``task`` statement read straight into data (:mod:`tether.dsl.flow_direct`):
+        what :meth:`node` makes of its tree."""
+        path: Path = ("nodes", record.node_id)
+        if self.new_node(path, record.key, record.head, NodeKind.TASK, record.span):
+            self.source.keys.update(record.keys)
+            self.source.values.update(record.values)
+            self.data.setdefault("nodes", {})[record.node_id] = record.node
 
     def clause(self, tree: Tree[Token], node: dict[str, Any], path: Path,
                kind: NodeKind) -> None:
@@ -442,7 +462,7 @@ class _Reader:
         return form
 
 
-def _parse_chunk(reader: _Reader, chunk: Chunk) -> Tree[Token] | None:
+def _parse_chunk(reader: _Reader, chunk: Chunk) -> Parsed | None:
     if chunk.indented:
         line = reader.text[chunk.start:chunk.end]
         col = len(line) - len(line.lstrip(" \t\r\f")) + 1
@@ -455,6 +475,10 @@ def _parse_chunk(reader: _Reader, chunk: Chunk) -> Tree[Token] | None:
         reader.error("E103", deep.message, deep.span, help=deep.help)
         return None
     text = reader.text[chunk.start:chunk.end]
+    if reader.fast:
+        record = read_task(text, reader.file, chunk.line - 1)
+        if record is not None:
+            return record
     try:
         tree = parse_statement(text, pure=reader.pure, fast=reader.fast)
     except UnexpectedInput as exc:
@@ -471,9 +495,10 @@ def _parse_chunk(reader: _Reader, chunk: Chunk) -> Tree[Token] | None:
     return tree
 
 
-def _check_order(reader: _Reader, parsed: list[tuple[Chunk, Tree[Token] | None]]) -> None:
+def _check_order(reader: _Reader, parsed: list[tuple[Chunk, Parsed | None]]) -> None:
     """``tether N`` may only come first, and ``workflow NAME`` right after it."""
-    kinds = [(chunk.line, None if tree is None else str(tree.data)) for chunk, tree in parsed]
+    kinds = [(chunk.line, None if tree is None else "task_stmt" if isinstance(
+        tree, TaskRecord) else str(tree.data)) for chunk, tree in parsed]
     for line, kind in kinds[1:]:
         if kind == "tether_stmt":
             reader.error("E102", "`tether` must be the first statement",
@@ -518,7 +543,7 @@ def read_flow(text: str, file: str, *, pure: bool = False, fast: bool = True) ->
 
 
 def _read(reader: _Reader) -> None:
-    parsed: list[tuple[Chunk, Tree[Token] | None]] = []
+    parsed: list[tuple[Chunk, Parsed | None]] = []
     for chunk in split_statements(reader.text, reader.file):
         if reader.fatal >= MAX_SYNTAX_ERRORS:
             reader.error("E102", f"more than {MAX_SYNTAX_ERRORS} errors; the rest of the file "
@@ -530,7 +555,9 @@ def _read(reader: _Reader) -> None:
         return
     _check_order(reader, parsed)
     for chunk, tree in parsed:
-        if tree is not None:
+        if isinstance(tree, TaskRecord):
+            reader.task_record(tree)
+        elif tree is not None:
             reader.offset = chunk.line - 1
             with contextlib.suppress(_Failed):
                 reader.statement(tree)

@@ -38,7 +38,7 @@ from tether.dsl.source import Path, RawDocument, SourceMap
 from tether.dsl.timer_checks import check_timers
 from tether.durations import DURATION_RE, MAX_SECONDS, DurationError, parse_duration
 from tether.jsontypes import article, json_type_name, matches_type
-from tether.kinds import KIND_NAMES, KINDS, NodeKind
+from tether.kinds import KIND_KEYS, KIND_NAMES, KINDS
 from tether.suggest import did_you_mean
 
 _TYPE_NAMES = {
@@ -366,7 +366,7 @@ def _shown_values(values: list[Any]) -> str:
 
 def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
     path: Path = ("nodes", node_id)
-    given = [kind for kind in NodeKind if node.get(kind.value) is not None]
+    given = [kind for kind, key in KIND_KEYS if node.get(key) is not None]
     if len(given) != 1:
         message = (f"node `{node_id}` has none of {', '.join(KIND_NAMES)}" if not given
                    else f"node `{node_id}` has {' and '.join(given)}; a node has exactly one")

@@ -73,11 +73,13 @@ def classify(text: str) -> tuple[Kind, str]:
     return "template", text
 
 
-def segments(text: str) -> list[str] | None:
-    """The expressions of a template made only of text and simple ``{{ }}``, else None."""
+@functools.lru_cache(maxsize=65536)
+def segments(text: str) -> tuple[str, ...] | None:
+    """The expressions of a template made only of text and simple ``{{ }}``, else None
+    (cached: :func:`classify` and the compiler's analysis both ask)."""
     if "{%" in text or "{#" in text:
         return None
-    inner = [m.group(1) for m in _SEGMENT.finditer(text)]
+    inner = tuple(_SEGMENT.findall(text))
     rest = _SEGMENT.sub("", text)
     if not inner or "{{" in rest or "}}" in rest:
         return None

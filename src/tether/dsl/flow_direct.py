@@ -1,0 +1,305 @@
+"""The ``task`` statements of a ``.flow`` file read straight into document data.
+
+Most statements of a large file are ``task ID = NAME(args)`` with clauses. The hand-written
+reader (:mod:`tether.dsl.flow_fast`) reads them into Lark's parse tree, and the reader
+(:mod:`tether.dsl.flow_reader`) walks the tree into data and spans; :func:`read_task` does
+both at once for the same shapes, giving the node's data and the spans of its keys and values
+under the same paths, in the same order, without a tree. It reads what ``flow_fast`` reads,
+by its very scanning methods, and declines the rest; it declines too every statement the tree
+walk would report a problem in (a duplicate clause, argument or key, a clause a task does not
+take, a bad string escape, a number too large, too deep a value, ``retry null``), so then the
+tree path reads it and reports the problem its own way. The one problem left to the reader
+is a duplicate node id (E300), which depends on the statements before.
+tests/dsl/test_flow_parsers.py compares the readings, diagnostics included.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from tether.diagnostics import Span
+from tether.dsl.flow_fast import _CONSTANTS, _VALUE_CLAUSES, _WORD_CLAUSES, _Decline, _Parser
+from tether.dsl.flow_syntax import (
+    AGENT_PARTS,
+    APPROVAL_PARTS,
+    CLAUSE_KEYS,
+    CLAUSE_PARTS,
+    CONSTANTS,
+    SWITCH_PARTS,
+)
+from tether.dsl.source import MAX_DEPTH, Path
+from tether.kinds import KINDS, NodeKind
+
+__all__ = ["TaskRecord", "read_task"]
+
+
+class TaskRecord(NamedTuple):
+    """One ``task`` statement read: the node's data and where its parts are."""
+
+    node_id: str
+    key: Span
+    """The node id."""
+    head: Span
+    """The ``task`` keyword."""
+    span: Span
+    """The whole statement."""
+    node: dict[str, Any]
+    keys: dict[Path, Span]
+    values: dict[Path, Span]
+
+
+_TAKEN = frozenset(
+    CLAUSE_KEYS.get(word, word)
+    for word in (*_VALUE_CLAUSES, *_WORD_CLAUSES, "after", "retry", "loop")
+    if KINDS[NodeKind.TASK].takes(CLAUSE_KEYS.get(word, word))
+    and CLAUSE_KEYS.get(word, word) not in (*APPROVAL_PARTS, *AGENT_PARTS, *SWITCH_PARTS)
+)
+"""The clause keys read here that a task takes (the others are left to the tree walk)."""
+_PARTS = {word: key for key, word in CLAUSE_PARTS.values()}
+"""A loop's (and a retry's) part keyword -> its document key."""
+_BLANK_STARTS = " \t\r\n\f#"
+"""What blanks (and comments) start with (flow_fast's ``skip``)."""
+_span: Callable[[tuple[str, int, int, int, int]], Span] = functools.partial(tuple.__new__, Span)
+"""``Span(*fields)`` without the named tuple's Python-level ``__new__`` (many are made)."""
+_UNSET: Any = None
+"""The value span of a path whose value is still being read (it keeps the path's place)."""
+
+
+class _Reader(_Parser):
+    """Reads one statement, recording spans as :mod:`tether.dsl.flow_reader` would."""
+
+    def __init__(self, text: str, file: str, offset: int) -> None:
+        super().__init__(text)
+        self.file, self.offset = file, offset
+        self.keys: dict[Path, Span] = {}
+        self.values: dict[Path, Span] = {}
+
+    def match(self, kind: str) -> tuple[Span, str]:
+        """The span and text of a terminal at the cursor (on one line), then the blanks."""
+        match = self.re[kind](self.text, self.pos)
+        if match is None:
+            raise _Decline
+        return self.here(match.end())
+
+    def here(self, end: int) -> tuple[Span, str]:
+        text, pos, line = self.text, self.pos, self.line + self.offset
+        column = pos - self.line_start + 1
+        span = _span((self.file, line, column, line, column + end - pos - 1))
+        self.pos = end
+        if end < len(text) and text[end] in _BLANK_STARTS:
+            self.skip()
+        return span, text[pos:end]
+
+    def mark(self, word: str) -> Span:
+        """A keyword's span (the reader's ``keyword``), then the blanks after it."""
+        text, pos = self.text, self.pos
+        if not text.startswith(word, pos):
+            raise _Decline
+        line, column = self.line + self.offset, pos - self.line_start + 1
+        self.pos = end = pos + len(word)
+        if end < len(text) and text[end] in _BLANK_STARTS:
+            self.skip()
+        return _span((self.file, line, column, line, column + len(word) - 1))
+
+    def string(self) -> tuple[Span, str]:
+        span, text = self.match("STRING")
+        if "\\" not in text:  # no escapes: the characters between the quotes
+            return span, text[1:-1]
+        try:
+            return span, str(json.loads(text, strict=False))
+        except json.JSONDecodeError:
+            raise _Decline from None
+
+    def name_or_string(self, kind: str) -> tuple[Span, str]:
+        """A STRING, or a word of terminal ``kind`` that is no constant."""
+        if self.peek() == '"':
+            return self.string()
+        span, word = self.match(kind)
+        if word in _CONSTANTS:
+            raise _Decline
+        return span, word
+
+    # -- values: each records its span under its path, as the reader's ``value`` ------------
+
+    def record(self, path: Path, key: Span | None, span: Span) -> None:
+        if len(path) > MAX_DEPTH:
+            raise _Decline
+        if key is not None:
+            self.keys[path] = key
+        self.values[path] = span
+
+    def scalar(self, path: Path, key: Span | None, span: Span, value: Any) -> Any:
+        self.record(path, key, span)
+        return value
+
+    def data(self, path: Path, key: Span | None) -> Any:
+        char = self.peek()
+        if char == '"':
+            return self.scalar(path, key, *self.string())
+        if char == "{":
+            if self.text.startswith("{{", self.pos):
+                return self.scalar(path, key, *self.match("TEMPLATE"))
+            return self.container(path, key, "}", self.pairs)
+        if char == "[":
+            return self.container(path, key, "]", self.items)
+        if char == "-" or char.isdigit():
+            match = self.re["NUMBER"](self.text, self.pos)
+            if match is None or self.word_re(self.text, match.end()) is not None:  # `3x`
+                raise _Decline
+            span, text = self.here(match.end())
+            return self.scalar(path, key, span, _number(text))
+        word = self.word()
+        if word not in _CONSTANTS:
+            raise _Decline
+        span, _ = self.here(self.pos + len(word))
+        return self.scalar(path, key, span, CONSTANTS[_CONSTANTS[word]])
+
+    def container(self, path: Path, key: Span | None, close: str, read: Any) -> Any:
+        """A list or a map: its span covers the brackets; its items come after it."""
+        self.record(path, key, _UNSET)
+        first = self.mark(self.text[self.pos])
+        result = read(path, close)
+        last = self.mark(close)
+        self.values[path] = _span((self.file, first.line, first.col, last.end_line, last.end_col))
+        return result
+
+    def items(self, path: Path, close: str) -> list[Any]:
+        result: list[Any] = []
+        while self.peek() != close:
+            result.append(self.data((*path, len(result)), None))
+            if self.peek() != ",":
+                break
+            self.mark(",")
+        return result
+
+    def pairs(self, path: Path, close: str) -> dict[str, Any]:
+        """``key: value`` entries (of a map or of arguments); a duplicate key declines."""
+        result: dict[str, Any] = {}
+        while self.peek() != close:
+            key, name = self.name_or_string("NAME")
+            if name in result:
+                raise _Decline
+            self.mark(":")
+            result[name] = self.data((*path, name), key)
+            if self.peek() != ",":
+                break
+            self.mark(",")
+        return result
+
+    # -- the statement ---------------------------------------------------------------------
+
+    def read(self) -> TaskRecord:
+        self.skip()
+        if self.word() != "task":
+            raise _Decline
+        head = self.mark("task")
+        key, node_id = self.match("ID")
+        if node_id in _CONSTANTS:
+            raise _Decline
+        path: Path = ("nodes", node_id)
+        self.record(path, key, _UNSET)
+        self.mark("=")
+        span, name = self.name_or_string("TASK_NAME")
+        node: dict[str, Any] = {"task": self.scalar((*path, "task"), head, span, name)}
+        end = span
+        if self.peek() == "(":
+            with_path = (*path, "with")
+            self.keys[with_path] = self.values[with_path] = _UNSET  # their places
+            first = self.mark("(")
+            arguments = self.pairs(with_path, ")")
+            last = self.mark(")")
+            end = _span((self.file, first.line, first.col, last.end_line, last.end_col))
+            self.keys[with_path] = self.values[with_path] = end
+            node["with"] = arguments
+        while self.pos < len(self.text):
+            end = self.setting(node, path)
+        self.values[path] = _span((self.file, head.line, head.col, end.end_line, end.end_col))
+        return TaskRecord(node_id, key, head, self.values[path], node, self.keys, self.values)
+
+    def setting(self, node: dict[str, Any], path: Path) -> Span:
+        """One clause into ``node``; its end."""
+        word = self.word()
+        if word is None:
+            raise _Decline
+        name = CLAUSE_KEYS.get(word, word)
+        if name not in _TAKEN or name in node:
+            raise _Decline
+        key = self.mark(word)
+        here: Path = (*path, name)
+        if word in _VALUE_CLAUSES:
+            node[name] = self.data(here, key)
+            return self.values[here]
+        if word in _WORD_CLAUSES:
+            kind = _WORD_CLAUSES[word]
+            span, value = self.string() if kind is None else self.name_or_string(kind)
+            node[name] = self.scalar(here, key, span, value)
+            return span
+        self.record(here, key, _UNSET)
+        if word == "after":
+            ids = [self.id_item(here, 0)]
+            while self.peek() == ",":
+                self.mark(",")
+                ids.append(self.id_item(here, len(ids)))
+            node[name] = ids
+            first, last = self.values[(*here, 0)], self.values[(*here, len(ids) - 1)]
+            self.values[here] = _span((self.file, first.line, first.col, last.end_line,
+                                     last.end_col))
+            return last
+        parts: dict[str, Any] = {}
+        if word == "retry":
+            if self.word() == "null":  # `retry null` is a null retry: the tree walk reads it
+                raise _Decline
+            parts["max_attempts"] = self.data((*here, "max_attempts"), key)
+            last = self.values[(*here, "max_attempts")]
+            for part, kind in (("backoff", "DURATION"), ("strategy", "NAME")):
+                if self.word() == part:
+                    last = self.part(parts, here, part, kind)
+        else:  # loop
+            for part in ("to", "while", "max"):
+                if self.word() != part:
+                    raise _Decline
+                last = self.part(parts, here, part, "ID" if part == "to" else None)
+            if self.word() == "on_exhausted":
+                last = self.part(parts, here, "on_exhausted", "NAME")
+        node[name] = parts
+        self.values[here] = _span((self.file, key.line, key.col, last.end_line, last.end_col))
+        return last
+
+    def part(self, parts: dict[str, Any], path: Path, word: str, kind: str | None) -> Span:
+        """``WORD value`` of a loop or a retry (a value, or a word of terminal ``kind`` or a
+        string), recorded under its key; its end."""
+        name = _PARTS[word]
+        key = self.mark(word)
+        here = (*path, name)
+        if kind is None:
+            parts[name] = self.data(here, key)
+        else:
+            parts[name] = self.scalar(here, key, *self.name_or_string(kind))
+        return self.values[here]
+
+    def id_item(self, path: Path, index: int) -> str:
+        span, value = self.name_or_string("ID")
+        return str(self.scalar((*path, index), None, span, value))
+
+
+def _number(text: str) -> int | float:
+    try:
+        value: int | float = float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:  # more digits than int() converts: E105, the tree walk reports it
+        raise _Decline from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _Decline
+    return value
+
+
+def read_task(text: str, file: str, offset: int) -> TaskRecord | None:
+    """The ``task`` statement ``text`` (starting on line ``offset + 1`` of ``file``) read into
+    data and spans, or None when it is not a shape read here or has a problem."""
+    try:
+        return _Reader(text, file, offset).read()
+    except _Decline:
+        return None
