@@ -41,6 +41,12 @@ __all__ = ["Worker"]
 
 log = logging.getLogger("tether.workers")
 
+SEEN_FRESH_SECONDS = 0.05
+"""How old a checkpoint write's reading of ``cancel_requested_at`` may be for a node boundary
+to use it instead of reading the run row: the write and the boundary after it run in one
+stretch of the scheduler without waiting (microseconds apart); a boundary reached later than
+this after the run's last write, or after another boundary took that reading, reads."""
+
 
 class Worker:
     """A worker process's loop (see the module docstring).
@@ -266,6 +272,7 @@ class Worker:
         execution_id = claim.run.execution_id
         if claim.run.cancel_requested_at is not None:
             self._cancel.add(execution_id)
+        store.take_cancel_seen(execution_id, 0.0)  # a reading of an earlier attempt: drop it
         self._track(execution_id, asyncio.create_task(self._drive(runner, store, claim)))
 
     def _track(self, execution_id: str, task: asyncio.Task[None]) -> None:
@@ -280,13 +287,19 @@ class Worker:
         task.add_done_callback(done)
 
     def _boundary(self, store: Checkpointer, execution_id: str) -> Callable[[], None]:
-        """Before each unit: a cancel request (the run row's ``cancel_requested_at``: one
-        primary-key read of one column, so a request is never missed between two nodes) or
-        this worker stopping."""
+        """Before each unit: a cancel request (the run row's ``cancel_requested_at``) or this
+        worker stopping. The run row is read here, one primary-key read of one column,
+        unless the run's checkpoint write that just ended the previous node read it in its
+        own statement (PostgreSQL; :data:`SEEN_FRESH_SECONDS`): in a chain that write is the
+        run's last store contact before this boundary, so a request is never missed between
+        two nodes either way (docs/workers.md, "Cancelling")."""
         def check() -> None:
             if execution_id in self._cancel:
                 raise StopAtBoundary(execution_id, cancel=True)
-            if store.cancel_requested_at(execution_id) is not None:
+            seen = store.take_cancel_seen(execution_id, SEEN_FRESH_SECONDS)
+            requested = seen.requested_at if seen is not None else \
+                store.cancel_requested_at(execution_id)
+            if requested is not None:
                 self._cancel.add(execution_id)
                 raise StopAtBoundary(execution_id, cancel=True)
             if self._stopping.is_set():
