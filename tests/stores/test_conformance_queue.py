@@ -10,9 +10,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from helpers import new_run, pause
+import pytest
+from helpers import new_run, pause, row
 
-from tether.stores.base import Checkpointer
+from tether.errors import LeaseLost
+from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.queueing import CancelOutcome, ClaimReason, WorkerRecord
 from tether.stores.records import RunRecord
 
@@ -118,6 +120,31 @@ def test_cancel_of_a_queued_run_is_at_once_and_of_a_held_run_a_request(
     run = _run(store, held)
     assert (run.status, run.owner, run.cancel_requested_at) == ("running", "me", now)
     assert store.request_cancel("no-such-run", now) is None
+
+
+def test_a_fenced_write_hands_its_reading_of_the_cancel_request_to_one_boundary(
+        store: Checkpointer) -> None:
+    """Where a fenced checkpoint write reads ``cancel_requested_at`` in its statement
+    (PostgreSQL), the next ``take_cancel_seen`` gets it once, newest write first; a write
+    fenced out, a reading too old and other stores give None (the boundary reads)."""
+    now = time.time()
+    held = new_run(store, owner="me", lease_until=now + 60)
+    store.put(row(held, "a"), owner="me")
+    if not store.concurrent_connections:
+        assert store.take_cancel_seen(held, 60) is None
+        return
+    assert store.take_cancel_seen(held, 60) == SeenCancel(None)
+    assert store.take_cancel_seen(held, 60) is None  # handed out once
+    assert store.request_cancel(held, now) == CancelOutcome.REQUESTED
+    store.put(row(held, "b"), owner="me")
+    store.put(row(held, "c"), owner="me")
+    assert store.take_cancel_seen(held, 60) == SeenCancel(now)
+    store.put(row(held, "d"), owner="me")
+    time.sleep(0.02)
+    assert store.take_cancel_seen(held, 0.01) is None  # too old
+    with pytest.raises(LeaseLost):
+        store.put(row(held, "e"), owner="someone else")
+    assert store.take_cancel_seen(held, 60) is None
 
 
 def test_a_paused_run_cancelled_loses_its_pending_interrupts(store: Checkpointer) -> None:

@@ -93,7 +93,8 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     store = open_store(db)
     fleet = Worker(store, registry if registry is not None else {}, queues or ("default",),
-                   concurrency, lease_seconds=lease, poll_seconds=poll)
+                   concurrency, lease_seconds=lease, poll_seconds=poll,
+                   connect=lambda: open_store(db))
 
     def stop(signum: int, _frame: object) -> None:
         click.echo(f"worker: {signal.Signals(signum).name}: stopping (runs in flight stop at "

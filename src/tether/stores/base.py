@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from tether.stores.queueing import (
     CancelOutcome,
@@ -44,6 +44,12 @@ _EPOCH = datetime.fromtimestamp(0, tz=UTC)
 _MAX_AGE = timedelta(days=365 * 200)  # older than any run: prune nothing by underflow
 _Page = list[Checkpoint]  # (``list`` is a method name inside Checkpointer)
 _PageRows = list[CheckpointRow]
+
+
+class SeenCancel(NamedTuple):
+    """What a fenced checkpoint write read of its run's ``cancel_requested_at``."""
+
+    requested_at: float | None
 
 
 class Checkpointer(abc.ABC):
@@ -83,6 +89,17 @@ class Checkpointer(abc.ABC):
         the workers' check before each node, narrower than :meth:`get_run`."""
         run = self.get_run(execution_id)
         return run.cancel_requested_at if run is not None else None
+
+    concurrent_connections = False
+    """Whether several stores opened on the same URL overlap their round trips (PostgreSQL:
+    a worker then drives each of its runs on a connection of its own)."""
+
+    def take_cancel_seen(self, execution_id: str, max_age: float) -> SeenCancel | None:
+        """The run row's ``cancel_requested_at`` as this store's last fenced :meth:`put` of
+        the run read it, in the same statement, at most ``max_age`` seconds ago; each
+        reading is handed out once. None: no such reading (read :meth:`cancel_requested_at`).
+        Stores whose writes do not read it (SQLite, memory) always return None."""
+        return None
 
     def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:
         """Runs, newest first, optionally only those with ``status``."""

@@ -86,12 +86,13 @@ def _candidates(queues: int, plans: int | None, full: int, starts: bool) -> Clau
 
 
 def _take() -> ClauseElement:
+    """Take the run; ``RETURNING`` the run row as taken (no read per claimed run after)."""
     return update(runs).where(runs.c.execution_id == bindparam("eid")).values(
         owner=bindparam("owner"), lease_until=bindparam("until"),
         status=RunStatus.RUNNING.value, attempt=runs.c.attempt + 1,
         updated_at=bindparam("now"), blocked_reason=None,
         started_at=case((runs.c.status == RunStatus.QUEUED.value, bindparam("now")),
-                        else_=runs.c.started_at))
+                        else_=runs.c.started_at)).returning(*runs.columns)
 
 
 _REASONS = {RunStatus.QUEUED.value: ClaimReason.QUEUED,
@@ -163,21 +164,18 @@ def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit
                                 budget.full_workflows(queue.name),
                                 budget.starts_left(queue.name) != 0)
         found.sort(key=lambda row: (-row[4], row[5], row[0]))
-        taken: list[tuple[str, str, str]] = []
+        claimed: list[ClaimedRun] = []
         for execution_id, status, queue_name, workflow, _, _ in found:
-            if len(taken) >= limit:
+            if len(claimed) >= limit:
                 break
             if not budget.admit(queue_name, workflow, status == RunStatus.QUEUED.value):
                 continue
             owner = new_owner()
-            store._execute(cursor, "claim_take", _take, eid=execution_id, owner=owner,
-                           until=lease_until, now=now)
-            taken.append((execution_id, status, owner))
-    claimed = []
-    for execution_id, status, owner in taken:
-        run = store.get_run(execution_id)
-        if run is not None:
-            claimed.append(ClaimedRun(run, owner, lease_until, _REASONS[status]))
+            row = store._execute(cursor, "claim_take", _take, eid=execution_id, owner=owner,
+                                 until=lease_until, now=now).fetchone()
+            if row is not None:
+                claimed.append(ClaimedRun(store._to_run(row), owner, lease_until,
+                                          _REASONS[status]))
     return claimed
 
 

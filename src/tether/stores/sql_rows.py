@@ -108,23 +108,29 @@ class SQLRows(SQLLeases):
         names owner)``; on PostgreSQL the sub-select takes ``FOR SHARE`` on the run row, so a
         takeover's ``UPDATE`` either waits for this insert to commit or makes it insert
         nothing (SQLite runs the whole statement under its write lock)."""
-        if owner is None:
-            statement = self._sql.get("put", lambda: insert(checkpoints))
-            params: Any = row if statement.names is not None else \
-                statement.params(row._asdict())
-        else:
-            statement = self._sql.get("put_fenced", _fenced_insert)
-            params = (*row, row.execution_id, owner) if statement.names is not None else \
-                statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
         try:
             with self._lock:
-                written = self._put(self._hot(), statement.sql, params)
+                if owner is None:
+                    statement = self._sql.get("put", lambda: insert(checkpoints))
+                    written = self._put(self._hot(), statement.sql, row
+                                        if statement.names is not None else
+                                        statement.params(row._asdict()))
+                else:
+                    written = self._put_fenced(self._hot(), row, owner)
         except Exception as exc:
             with self._errors(f"writing checkpoint {row.checkpoint_id} of run "
                               f"{row.execution_id}"):
                 raise exc from None
         if not written:
             raise self._lost(row.execution_id)
+
+    def _put_fenced(self, connection: Any, row: CheckpointRow, owner: str) -> bool:
+        """Execute the fenced checkpoint INSERT; whether it wrote the row (PostgreSQL also
+        keeps the run row's ``cancel_requested_at`` it read: ``take_cancel_seen``)."""
+        statement = self._sql.get("put_fenced", _fenced_insert)
+        params = (*row, row.execution_id, owner) if statement.names is not None else \
+            statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
+        return self._put(connection, statement.sql, params)
 
     def _put(self, connection: Any, sql: str, params: Any) -> bool:
         """Execute the checkpoint INSERT (PostgreSQL: as a prepared statement); whether it

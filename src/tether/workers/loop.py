@@ -12,6 +12,10 @@ Before each unit starts, a run's ``boundary`` hook stops it when ``tether cancel
 run ends ``cancelled``) or when the worker is stopping (the run is handed back: lease
 released, still ``running``, so another worker continues it at once). :meth:`Worker.stop`
 (SIGTERM, SIGINT) therefore lets the nodes in flight finish and checkpoint, then returns.
+
+On PostgreSQL each claimed run is driven in a slot of its own (``slots.py``: a thread, an
+event loop and a store connection), so the runs of one worker overlap their round trips;
+elsewhere they share this loop and store.
 """
 
 from __future__ import annotations
@@ -36,10 +40,17 @@ from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
 from tether.workers import claims
 from tether.workers.schedules import Submit, fire_schedules
+from tether.workers.slots import Slots
 
 __all__ = ["Worker"]
 
 log = logging.getLogger("tether.workers")
+
+SEEN_FRESH_SECONDS = 0.05
+"""How old a checkpoint write's reading of ``cancel_requested_at`` may be for a node boundary
+to use it instead of reading the run row: the write and the boundary after it run in one
+stretch of the scheduler without waiting (microseconds apart); a boundary reached later than
+this after the run's last write, or after another boundary took that reading, reads."""
 
 
 class Worker:
@@ -55,13 +66,18 @@ class Worker:
             how long a crashed worker holds its runs before another takes them over.
         poll_seconds: how often to look for work without a wake-up (default 1 s on
             PostgreSQL, 0.2 s on SQLite).
+        connect: opens another store on the same database (a URL as ``store`` needs none).
+            With it, on a store whose connections overlap (PostgreSQL), each of the
+            ``concurrency`` runs is driven in a thread of its own on a store of its own
+            (``slots.py``); otherwise all runs share this worker's event loop and store.
     """
 
     def __init__(self, store: str | Checkpointer,
                  tasks: Mapping[str, Callable[..., Any]] | Iterable[str] | None = None,
                  queues: Sequence[str] = ("default",), concurrency: int = 4, *,
                  lease_seconds: float | None = None, poll_seconds: float | None = None,
-                 max_concurrency: int = 16) -> None:
+                 max_concurrency: int = 16,
+                 connect: Callable[[], Checkpointer] | None = None) -> None:
         if concurrency < 1:
             raise TetherError("a worker's concurrency must be at least 1")
         self.queues = tuple(dict.fromkeys(queues)) or ("default",)
@@ -69,6 +85,9 @@ class Worker:
         self.lease_seconds = claims.lease_seconds(lease_seconds)
         self.worker_id = new_owner()
         self._store_source = store
+        self._connect = connect
+        self._slots: Slots | None = None
+        self._finished_lock = threading.Lock()
         self._tasks = tasks
         self._poll = poll_seconds
         self._max_concurrency = max_concurrency
@@ -76,7 +95,7 @@ class Worker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._cancel: set[str] = set()
-        self._running: dict[str, asyncio.Task[None]] = {}
+        self._running: dict[str, asyncio.Future[None]] = {}
         self._task_names: frozenset[str] = frozenset()
         self._servable: set[str] = set()  # plan fingerprints whose tasks this worker has
         self._unservable: dict[str, str] = {}  # fingerprint: why not
@@ -111,6 +130,7 @@ class Worker:
                         lease_seconds=self.lease_seconds, park_timers=True)
         runner.inline_bodies = False  # several runs share this loop: bodies in threads
         self._task_names = frozenset(runner.tasks)
+        self._slots = self._open_slots(store, runner)
         owner = parse_owner(self.worker_id)
         now = time.time()
         store.register_worker(WorkerRecord(
@@ -145,6 +165,8 @@ class Worker:
             try:
                 store.deregister_worker(self.worker_id)
             finally:
+                if self._slots is not None:
+                    self._slots.close()
                 if not isinstance(self._store_source, Checkpointer):
                     store.close()
 
@@ -154,6 +176,25 @@ class Worker:
         from tether.stores.open import open_checkpointer
 
         return open_checkpointer(self._store_source, create=False)
+
+    def _open_slots(self, store: Checkpointer, runner: Runner) -> Slots | None:
+        """One thread, loop and store per concurrent run (``slots.py``), when this store's
+        connections overlap and the worker can open more of them."""
+        connect = self._connect
+        if connect is None and isinstance(self._store_source, str):
+            from tether.stores.open import open_checkpointer
+
+            url = self._store_source
+            connect = lambda: open_checkpointer(url, create=False)  # noqa: E731
+        if connect is None or not store.concurrent_connections:
+            return None
+        tasks = dict(runner.tasks)
+
+        def make_runner(slot_store: Checkpointer) -> Runner:
+            return Runner(None, slot_store, tasks, max_concurrency=self._max_concurrency,
+                          lease_seconds=self.lease_seconds, park_timers=True)
+
+        return Slots(connect, make_runner, self.concurrency)
 
     def _claim(self, store: Checkpointer) -> list[ClaimedRun]:
         """Claim runs of the plans this worker can serve; when that finds none, look at the
@@ -263,30 +304,50 @@ class Worker:
             log.warning("worker heartbeat failed: %s", exc)
 
     def _start(self, runner: Runner, store: Checkpointer, claim: ClaimedRun) -> None:
+        """Drive the claimed run: in a free slot (its own thread, loop and store), or as a
+        task of this loop on the worker's store."""
         execution_id = claim.run.execution_id
         if claim.run.cancel_requested_at is not None:
             self._cancel.add(execution_id)
-        self._track(execution_id, asyncio.create_task(self._drive(runner, store, claim)))
+        slots = self._slots
+        if slots is None:
+            store.take_cancel_seen(execution_id, 0.0)  # an earlier attempt's reading
+            self._track(execution_id,
+                        asyncio.create_task(self._drive(runner, store, claim)), None)
+            return
+        slot = slots.take()
+        slot.store.take_cancel_seen(execution_id, 0.0)
+        future = asyncio.wrap_future(slot.submit(self._drive(slot.runner, slot.store, claim)))
+        self._track(execution_id, future, lambda: slots.give(slot))
 
-    def _track(self, execution_id: str, task: asyncio.Task[None]) -> None:
-        self._running[execution_id] = task
+    def _track(self, execution_id: str, future: asyncio.Future[None],
+               free: Callable[[], None] | None) -> None:
+        self._running[execution_id] = future
 
-        def done(_: asyncio.Task[None]) -> None:
+        def done(_: asyncio.Future[None]) -> None:
+            if free is not None:
+                free()
             self._running.pop(execution_id, None)
             self._cancel.discard(execution_id)
             if self._wake is not None:
                 self._wake.set()
 
-        task.add_done_callback(done)
+        future.add_done_callback(done)
 
     def _boundary(self, store: Checkpointer, execution_id: str) -> Callable[[], None]:
-        """Before each unit: a cancel request (the run row's ``cancel_requested_at``: one
-        primary-key read of one column, so a request is never missed between two nodes) or
-        this worker stopping."""
+        """Before each unit: a cancel request (the run row's ``cancel_requested_at``) or this
+        worker stopping. The run row is read here, one primary-key read of one column,
+        unless the run's checkpoint write that just ended the previous node read it in its
+        own statement (PostgreSQL; :data:`SEEN_FRESH_SECONDS`): in a chain that write is the
+        run's last store contact before this boundary, so a request is never missed between
+        two nodes either way (docs/workers.md, "Cancelling")."""
         def check() -> None:
             if execution_id in self._cancel:
                 raise StopAtBoundary(execution_id, cancel=True)
-            if store.cancel_requested_at(execution_id) is not None:
+            seen = store.take_cancel_seen(execution_id, SEEN_FRESH_SECONDS)
+            requested = seen.requested_at if seen is not None else \
+                store.cancel_requested_at(execution_id)
+            if requested is not None:
                 self._cancel.add(execution_id)
                 raise StopAtBoundary(execution_id, cancel=True)
             if self._stopping.is_set():
@@ -311,7 +372,8 @@ class Worker:
             log.exception("run %s: internal error", execution_id)
             await self._retry_later(store, claim, f"internal error: {exc!r}")
         finally:
-            self.finished += 1
+            with self._finished_lock:
+                self.finished += 1
 
     async def _retry_later(self, store: Checkpointer, claim: ClaimedRun, error: str) -> None:
         """A drive that failed for a reason other than fencing: no worker takes the run again
