@@ -325,3 +325,31 @@ def test_converted_files_compile_to_the_same_plan(name: str, tmp_path: Path) -> 
     fingerprints = {tether.compile(tmp_path / f).fingerprint
                     for f in ("original.flow", "converted.yaml", "back.flow")}
     assert len(fingerprints) == 1
+
+
+def test_names_shaped_like_dashed_ids_are_quoted_where_only_a_name_reads_back() -> None:
+    """Found by hypothesis: a reason `A-0` was written bare, and `reason` takes NAME | STRING
+    (not ID). Dashed node ids stay bare where ids are read (after, cases' members, loop to)."""
+    text = """\
+tether: 1
+name: build-all
+nodes:
+  build-linux:
+    approval: {reason: A-0}
+  route:
+    needs: [build-linux]
+    switch:
+      on: "{{ nodes['build-linux'].output.approved }}"
+      cases: {a-b: [ship-it]}
+      default: [ship-it]
+  ship-it:
+    needs: [route]
+    noop: true
+"""
+    doc = reread(text, "yaml")
+    flow = write_flow(doc)
+    assert 'reason "A-0"' in flow and 'case "a-b": ship-it' in flow
+    assert "workflow build-all" in flow and "after build-linux" in flow
+    again = reread(flow, "flow")
+    assert dump_document(again) == dump_document(doc)
+    assert write_flow(again) == flow

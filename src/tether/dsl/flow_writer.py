@@ -51,7 +51,13 @@ def string(text: str) -> str:
 
 
 def word(text: str) -> str:
-    """A name (a key, a reason, a trigger rule, a node id) bare when it reads back as one."""
+    """A name (a reason, a trigger rule, a strategy, a case) bare when it reads back as one:
+    these take ``NAME | STRING``, so ``A-0`` is quoted."""
+    return text if _bare("NAME", text) else quoted(text)
+
+
+def ident(text: str) -> str:
+    """A node id or a workflow's name (``ID | STRING``: ``build-linux`` stays bare)."""
     return text if _bare("NAME", text) or _bare("ID", text) else quoted(text)
 
 
@@ -230,13 +236,13 @@ def _switch_clauses(switch: dict[str, Any]) -> list[str]:
 
 
 def _ids(ids: list[str]) -> str:
-    return ", ".join(word(i) for i in ids) if ids else "[]"
+    return ", ".join(ident(i) for i in ids) if ids else "[]"
 
 
 def _loop(loop: dict[str, Any] | None) -> str:
     if loop is None:
         return "loop null"
-    text = (f"loop to {word(loop['to'])} while {value(loop['while'], INDENT)}"
+    text = (f"loop to {ident(loop['to'])} while {value(loop['while'], INDENT)}"
             f" max {scalar(loop['max_iterations'])}")
     if "on_exhausted" in loop:
         exhausted = loop["on_exhausted"]
@@ -251,7 +257,7 @@ def _secrets(names: list[str] | None) -> str:
 
 
 def _needs(needs: list[str] | None) -> str:
-    return _names("after", needs, "NAME")
+    return _names("after", needs, "ID")
 
 
 def _clauses(node: dict[str, Any]) -> list[str]:
@@ -311,7 +317,7 @@ def write_flow(doc: WorkflowDoc) -> str:
     lines: list[str] = []
     if data["tether"] != FORMAT_VERSION:
         lines.append(f"tether {scalar(data['tether'])}")
-    lines.append(f"workflow {word(data['name'])}")
+    lines.append(f"workflow {ident(data['name'])}")
     if "description" in data:
         description = data["description"]
         lines.append("description " + ("null" if description is None else quoted(description)))
