@@ -191,8 +191,12 @@ class Worker:
         tasks = dict(runner.tasks)
 
         def make_runner(slot_store: Checkpointer) -> Runner:
-            return Runner(None, slot_store, tasks, max_concurrency=self._max_concurrency,
+            made = Runner(None, slot_store, tasks, max_concurrency=self._max_concurrency,
                           lease_seconds=self.lease_seconds, park_timers=True)
+            # Bodies in threads even when alone: a lost lease cancels the drive at once (a
+            # body run inline would hold the slot's loop until it returns, however long).
+            made.inline_bodies = False
+            return made
 
         return Slots(connect, make_runner, self.concurrency)
 

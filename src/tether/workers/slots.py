@@ -6,8 +6,9 @@ trips. On a store whose connections do overlap (PostgreSQL,
 drives each claimed run in a :class:`Slot` of its own: a thread running its own event loop,
 with its own store (opened once, kept for the worker's life) and its own ``Runner`` on it.
 The worker's own loop keeps claiming, heartbeats, schedules and timers, and awaits each
-drive's future; a slot drives one run at a time, so its only runnable body may run inline
-in its thread, as a single ``tether run`` does.
+drive's future; a slot drives one run at a time. Task bodies still run in worker threads
+(never inline in the slot's loop), so a lease lost while a body hangs cancels the drive at
+once and frees the slot, as on the shared loop.
 """
 
 from __future__ import annotations
