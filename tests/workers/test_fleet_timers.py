@@ -124,3 +124,49 @@ def test_each_schedule_tick_starts_exactly_one_run_across_worker_restarts(
         assert len(runs) == len({r.execution_id for r in runs}) == len(ran)
     finally:
         store.close()
+
+
+TIMED_OUT = """\
+tether: 1
+name: timed_out
+inputs:
+  rid: {type: string}
+nodes:
+  ask:
+    approval: {reason: sign off, timeout: 1s, on_timeout: skip}
+  after:
+    needs: [ask]
+    trigger: all_done
+    task: step
+    with: {rid: "{{ inputs.rid }}", node: after}
+"""
+
+
+def test_a_worker_fires_the_timeout_of_a_run_paused_in_place_and_continues_it(
+        shared_url: str, fleet_of: Callable[[str], Fleet], tmp_path: Path) -> None:
+    """`tether run` pauses at an approval with a 1 s timeout (no queue: it ran in place). A
+    worker fires the timeout once it is due, takes the run into its queue and finishes it:
+    the approval is skipped, `after` runs once."""
+    import subprocess
+    import sys
+
+    (tmp_path / "timed_out.yaml").write_text(TIMED_OUT)
+    fleet = fleet_of(shared_url)
+    ran = subprocess.run([sys.executable, "-m", "tether", "run", "timed_out.yaml", "--input",
+                          "rid=t", "--tasks", "fleet_tasks", "--db", shared_url, "--quiet",
+                          "--execution-id", "timed-1"], env=fleet.env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert ran.returncode == 4, ran.stderr
+    store = open_checkpointer(shared_url)
+    try:
+        run = store.get_run("timed-1")
+        assert run is not None and run.queue is None
+        fleet.start(1)
+        wait_for(lambda: (r := store.get_run("timed-1")) is not None
+                 and r.status == "completed", 60, "the worker to fire the timeout")
+        assert fleet.lines(fleet.effects) == {"t after": 1}
+        assert [d.resolver for d in store.decisions("timed-1")] == ["timeout"]
+        run = store.get_run("timed-1")
+        assert run is not None and run.queue == "default"
+    finally:
+        store.close()

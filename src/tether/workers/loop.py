@@ -277,7 +277,9 @@ class Worker:
         """Fire the due timers (sleeps, approval timeouts): record each one's answer (the
         claim of its pending row picks one firer fleet-wide; the others skip it) and leave
         the continuation to the claim of answered runs, so a fired run is continued by a
-        worker of its queue, within the queue's limits, like an answered approval."""
+        worker of its queue, within the queue's limits, like an answered approval. A run no
+        queue holds (started in place by ``tether run``) is handed to this worker's first
+        queue, as ``resume --enqueue`` would, so the firing is never left unfinished."""
         if self._stopping.is_set():
             return
         try:
@@ -297,8 +299,18 @@ class Worker:
                 continue
             log.info("run %s: timer %s fired", row.execution_id, row.address)
             fired += 1
+            self._adopt(store, row.execution_id)
         if fired:
             self._poke()
+
+    def _adopt(self, store: Checkpointer, execution_id: str) -> None:
+        """Queue a run that is in no queue on this worker's first one."""
+        try:
+            run = store.get_run(execution_id)
+            if run is not None and run.queue is None:
+                store.enqueue_run(execution_id, self.queues[0], run.priority)
+        except TetherError as exc:
+            log.warning("run %s: queueing it failed: %s", execution_id, exc)
 
     def _heartbeat(self, store: Checkpointer) -> None:
         """Report this worker's runs (``tether workers``)."""
