@@ -94,11 +94,17 @@ class Checkpointer(abc.ABC):
     """Whether several stores opened on the same URL overlap their round trips (PostgreSQL:
     a worker then drives each of its runs on a connection of its own)."""
 
+    reads_cancel_on_write = False
+    """Set by a worker on its stores: fenced :meth:`put` calls also read the run row's
+    ``cancel_requested_at`` for :meth:`take_cancel_seen` where the store can do that in the
+    same statement (PostgreSQL). Off for ``tether run``, whose writes nobody cancels."""
+
     def take_cancel_seen(self, execution_id: str, max_age: float) -> SeenCancel | None:
         """The run row's ``cancel_requested_at`` as this store's last fenced :meth:`put` of
         the run read it, in the same statement, at most ``max_age`` seconds ago; each
         reading is handed out once. None: no such reading (read :meth:`cancel_requested_at`).
-        Stores whose writes do not read it (SQLite, memory) always return None."""
+        Stores whose writes do not read it (SQLite, memory, or
+        :attr:`reads_cancel_on_write` off) always return None."""
         return None
 
     def list_runs(self, status: str | None = None, limit: int = 100) -> list[RunRecord]:

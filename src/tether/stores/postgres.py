@@ -179,7 +179,10 @@ class PostgresCheckpointer(SQLCheckpointer):
         ``cancel_requested_at`` from the row it locked ``FOR SHARE`` (the newest committed
         version: a cancel request committing meanwhile is waited for and seen), kept for the
         worker's next node boundary (:meth:`take_cancel_seen`): one round trip per node
-        instead of a write and a read."""
+        instead of a write and a read. Only when :attr:`reads_cancel_on_write` (a worker's
+        store); otherwise the plain fenced INSERT."""
+        if not self.reads_cancel_on_write:
+            return super()._put_fenced(connection, row, owner)
         statement = self._sql.get("put_fenced_seen", fenced_insert_seen)
         params = (row.execution_id, owner, *row) if statement.names == _SEEN_NAMES else \
             statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})

@@ -123,6 +123,7 @@ class Worker:
     # -- the loop ----------------------------------------------------------------------------
     async def arun(self) -> None:
         store = self._open()
+        store.reads_cancel_on_write = True  # the boundary check rides on the writes
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         poll = self._poll if self._poll is not None else claims.poll_seconds(store)
@@ -191,6 +192,7 @@ class Worker:
         tasks = dict(runner.tasks)
 
         def make_runner(slot_store: Checkpointer) -> Runner:
+            slot_store.reads_cancel_on_write = True
             made = Runner(None, slot_store, tasks, max_concurrency=self._max_concurrency,
                           lease_seconds=self.lease_seconds, park_timers=True)
             # Bodies in threads even when alone: a lost lease cancels the drive at once (a
