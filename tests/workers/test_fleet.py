@@ -259,6 +259,7 @@ def test_a_recovery_that_fails_backs_off_is_shown_stuck_and_recovers_once_repair
                      (checkpoint,))
     database.execute("UPDATE runs SET status = 'running', owner = NULL, queue = 'default' "
                      "WHERE execution_id = 'stuck-1'")  # as if its process had died
+    corrupted_at = time.time()
     fleet.start(1)
 
     def recorded() -> tuple[int, float | None, str | None]:
@@ -267,7 +268,7 @@ def test_a_recovery_that_fails_backs_off_is_shown_stuck_and_recovers_once_repair
 
     wait_for(lambda: recorded()[0] >= 1, 30, "the failed recovery to be recorded")
     failures, available_at, reason = recorded()
-    assert available_at is not None and available_at > time.time() - 1
+    assert available_at is not None and available_at >= corrupted_at + 1  # the 1 s backoff
     assert reason is not None and "recovery failed" in reason and "next try in" in reason
     stuck = _tether("runs", "--stuck", "--json", "--db", url, env=fleet.env, cwd=tmp_path)
     assert stuck.returncode == 0, stuck.stderr

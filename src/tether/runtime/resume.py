@@ -135,10 +135,13 @@ class Resumption:
         if self.answer is None and pending:
             changed = self._reenter(plan, state, decisions)
             if Readiness(plan, state).take() is None and self.claimed:
-                paused = self._settle_pause(plan, state, pending)
-                if paused is not None:
-                    return paused
-                changed += apply_decisions(plan, state, store.decisions(eid))
+                # A worker's recovery where nothing can run: the owner died after recording
+                # a pause, before marking the run paused. Pause it under the claim, as the
+                # driver would have (fenced; answers claimed meanwhile are applied instead).
+                answered = store.pause_run(eid, self.attempt.token, list(state.waiting(plan)))
+                if not answered:
+                    return RunResult(RunStatus.PAUSED, eid, None, state.data, tuple(pending))
+                changed += apply_decisions(plan, state, answered)
             if Readiness(plan, state).take() is None:
                 not_due(eid, plan, pending)
                 first = pending[0]
@@ -156,18 +159,6 @@ class Resumption:
         for path in changed:
             journal.mark(path)
         return Prepared(plan, state, journal, self.attempt, self.run)
-
-    def _settle_pause(self, plan: Plan, state: RunState,
-                      pending: list[PendingInterrupt]) -> RunResult | None:
-        """A claimed run (a worker's recovery) where nothing can run: its owner died after
-        recording a pause but before marking the run paused. Record the pause under the
-        claim, as the driver would have (fenced; an answer claimed meanwhile for one of the
-        waiting units is returned instead: then None, and the caller applies it)."""
-        if self.store.pause_run(self.execution_id, self.attempt.token,
-                                list(state.waiting(plan))):
-            return None
-        return RunResult(RunStatus.PAUSED, self.execution_id, None, state.data,
-                         tuple(pending))
 
     def record(self) -> PendingInterrupt:
         """Only claim the answer (checked against the approval's form), taking no lease and
