@@ -28,6 +28,7 @@ from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
+from tether.runtime.bridge import interrupted
 from tether.runtime.context import RunContext
 from tether.runtime.events import Event
 from tether.runtime.executors import execute
@@ -86,7 +87,10 @@ class Session:
 
     def check(self) -> None:
         """Stop (LeaseLost) before starting anything once the attempt lost the run; the node
-        boundary where a worker's attempt stops for a cancel or a shutdown (StopAtBoundary)."""
+        boundary where a worker's attempt stops for a cancel or a shutdown (StopAtBoundary),
+        and where Ctrl-C stops a sync call whose bodies run in place (KeyboardInterrupt)."""
+        if interrupted():
+            raise KeyboardInterrupt()
         if self.attempt is not None:
             self.attempt.check()
             if self.attempt.boundary is not None:
@@ -177,8 +181,7 @@ class Level:
                     if self._open(node, ready):
                         started = self._started(node)
                         if following is None and not flight:
-                            outcome = await outcome_of(self._execute(
-                                node, inline=self.session.inline))
+                            outcome = await self._in_place(node)
                             self._settle(node, outcome, started, ready)
                             following = ready.take()
                         else:
@@ -276,10 +279,20 @@ class Level:
                                     self.agent_path, status, seconds, node.title))
 
     # -- units -------------------------------------------------------------------------------
-    async def _execute(self, node: PlanNode, *, inline: bool) -> UnitResult:
+    async def _in_place(self, node: PlanNode) -> Outcome:
+        """Run ``node`` as the only unit running (no task of its own): its outcome."""
+        try:
+            return await self._execute(node, inline=self.session.inline)
+        except (NodeFailure, InterruptSignal, Suspended, UnitSkipped) as exc:
+            return exc
+
+    def _execute(self, node: PlanNode, *,
+                 inline: bool) -> Coroutine[Any, Any, UnitResult]:
+        """The coroutine that runs ``node`` (one coroutine frame fewer per node than awaiting
+        it here: this is the path of every node)."""
         if isinstance(node, TaskNode | WorkflowNode) and node.fans_out:
-            return await ForEach(self, node).run()
-        return await self.unit(node, unit_path(node.id), node.id, inline=inline)
+            return ForEach(self, node).run()
+        return self.unit(node, unit_path(node.id), node.id, inline=inline)
 
     async def unit(self, node: PlanNode, path: StatePath, address: str, *, item: Any = None,
                    has_item: bool = False, inline: bool = False) -> UnitResult:
@@ -316,8 +329,8 @@ class Level:
         self.state.set(node_id, entry)
         self.mark(("nodes", node_id), text)
 
-    def checkpoint(self, address: str, node: PlanNode, status: str, output_json: str | None,
-                   node_input: Any = None) -> None:
+    def checkpoint(self, address: str, node: PlanNode, status: CheckpointStatus,
+                   output_json: str | None, node_input: Any = None) -> None:
         journal = self.session.journal
         if journal is not None:
             journal.put(node_id=address, node_index=node.index, step_type=StepType.NODE,
@@ -421,14 +434,6 @@ class Level:
         except (RenderError, NotJSONError) as exc:  # run-level: named by their own type
             raise RunFailure(NodeError(type(exc).__name__, str(exc), None)) from None
         return output
-
-
-async def outcome_of(coroutine: Coroutine[Any, Any, UnitResult]) -> Outcome:
-    """Await a unit; its result or the way it stopped (anything else propagates)."""
-    try:
-        return await coroutine
-    except (NodeFailure, InterruptSignal, Suspended, UnitSkipped) as exc:
-        return exc
 
 
 def task_outcome(task: asyncio.Task[UnitResult]) -> Outcome:
