@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from tether.errors import NotJSONError
@@ -35,10 +37,24 @@ _ENCODER = json.JSONEncoder(default=_default, allow_nan=False, ensure_ascii=Fals
 """What ``json.dumps`` with these options builds on every call (built once: dumps is on the
 hot path of every checkpoint)."""
 
+_C_ENCODE = c_make_encoder(None, _default, encode_basestring, None, ":", ",", False, False,
+                           False) if c_make_encoder is not None else None
+"""The same encoder's C core, called directly (``JSONEncoder.encode`` adds two Python calls
+and builds a C encoder per call). Without its circular-reference bookkeeping: a value that
+contains itself is refused by the recursion limit instead (RecursionError)."""
+
+_SCAN: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore
+"""Decodes one JSON value at an offset: for text :func:`dumps` wrote (no surrounding
+whitespace, nothing after it), the same value ``json.loads`` returns, without its three Python
+calls and two regular-expression matches."""
+
 
 def dumps(value: Any) -> str:
-    """Compact JSON text of ``value``; raises ``ValueError``/``TypeError`` on non-JSON values."""
-    return _ENCODER.encode(value)
+    """Compact JSON text of ``value``; raises ``ValueError``/``TypeError`` on non-JSON values
+    (``RecursionError`` on one that contains itself)."""
+    if _C_ENCODE is None:  # pragma: no cover - CPython always has the accelerator
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 def to_json(value: Any, what: str, *, node_id: str | None = None) -> tuple[Any, str]:
@@ -63,7 +79,7 @@ def to_json(value: Any, what: str, *, node_id: str | None = None) -> tuple[Any, 
             bad = exc.object[exc.start]
             raise NotJSONError(what, f"a string holds a lone surrogate ({bad!a}), which no "
                                "store can keep as UTF-8", node_id=node_id) from None
-    decoded = json.loads(text)
+    decoded = _SCAN(text, 0)[0]
     if decoded != value and not _same_keys(value, decoded):  # equal: every key survived
         raise NotJSONError(what, "a mapping has a key that is not a string", node_id=node_id)
     return decoded, text
