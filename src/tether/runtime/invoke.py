@@ -96,6 +96,10 @@ _ASYNC: dict[Any, bool] = {}
 a trivial one; registries hold a few hundred functions at most)."""
 
 
+PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+"""Result types that are never awaitable (a task's usual results skip the ABC check)."""
+
+
 def is_async(fn: Callable[..., Any]) -> bool:
     """Whether calling ``fn`` gives a coroutine (async functions and async ``__call__``)."""
     try:
@@ -178,7 +182,14 @@ async def call_once(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
     scope.asked = 0
     token = UNIT.set(scope)
     try:
-        if semaphore is None:
+        if semaphore is None and limit is None and not node.idempotent and poll is None:
+            # the hot path, without a frame of its own: the only unit running, no timeout
+            result = fn(**args)
+            if is_async(fn):
+                result = await result
+            if type(result) not in PLAIN and inspect.isawaitable(result):
+                result = await result
+        elif semaphore is None:
             result = await _attempt(fn, node, args, bodies, limit, inline=True,
                                     timeout=timeout, poll=poll)
         else:

@@ -14,6 +14,7 @@ snapshots.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,21 @@ if TYPE_CHECKING:
 SNAPSHOT_EVERY = 1000
 MIN_SNAPSHOT_GAP = 4096  # bytes of deltas before a snapshot is worth writing again
 _PATHS: dict[StatePath, str] = {}  # JSON of state paths, which repeat from run to run
+
+
+_ROW = functools.partial(tuple.__new__, CheckpointRow)
+"""A :class:`CheckpointRow` from its values in column order (without the keyword handling of
+the named tuple's constructor: one is built per checkpoint)."""
+
+
+def _path_json(path: StatePath) -> str:
+    """The JSON of a state path (remembered: the same paths recur run after run)."""
+    key = _PATHS.get(path)
+    if key is None:
+        key = dumps(list(path))
+        if len(_PATHS) < 100_000:
+            _PATHS[path] = key
+    return key
 
 
 def _json(value: Any) -> str | None:
@@ -93,12 +109,10 @@ class Journal:
             checkpoint_id: str | None = None) -> CheckpointRow:
         """The next checkpoint row (not yet written); consumes the marked changes."""
         checkpoint_id = checkpoint_id or new_checkpoint_id(self.last_id)
-        due = self.delta_bytes > max(self.snapshot_bytes, MIN_SNAPSHOT_GAP)
-        if full or due or self.since_base >= self.every or self.base_id is None:
-            body = {k: v for k, v in self.state.items() if k != "inputs"}
-            state_json = dumps(body)
-            self.base_id, self.since_base, full = checkpoint_id, 0, True
-            self.snapshot_bytes, self.delta_bytes = len(state_json), 0
+        if full or self.base_id is None or self.since_base >= self.every or \
+                self.delta_bytes > max(self.snapshot_bytes, MIN_SNAPSHOT_GAP):
+            state_json = self._snapshot(checkpoint_id)
+            full = True
         else:
             state_json = self._delta()
             self.since_base += 1
@@ -110,37 +124,25 @@ class Journal:
             mask = self.masker.text
             state_json, input_json = mask(state_json) or "{}", mask(input_json)
             node_output_json, context_json = mask(node_output_json), mask(context_json)
-        return CheckpointRow(
-            execution_id=self.execution_id,
-            checkpoint_id=checkpoint_id,
-            parent_checkpoint_id=parent_checkpoint_id,
-            node_id=node_id,
-            node_index=node_index,
-            step_type=step_type,
-            status=status,
-            base_id=self.base_id,
-            is_full=full,
-            state=state_json,
-            node_input=input_json,
-            node_output=node_output_json,
-            iteration_counters=dumps(counters) if counters else "{}",
-            interrupt_reason=reason,
-            interrupt_context=context_json,
-            agent_path=agent_path,
-            created_at=time.time(),
-        )
+        # the names as plain text: the drivers bind an exact str directly (an enum member goes
+        # through their adaptation lookup first, which costs more than this conversion)
+        return _ROW((self.execution_id, checkpoint_id, parent_checkpoint_id, node_id, node_index,
+                     str(step_type), str(status), self.base_id, full, state_json, input_json,
+                     node_output_json, dumps(counters) if counters else "{}", reason,
+                     context_json, agent_path, time.time()))
+
+    def _snapshot(self, checkpoint_id: str) -> str:
+        """The state's JSON as a full snapshot at ``checkpoint_id`` (the new delta base)."""
+        state_json = dumps({k: v for k, v in self.state.items() if k != "inputs"})
+        self.base_id, self.since_base = checkpoint_id, 0
+        self.snapshot_bytes, self.delta_bytes = len(state_json), 0
+        return state_json
 
     def _delta(self) -> str:
         """``[[path, value], ...]`` for the marked paths, in the order they last changed."""
-        parts = []
-        for path, text in self.dirty.items():
-            key = _PATHS.get(path)
-            if key is None:
-                key = dumps(list(path))
-                if len(_PATHS) < 100_000:
-                    _PATHS[path] = key
-            value = text if text is not None else dumps(get_path(self.state, path))
-            parts.append(f"[{key},{value}]")
+        state = self.state
+        parts = [f"[{_path_json(p)},{dumps(get_path(state, p)) if text is None else text}]"
+                 for p, text in self.dirty.items()]
         return "[" + ",".join(parts) + "]"
 
     def undo(self) -> None:
@@ -148,10 +150,18 @@ class Journal:
         self.dirty = {**self.pending, **self.dirty}
         self.since_base = self.every  # the next row is a full snapshot again
 
-    def put(self, **fields: Any) -> CheckpointRow:
+    def put(self, *, node_id: str, node_index: int, step_type: StepType | StepTypeName,
+            status: CheckpointStatus | CheckpointStatusName, agent_path: str = "",
+            counters: dict[str, Any] | None = None, node_input: Any = None,
+            node_output_json: str | None = None, full: bool = False,
+            parent_checkpoint_id: str | None = None) -> CheckpointRow:
         """Write the next row now (fenced on the attempt's token)."""
-        self.check()
-        row = self.row(**fields)
+        if self.attempt is not None:
+            self.attempt.check()
+        row = self.row(node_id=node_id, node_index=node_index, step_type=step_type,
+                       status=status, agent_path=agent_path, counters=counters,
+                       node_input=node_input, node_output_json=node_output_json, full=full,
+                       parent_checkpoint_id=parent_checkpoint_id)
         try:
             self.store.put(row, self.owner)
         except BaseException:

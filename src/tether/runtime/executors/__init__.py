@@ -6,7 +6,8 @@ Adding a kind means one new module here and one case in :func:`execute`; the sch
 
 from __future__ import annotations
 
-from typing import assert_never
+from collections.abc import Coroutine
+from typing import Any, assert_never
 
 from tether.compiler.plan import (
     AgentNode,
@@ -38,26 +39,27 @@ _FAIL = FailExecutor()
 _SLEEP = SleepExecutor()
 
 
-async def execute(unit: Unit) -> UnitResult:
-    """Run ``unit`` with the executor of its node's kind."""
+def execute(unit: Unit) -> Coroutine[Any, Any, UnitResult]:
+    """The coroutine that runs ``unit`` with the executor of its node's kind (returned, not
+    awaited here: one coroutine frame fewer on the path of every node)."""
     node = unit.node
     match node:
         case TaskNode():
-            return await _TASK.run(unit, node)
+            return _TASK.run(unit, node)
         case ApprovalNode():
-            return await _APPROVAL.run(unit, node)
+            return _APPROVAL.run(unit, node)
         case WorkflowNode():
-            return await _WORKFLOW.run(unit, node)
+            return _WORKFLOW.run(unit, node)
         case AgentNode():
-            return await _AGENT.run(unit, node)
+            return _AGENT.run(unit, node)
         case SwitchNode():
-            return await _SWITCH.run(unit, node)
+            return _SWITCH.run(unit, node)
         case NoopNode():
-            return await _NOOP.run(unit, node)
+            return _NOOP.run(unit, node)
         case FailNode():
-            return await _FAIL.run(unit, node)
+            return _FAIL.run(unit, node)
         case SleepNode() | SleepUntilNode():
-            return await _SLEEP.run(unit, node)
+            return _SLEEP.run(unit, node)
         case _:
             assert_never(node)
 

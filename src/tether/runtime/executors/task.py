@@ -24,7 +24,8 @@ class TaskExecutor:
         started = time.monotonic()
         budget = level.session.budget
         names = unit.names() if node.args or isinstance(node.timeout, str) else {}
-        timeout = seconds_setting(node.timeout, names, "timeout", budget)
+        timeout = None if node.timeout is None else \
+            seconds_setting(node.timeout, names, "timeout", budget)
         if timeout is not None and timeout < budget.seconds:
             budget = TemplateBudget(timeout, budget.max_size)  # it counts toward the node's
         if node.args:  # (names are built only for a node with templates to render)
