@@ -79,7 +79,7 @@ class RunContext:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-@dataclass
+@dataclass(slots=True)
 class UnitScope:
     """The node (or for_each element) executing, and the answers its interrupts receive."""
 

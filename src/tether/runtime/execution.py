@@ -252,7 +252,12 @@ class Level:
     def _settle(self, node: PlanNode, outcome: Outcome, started: float,
                 ready: Readiness) -> None:
         seconds = time.perf_counter() - started
-        if isinstance(outcome, InterruptSignal | Suspended):
+        if isinstance(outcome, UnitResult):  # the common case first
+            if self._complete(node, outcome):
+                ready.restart(node.id)
+                self._emit_finished(node, UnitStatus.COMPLETED, seconds)
+                return
+        elif isinstance(outcome, InterruptSignal | Suspended):
             if isinstance(outcome, InterruptSignal):
                 self.suspend(node, unit_path(node.id), node.id, outcome)
             else:
@@ -261,16 +266,13 @@ class Level:
             ready.suspended(node.id)
             self._emit_finished(node, UnitStatus.INTERRUPTED, seconds)
             return
-        if isinstance(outcome, NodeFailure):
+        elif isinstance(outcome, NodeFailure):
             self._fail(node, outcome.error)
-        elif isinstance(outcome, UnitSkipped):
+        else:
             self._set(node.id, {"status": UnitStatus.SKIPPED, "output": None})
             self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, "null")
-        elif self._complete(node, outcome):
-            ready.restart(node.id)
-            self._emit_finished(node, UnitStatus.COMPLETED, seconds)
-            return
-        self._emit_finished(node, self.state.status(node.id), seconds)
+        if self.session.listener is not None:
+            self._emit_finished(node, self.state.status(node.id), seconds)
         ready.finished(node.id)
 
     def _emit_finished(self, node: PlanNode, status: str, seconds: float) -> None:
@@ -377,13 +379,16 @@ class Level:
         """Record a completed node; return True if it restarted its loop."""
         self._set(node.id, completed_entry(result.output),
                   '{"status":"completed","output":' + result.text + "}")
+        if node.loop is None:  # (then nothing can have failed it since)
+            self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, result.text,
+                            result.node_input)
+            return False
         restarted = False
-        if node.loop is not None:
-            try:
-                restarted = self._close_loop(node)
-            except (RenderError, TemplateLimit) as exc:
-                self.state.unit(node.id).fail(failure_of(exc, node.id))
-                self.mark(("nodes", node.id))
+        try:
+            restarted = self._close_loop(node)
+        except (RenderError, TemplateLimit) as exc:
+            self.state.unit(node.id).fail(failure_of(exc, node.id))
+            self.mark(("nodes", node.id))
         error = self.state.unit(node.id).error
         if error is not None:
             self.checkpoint(node.id, node, CheckpointStatus.FAILED, dumps(error.to_json()),

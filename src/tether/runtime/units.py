@@ -9,7 +9,7 @@ failed), :class:`~tether.errors.InterruptSignal` (the unit asks a human) or
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from tether.compiler.plan import PlanNode
 from tether.paths import StatePath
@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 N_contra = TypeVar("N_contra", contravariant=True)
 
 
-@dataclass(frozen=True)
-class UnitResult:
+class UnitResult(NamedTuple):
     """A unit's output, its JSON text (serialised once, for the checkpoint), and the rendered
-    input recorded with it."""
+    input recorded with it. (A named tuple: one is built per unit, and a frozen dataclass's
+    constructor costs several times more.)"""
 
     output: Any
     text: str
@@ -39,7 +39,7 @@ class UnitSkipped(Exception):
     ``on_timeout: skip``); its dependants follow their trigger rules."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """One unit to execute, at ``path`` in its level's state (``address``: ``node`` or
     ``node/item:3``). ``inline``: it is the only unit running, so a sync task may be called in
