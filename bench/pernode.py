@@ -6,7 +6,8 @@ median total time of one run divided by its 200 nodes, as a ratio to the floor: 
 COMMIT of a small row, raw driver (sqlite3 / psycopg, autocommit). The machine is shared, so
 the floor is measured the same way as the runs and interleaved with them: every repetition
 times 200 consecutive INSERT+COMMITs as one interval (a run and its floor see the same
-preemption), then one run of every variant; each figure is the median over repetitions. The
+preemption), then one run of every variant (the two task styles in alternating order, so
+neither always follows the floors); each figure is the median over repetitions. The
 per-statement median (each INSERT timed alone, which a busy machine rarely preempts) is
 printed too.
 
@@ -158,12 +159,13 @@ def measure(tmp: Path, repeat: int, pg: Any) -> dict[str, Any]:
                 w.run_once(plan, store)
         for floor in floors.values():
             floor.batch()
-        for _ in range(repeat):
+        for repetition in range(repeat):
             for name, floor in floors.items():
                 per, each = floor.batch()
                 batches[name].append(per)
                 singles[name].extend(each)
-            for style, plan in plans.items():
+            styles = list(plans.items())  # alternate which style follows the floors
+            for style, plan in styles if repetition % 2 == 0 else reversed(styles):
                 for name, store in stores.items():
                     times[f"{style}/{name}"].append(w.run_once(plan, store)[0] / NODES)
             parts.append(breakdown(plans["def"], stores["sqlite"]))
