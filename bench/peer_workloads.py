@@ -46,7 +46,8 @@ def langgraph_chain(n: int, checkpointer: Any = None) -> Any:
     return graph.compile(checkpointer=checkpointer)
 
 
-def langgraph_timing(n: int, checkpointer: Any, repeat: int, state: dict[str, Any]) -> float:
+def langgraph_timing(n: int, checkpointer: Any, repeat: int,
+                     state: dict[str, Any]) -> dict[str, float]:
     plain = langgraph_chain(n)
     durable = langgraph_chain(n, checkpointer)
     config = {"recursion_limit": n + 10}
@@ -66,7 +67,13 @@ def langgraph_timing(n: int, checkpointer: Any, repeat: int, state: dict[str, An
     pairs = [(without(), with_store()) for _ in range(repeat)]
     base = statistics.median(p[0] for p in pairs)
     timed = statistics.median(p[1] for p in pairs)
-    return (timed - base) / n
+    return w1_figures(timed, base, n)
+
+
+def w1_figures(timed: float, base: float, n: int) -> dict[str, float]:
+    """W1 per node: the total with the store, without it, and the difference (overhead)."""
+    return {"w1_overhead_per_node": (timed - base) / n, "w1_total_per_node": timed / n,
+            "w1_baseline_per_node": base / n}
 
 
 def langgraph_sqlite(workdir: Path, repeat: int) -> dict[str, Any]:
@@ -77,7 +84,7 @@ def langgraph_sqlite(workdir: Path, repeat: int) -> dict[str, Any]:
     connection.execute("PRAGMA journal_mode = WAL")
     saver = SqliteSaver(connection)
     saver.setup()
-    result = {"w1_overhead_per_node": langgraph_timing(200, saver, repeat, {"count": 0})}
+    result: dict[str, Any] = langgraph_timing(200, saver, repeat, {"count": 0})
     before = _sqlite_bytes(connection)
     blob = langgraph_chain(200, saver)
     blob.invoke({"count": 0, "blob": "x" * 100_000},
@@ -111,7 +118,7 @@ def langgraph_postgres(url: str, repeat: int) -> dict[str, Any]:
                             row_factory=dict_row) as connection:
         saver = PostgresSaver(connection)
         saver.setup()
-        return {"w1_overhead_per_node": langgraph_timing(200, saver, repeat, {"count": 0})}
+        return langgraph_timing(200, saver, repeat, {"count": 0})
 
 
 # -- DBOS -------------------------------------------------------------------------------------
@@ -153,7 +160,7 @@ def dbos_timing(database_url: str, repeat: int, workdir: Path) -> dict[str, Any]
         with_store()
         base = median_of(without, repeat)
         timed = median_of(with_store, repeat)
-        return {"w1_overhead_per_node": (timed - base) / 200}
+        return w1_figures(timed, base, 200)
     finally:
         DBOS.destroy()
 

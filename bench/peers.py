@@ -91,16 +91,21 @@ def tether_results(repeat: int, workdir: Path) -> dict[str, Any]:
         w2 = overhead(w.chain(200, blob_input=True), {"sqlite": stores["sqlite"]}, repeat, 200,
                       {"blob": "x" * 100_000})
         return {
-            "sqlite": {"w1_overhead_per_node": w1["sqlite"]["overhead_per_node"],
+            "sqlite": {**_w1(w1, "sqlite"),
                        "w2_bytes": w.stored_bytes(stores["sqlite"],
                                                   w2["sqlite"]["execution_id"]),
                        "w4_runs_per_second": w.runs_per_second(w.chain(10), stores["sqlite"])},
-            **({"postgres": {"w1_overhead_per_node": w1["postgres"]["overhead_per_node"]}}
-               if "postgres" in stores else {}),
+            **({"postgres": _w1(w1, "postgres")} if "postgres" in stores else {}),
         }
     finally:
         if schema is not None:
             w.drop_schema(schema)
+
+
+def _w1(w1: dict[str, Any], store: str) -> dict[str, float]:
+    return {"w1_overhead_per_node": w1[store]["overhead_per_node"],
+            "w1_total_per_node": w1[store]["per_node"],
+            "w1_baseline_per_node": w1["baseline_per_node"]}
 
 
 def show_queues(tether: dict[str, Any], peers: dict[str, Any]) -> None:
@@ -121,23 +126,22 @@ def show_queues(tether: dict[str, Any], peers: dict[str, Any]) -> None:
 
 
 def show(tether: dict[str, Any], peers: dict[str, Any]) -> None:
-    def line(label: str, data: dict[str, Any], key: str, fmt: str) -> str:
-        if "skipped" in data:
-            return f"    {label:28} skipped: {data['skipped']}"
-        value = data.get(key)
-        return f"    {label:28} " + ("n/a" if value is None else fmt.format(value))
-
     rows = [("tether SQLite", tether.get("sqlite", {})),
             ("tether PostgreSQL", tether.get("postgres", {"skipped": "no server"})),
             ("LangGraph SqliteSaver", peers.get("langgraph_sqlite", {})),
             ("LangGraph PostgresSaver", peers.get("langgraph_postgres", {"skipped": "no server"})),
             ("DBOS SQLite", peers.get("dbos_sqlite", {})),
             ("DBOS PostgreSQL", peers.get("dbos_postgres", {"skipped": "no server"}))]
-    print("\nW1  per-node checkpoint overhead, 200-node chain (median)")
+    print("\nW1  200-node chain of trivial sync nodes, per node (median): total with the "
+          "store, total without it, overhead")
     for label, data in rows:
-        print(line(label, data, "w1_overhead_per_node", "{:,.1f} µs").replace(
-            "µs", "µs") if "skipped" in data else
-            f"    {label:28} {data.get('w1_overhead_per_node', 0) * 1e6:,.1f} µs")
+        if "skipped" in data or "w1_overhead_per_node" not in data:
+            print(f"    {label:28} skipped: {data.get('skipped', 'no figure')}")
+            continue
+        total, base = data.get("w1_total_per_node"), data.get("w1_baseline_per_node")
+        figures = (f"{total * 1e6:9,.1f} µs {base * 1e6:9,.1f} µs " if total is not None
+                   and base is not None else f"{'n/a':>12} {'n/a':>12} ")
+        print(f"    {label:28} {figures}{data['w1_overhead_per_node'] * 1e6:9,.1f} µs")
     print("\nW2  bytes stored for one 200-node run with an unchanged 100 KB value")
     for label, data in rows:
         if "w2_bytes" in data:
