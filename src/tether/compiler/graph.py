@@ -40,6 +40,8 @@ class Graph:
 
     def is_upstream(self, node: str, of: str) -> bool:
         """Whether ``node`` is a (transitive) dependency of ``of``."""
+        if node in self.deps.get(of, ()) and node in self.index and of in self.index:
+            return True  # a direct dependency: the walk's first step (the common case)
         return node in self.within(of, node, self.deps, backwards=True)
 
     def within(self, start: str, stop: str, edges: dict[str, list[str]], *,
@@ -80,34 +82,71 @@ def analyse_graph(ctx: Context) -> Graph:
     graph = Graph(declared=list(nodes), needs={})
     for node_id, node in nodes.items():
         graph.needs[node_id] = _checked_needs(ctx, node_id, node, known, graph.broken_needs)
-    digraph: nx.DiGraph[str] = nx.DiGraph()
-    digraph.add_nodes_from(graph.declared)
-    for node_id, needs in graph.needs.items():
-        digraph.add_edges_from((need, node_id) for need in needs)
-    add_switch_edges(ctx, graph.needs, digraph)
-    cycles = _report_cycles(ctx, digraph)
-    graph.acyclic = not cycles
-    for component in cycles:  # drop the cycle's edges so the other checks can still run
-        members = set(component)
-        graph.cyclic |= members
-        for node_id in component:
-            graph.needs[node_id] = [n for n in graph.needs[node_id] if n not in members]
-            digraph.remove_edges_from([(n, node_id) for n in members])
+    edges = _Edges(graph.declared, graph.needs)
     position = {node_id: i for i, node_id in enumerate(graph.declared)}
-    graph.order = _topological_order(digraph, position)
+    digraph: nx.DiGraph[str] | None = None
+    if any(node.switch is not None for node in ctx.workflow.nodes.values()):
+        digraph = edges.networkx()
+        add_switch_edges(ctx, graph.needs, digraph)
+    order = None if digraph is not None else _topological_order(edges, position)
+    if order is None:  # switches, or a cycle: networkx finds and reports the cycles
+        digraph = digraph or edges.networkx()
+        cycles = _report_cycles(ctx, digraph)
+        graph.acyclic = not cycles
+        for component in cycles:  # drop the cycle's edges so the other checks can still run
+            members = set(component)
+            graph.cyclic |= members
+            for node_id in component:
+                graph.needs[node_id] = [n for n in graph.needs[node_id] if n not in members]
+                digraph.remove_edges_from([(n, node_id) for n in members])
+        edges = _Edges.of(digraph)
+        order = _topological_order(edges, position)
+    graph.order = _acyclic(order)
     graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
     graph.deps = graph.needs
     _resolve_loops(ctx, graph)
-    _order_for_run(graph, digraph, position)
+    _order_for_run(graph, edges, position)
     graph.deps = graph.waits_for
     return graph
 
 
-def _topological_order(digraph: nx.DiGraph[str], position: dict[str, int]) -> list[str]:
+class _Edges:
+    """A directed graph as plain adjacency (successors and predecessors, each a dict used as
+    an ordered set, as networkx keeps them): what the common checks need, built and walked
+    without networkx's views. networkx takes over where a workflow has switches or cycles."""
+
+    def __init__(self, nodes: list[str], needs: dict[str, list[str]]) -> None:
+        self.succ: dict[str, dict[str, None]] = {node: {} for node in nodes}
+        self.pred: dict[str, dict[str, None]] = {node: {} for node in nodes}
+        for node, node_needs in needs.items():
+            for need in node_needs:
+                self.add(need, node)
+
+    @classmethod
+    def of(cls, digraph: nx.DiGraph[str]) -> _Edges:
+        edges = cls([], {})
+        edges.succ = {node: dict.fromkeys(adjacent) for node, adjacent in digraph.succ.items()}
+        edges.pred = {node: dict.fromkeys(adjacent) for node, adjacent in digraph.pred.items()}
+        return edges
+
+    def add(self, source: str, target: str) -> None:
+        self.succ[source][target] = None
+        self.pred[target][source] = None
+
+    def networkx(self) -> nx.DiGraph[str]:
+        digraph: nx.DiGraph[str] = nx.DiGraph()
+        digraph.add_nodes_from(self.succ)
+        for node, targets in self.succ.items():
+            digraph.add_edges_from((node, target) for target in targets)
+        return digraph
+
+
+def _topological_order(edges: _Edges, position: dict[str, int]) -> list[str] | None:
     """``nx.lexicographical_topological_sort`` by ``position`` (unique, so the order is the
-    same), without its generator and per-node tuples: the lowest ready node comes next."""
-    succ = digraph.succ
-    indegree = {node: len(preds) for node, preds in digraph.pred.items()}
+    same), without its generator and per-node tuples: the lowest ready node comes next.
+    None when the graph has a cycle."""
+    succ = edges.succ
+    indegree = {node: len(preds) for node, preds in edges.pred.items()}
     ready = [position[node] for node, degree in indegree.items() if not degree]
     heapq.heapify(ready)
     by_position = {i: node for node, i in position.items()}
@@ -119,7 +158,11 @@ def _topological_order(digraph: nx.DiGraph[str], position: dict[str, int]) -> li
             indegree[child] -= 1
             if not indegree[child]:
                 heapq.heappush(ready, position[child])
-    if len(order) != len(indegree):
+    return order if len(order) == len(indegree) else None
+
+
+def _acyclic(order: list[str] | None) -> list[str]:
+    if order is None:  # what networkx's sort raises
         raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
     return order
 
@@ -251,7 +294,7 @@ def _check_nesting(ctx: Context, graph: Graph) -> None:
         graph.bodies[closer] = [n for n in graph.bodies[closer] if n in graph.index]
 
 
-def _order_for_run(graph: Graph, digraph: nx.DiGraph[str], position: dict[str, int]) -> None:
+def _order_for_run(graph: Graph, edges: _Edges, position: dict[str, int]) -> None:
     """Add loop exits to the dependencies, then compute the run order and generations.
 
     A node outside a loop that needs a node inside it must wait for the loop to finish, not
@@ -266,8 +309,9 @@ def _order_for_run(graph: Graph, digraph: nx.DiGraph[str], position: dict[str, i
                     waits.append(closer)
         graph.waits_for[node_id] = waits
     for node_id, waits in graph.waits_for.items():  # the needs edges are there already
-        digraph.add_edges_from((w, node_id) for w in waits if w not in graph.needs[node_id])
-    graph.order = _topological_order(digraph, position)
+        for wait in waits:
+            edges.add(wait, node_id)
+    graph.order = _acyclic(_topological_order(edges, position))
     graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
     level: dict[str, int] = {}
     for node_id in graph.order:  # a node's generation: one more than its latest dependency's

@@ -1,0 +1,60 @@
+"""The graph's run order, computed on plain adjacency, is networkx's lexicographical
+topological sort by declaration position, on every example and golden file and on random
+workflows (the plain walk replaced networkx on the common path)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from tether.compiler.context import Context
+from tether.compiler.graph import Graph, analyse_graph
+from tether.dsl.loader import read_workflow, workflow_from_text
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = sorted(
+    path for folder in (ROOT / "examples", ROOT / "tests" / "golden" / "cases")
+    for pattern in ("*.yaml", "*.flow") for path in folder.rglob(pattern)
+)
+
+
+def _networkx_order(graph: Graph) -> list[str]:
+    position = {node_id: i for i, node_id in enumerate(graph.declared)}
+    digraph: nx.DiGraph[str] = nx.DiGraph()
+    digraph.add_nodes_from(graph.declared)
+    for node_id, waits in graph.waits_for.items():
+        digraph.add_edges_from((wait, node_id) for wait in waits)
+    return list(nx.lexicographical_topological_sort(digraph, key=position.__getitem__))
+
+
+def _assert_networkx_order(graph: Graph) -> None:
+    assert graph.order == _networkx_order(graph)
+    assert graph.index == {node_id: i for i, node_id in enumerate(graph.order)}
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_order_of_every_example_and_golden_file_is_networkx_order(path: Path) -> None:
+    workflow, _ = read_workflow(path)
+    if workflow is None:
+        return
+    _assert_networkx_order(analyse_graph(Context(workflow)))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_order_of_random_workflows_is_networkx_order(seed: int) -> None:
+    rng = random.Random(seed)
+    size = rng.randint(2, 60)
+    ids = [f"n{i}" for i in range(size)]
+    rng.shuffle(ids)  # declaration order differs from dependency order
+    rank = {node_id: i for i, node_id in enumerate(sorted(ids, key=lambda n: int(n[1:])))}
+    lines = ["tether: 1", "name: random", "nodes:"]
+    for node_id in ids:
+        earlier = [n for n in ids if rank[n] < rank[node_id]]
+        needs = rng.sample(earlier, min(len(earlier), rng.randint(0, 3)))
+        lines += [f"  {node_id}:", "    task: t", f"    needs: [{', '.join(needs)}]"]
+    workflow, diagnostics = workflow_from_text("\n".join(lines) + "\n", "random.yaml", "yaml")
+    assert workflow is not None, diagnostics
+    _assert_networkx_order(analyse_graph(Context(workflow)))
