@@ -47,10 +47,15 @@ def _shown(text: str) -> str:
 
 def _span(file: str, node: yaml.Node) -> Span:
     start, end = node.start_mark, node.end_mark
-    end_line, end_col = end.line + 1, max(end.column, 1)
-    if end.column == 0 and end.line > start.line:  # block values end at the next line's start
-        end_line, end_col = end.line, 1
-    return Span(file, start.line + 1, start.column + 1, end_line, end_col)
+    line, end_line, end_col = start.line, end.line, end.column
+    if end_col:
+        return _new_span(Span, (file, line + 1, start.column + 1, end_line + 1, end_col))
+    if end_line > line:  # block values end at the next line's start
+        return _new_span(Span, (file, line + 1, start.column + 1, end_line, 1))
+    return _new_span(Span, (file, line + 1, start.column + 1, end_line + 1, 1))
+
+
+_new_span = tuple.__new__  # a Span of all five fields, without the named tuple's __new__
 
 
 class _Walker:
@@ -157,6 +162,8 @@ class _Walker:
         )
 
     def scalar(self, node: yaml.Node) -> Any:
+        if node.tag == _STR:
+            return node.value  # what the constructor gives a string
         if node.tag == _TIMESTAMP:
             return str(node.value)  # a date is data to us, not a datetime
         if node.tag not in _JSON_SCALARS:
