@@ -300,27 +300,37 @@ def _order_for_run(graph: Graph, edges: _Edges, position: dict[str, int]) -> Non
     A node outside a loop that needs a node inside it must wait for the loop to finish, not
     just for one pass over the node it needs: it waits for the loop's closing node.
     """
+    enclosing, added = graph.enclosing, False
     for node_id in graph.order:
-        waits = list(graph.needs[node_id])
-        own = set(graph.enclosing.get(node_id, ()))
-        for need in graph.needs[node_id]:
-            for closer in graph.enclosing.get(need, ()):
+        needs = graph.needs[node_id]
+        waits = list(needs)
+        own: set[str] | None = None
+        for need in needs:
+            for closer in enclosing.get(need, ()):
+                if own is None:
+                    own = set(enclosing.get(node_id, ()))
                 if closer not in own and closer != node_id and closer not in waits:
                     waits.append(closer)
+                    edges.add(closer, node_id)  # the needs edges are there already
+                    added = True
         graph.waits_for[node_id] = waits
-    for node_id, waits in graph.waits_for.items():  # the needs edges are there already
-        for wait in waits:
-            edges.add(wait, node_id)
-    graph.order = _acyclic(_topological_order(edges, position))
-    graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
+    if added:  # else the order stays the one computed on the same edges
+        graph.order = _acyclic(_topological_order(edges, position))
+        graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
+    index = graph.index
     level: dict[str, int] = {}
+    generations: list[list[str]] = []
     for node_id in graph.order:  # a node's generation: one more than its latest dependency's
-        level[node_id] = max((level[w] + 1 for w in graph.waits_for[node_id]), default=0)
-    graph.generations = [[] for _ in range(max(level.values(), default=-1) + 1)]
-    for node_id in graph.order:
-        graph.generations[level[node_id]].append(node_id)
-    for node_id in graph.order:
-        graph.waits_for[node_id].sort(key=graph.index.__getitem__)
-        graph.needs[node_id].sort(key=graph.index.__getitem__)
+        waits = graph.waits_for[node_id]
+        generation = max([level[w] for w in waits]) + 1 if waits else 0
+        level[node_id] = generation
+        if generation == len(generations):
+            generations.append([])
+        generations[generation].append(node_id)
+        if len(waits) > 1:
+            waits.sort(key=index.__getitem__)
+        if len(graph.needs[node_id]) > 1:
+            graph.needs[node_id].sort(key=index.__getitem__)
+    graph.generations = generations
     for closer, body in graph.bodies.items():
         graph.bodies[closer] = sorted(body, key=graph.index.__getitem__)
