@@ -6,6 +6,8 @@ run for hours without the budget would hit pytest's timeout instead of passing.
 
 from __future__ import annotations
 
+import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -171,3 +173,25 @@ def test_compiling_a_plan_with_hostile_templates_finishes(tmp_path: Path) -> Non
     result = subprocess.run([sys.executable, "-c", script, "hostile.yaml"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "2", result.stderr
+
+
+_BACKTRACKING_SIMPLE = re.compile(
+    r"""\s*\{\{(?P<inner>(?:[^{}%#'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}\s*""", re.DOTALL
+)
+_BACKTRACKING_SEGMENT = re.compile(r"""\{\{((?:[^{}'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}""",
+                                   re.DOTALL)
+
+
+def test_the_possessive_patterns_match_what_the_backtracking_ones_did() -> None:
+    """classify's and segments' patterns read runs possessively; on random texts of the
+    characters that matter they match exactly what the plain patterns matched."""
+    from tether.templating import _SEGMENT, _SIMPLE_EXPRESSION
+
+    rng = random.Random(13)
+    for _ in range(20_000):
+        core = "".join(rng.choice("{{}}%#'\"\\ a\n") for _ in range(rng.randint(0, 14)))
+        for text in (core, "{{" + core + "}}", " {{ " + core + " }} x {{" + core + "}}"):
+            old, new = _BACKTRACKING_SIMPLE.fullmatch(text), _SIMPLE_EXPRESSION.fullmatch(text)
+            assert (old and old.group("inner")) == (new and new.group("inner")), text
+            assert _BACKTRACKING_SEGMENT.findall(text) == _SEGMENT.findall(text), text
+            assert _BACKTRACKING_SEGMENT.sub("", text) == _SEGMENT.sub("", text), text
