@@ -58,3 +58,29 @@ def test_the_order_of_random_workflows_is_networkx_order(seed: int) -> None:
     workflow, diagnostics = workflow_from_text("\n".join(lines) + "\n", "random.yaml", "yaml")
     assert workflow is not None, diagnostics
     _assert_networkx_order(analyse_graph(Context(workflow)))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_overlapping_loops_are_reported_pair_by_pair_in_order(seed: int) -> None:
+    """E306 for every pair of loops that overlap without nesting, in the order of the pairs
+    (first loop, then second, as declared): only pairs sharing a node are compared now."""
+    rng = random.Random(seed)
+    size = rng.randint(5, 40)
+    lines = ["tether: 1", "name: loops", "nodes:"]
+    for i in range(size):
+        lines += [f"  n{i}:", "    task: t"] + ([f"    needs: [n{i - 1}]"] if i else [])
+        if i and rng.random() < 0.4:
+            lines.append(f'    loop: {{to: n{rng.randint(0, i)}, while: "{{{{ iteration < 2 }}}}", '
+                         "max_iterations: 3}")
+    workflow, _ = workflow_from_text("\n".join(lines) + "\n", "loops.yaml", "yaml")
+    assert workflow is not None
+    ctx = Context(workflow)
+    graph = analyse_graph(ctx)
+    closers = list(graph.bodies)
+    expected = [
+        (first, second) for i, first in enumerate(closers) for second in closers[i + 1:]
+        if (a := set(graph.bodies[first])) & (b := set(graph.bodies[second]))
+        and not (a <= b or b <= a)
+    ]
+    reported = [d.message.split("`")[1:4:2] for d in ctx.diagnostics if d.code == "E306"]
+    assert reported == [list(pair) for pair in expected]

@@ -274,22 +274,27 @@ def _resolve_loops(ctx: Context, graph: Graph) -> None:
 
 def _check_nesting(ctx: Context, graph: Graph) -> None:
     closers = list(graph.bodies)
-    for i, first in enumerate(closers):
-        a = set(graph.bodies[first])
-        for second in closers[i + 1:]:
-            b = set(graph.bodies[second])
-            if a & b and not (a <= b or b <= a):
-                shared = sorted(a & b, key=graph.index.__getitem__)
-                ctx.report(
-                    "E306",
-                    f"the loops closed by `{first}` and `{second}` overlap "
-                    f"(both contain {', '.join(f'`{n}`' for n in shared)})",
-                    ctx.key_span("nodes", second, "loop"),
-                    related=[Related(ctx.key_span("nodes", first, "loop"),
-                                     f"the loop closed by `{first}`")],
-                    node_id=second,
-                    help="loops may nest or be disjoint; move the shared nodes into one loop",
-                )
+    members = [set(graph.bodies[closer]) for closer in closers]
+    loops_of: dict[str, list[int]] = {}
+    for i, body in enumerate(members):
+        for node_id in body:
+            loops_of.setdefault(node_id, []).append(i)
+    sharing = sorted({(i, j) for loops in loops_of.values() for i in loops for j in loops
+                      if i < j})  # the pairs of loops with a node in common, not every pair
+    for i, j in sharing:
+        first, second, a, b = closers[i], closers[j], members[i], members[j]
+        if not (a <= b or b <= a):
+            shared = sorted(a & b, key=graph.index.__getitem__)
+            ctx.report(
+                "E306",
+                f"the loops closed by `{first}` and `{second}` overlap "
+                f"(both contain {', '.join(f'`{n}`' for n in shared)})",
+                ctx.key_span("nodes", second, "loop"),
+                related=[Related(ctx.key_span("nodes", first, "loop"),
+                                 f"the loop closed by `{first}`")],
+                node_id=second,
+                help="loops may nest or be disjoint; move the shared nodes into one loop",
+            )
     for closer in closers:
         graph.bodies[closer] = [n for n in graph.bodies[closer] if n in graph.index]
 
