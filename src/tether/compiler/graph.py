@@ -9,6 +9,7 @@ a few steps back) costs a few steps and checking stays linear in the workflow's 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -82,25 +83,32 @@ def analyse_graph(ctx: Context) -> Graph:
     graph = Graph(declared=list(nodes), needs={})
     for node_id, node in nodes.items():
         graph.needs[node_id] = _checked_needs(ctx, node_id, node, known, graph.broken_needs)
-    edges = _Edges(graph.declared, graph.needs)
     position = {node_id: i for i, node_id in enumerate(graph.declared)}
-    digraph: nx.DiGraph[str] | None = None
-    if any(node.switch is not None for node in ctx.workflow.nodes.values()):
-        digraph = edges.networkx()
-        add_switch_edges(ctx, graph.needs, digraph)
-    order = None if digraph is not None else _topological_order(edges, position)
-    if order is None:  # switches, or a cycle: networkx finds and reports the cycles
-        digraph = digraph or edges.networkx()
-        cycles = _report_cycles(ctx, digraph)
-        graph.acyclic = not cycles
-        for component in cycles:  # drop the cycle's edges so the other checks can still run
-            members = set(component)
-            graph.cyclic |= members
-            for node_id in component:
-                graph.needs[node_id] = [n for n in graph.needs[node_id] if n not in members]
-                digraph.remove_edges_from([(n, node_id) for n in members])
-        edges = _Edges.of(digraph)
-        order = _topological_order(edges, position)
+    switches = any(node.switch is not None for node in ctx.workflow.nodes.values())
+    edges: _Edges | None = None
+    order: list[str] | None = None
+    if not switches and _declared_in_order(graph.needs, position):
+        order = list(position)  # the common case: no graph to build
+    else:
+        edges = _Edges(graph.declared, graph.needs)
+        digraph: nx.DiGraph[str] | None = None
+        if switches:
+            digraph = edges.networkx()
+            add_switch_edges(ctx, graph.needs, digraph)
+        else:
+            order = _topological_order(edges, position)
+        if order is None:  # switches, or a cycle: networkx finds and reports the cycles
+            digraph = digraph or edges.networkx()
+            cycles = _report_cycles(ctx, digraph)
+            graph.acyclic = not cycles
+            for component in cycles:  # drop the cycle's edges so the other checks can run
+                members = set(component)
+                graph.cyclic |= members
+                for node_id in component:
+                    graph.needs[node_id] = [n for n in graph.needs[node_id] if n not in members]
+                    digraph.remove_edges_from([(n, node_id) for n in members])
+            edges = _Edges.of(digraph)
+            order = _topological_order(edges, position)
     graph.order = _acyclic(order)
     graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
     graph.deps = graph.needs
@@ -145,7 +153,7 @@ def _topological_order(edges: _Edges, position: dict[str, int]) -> list[str] | N
     """``nx.lexicographical_topological_sort`` by ``position`` (unique, so the order is the
     same), without its generator and per-node tuples: the lowest ready node comes next.
     None when the graph has a cycle."""
-    if _declared_in_order(edges, position):
+    if _declared_in_order(edges.pred, position):
         return list(position)
     succ = edges.succ
     indegree = {node: len(preds) for node, preds in edges.pred.items()}
@@ -163,15 +171,15 @@ def _topological_order(edges: _Edges, position: dict[str, int]) -> list[str] | N
     return order if len(order) == len(indegree) else None
 
 
-def _declared_in_order(edges: _Edges, position: dict[str, int]) -> bool:
-    """Whether every node comes after all it depends on (``position`` lists the nodes in
-    order of position): then that order is the lexicographical topological sort (the lowest
-    node left is always ready), found without a heap. The common case."""
-    pred = edges.pred
-    if len(pred) != len(position):
+def _declared_in_order(deps: Mapping[str, Iterable[str]], position: dict[str, int]) -> bool:
+    """Whether every node comes after all it depends on (``deps``: each node's; ``position``
+    lists the nodes in order of position): then that order is the lexicographical
+    topological sort (the lowest node left is always ready), found without a heap or a
+    graph. The common case."""
+    if len(deps) != len(position):
         return False
     for node, at in position.items():
-        for before in pred[node]:
+        for before in deps[node]:
             if position[before] >= at:
                 return False
     return True
@@ -315,13 +323,14 @@ def _check_nesting(ctx: Context, graph: Graph) -> None:
         graph.bodies[closer] = [n for n in graph.bodies[closer] if n in graph.index]
 
 
-def _order_for_run(graph: Graph, edges: _Edges, position: dict[str, int]) -> None:
+def _order_for_run(graph: Graph, edges: _Edges | None, position: dict[str, int]) -> None:
     """Add loop exits to the dependencies, then compute the run order and generations.
 
     A node outside a loop that needs a node inside it must wait for the loop to finish, not
     just for one pass over the node it needs: it waits for the loop's closing node.
     """
-    enclosing, added = graph.enclosing, False
+    enclosing = graph.enclosing
+    exits: list[tuple[str, str]] = []
     for node_id in graph.order:
         needs = graph.needs[node_id]
         waits = list(needs)
@@ -332,10 +341,14 @@ def _order_for_run(graph: Graph, edges: _Edges, position: dict[str, int]) -> Non
                     own = set(enclosing.get(node_id, ()))
                 if closer not in own and closer != node_id and closer not in waits:
                     waits.append(closer)
-                    edges.add(closer, node_id)  # the needs edges are there already
-                    added = True
+                    exits.append((closer, node_id))
         graph.waits_for[node_id] = waits
-    if added:  # else the order stays the one computed on the same edges
+    # No loop exits, or (with the nodes in declaration order) exits that keep it: the order
+    # stays. Else it is sorted again, on the needs edges (there already) and the exits.
+    if exits and (edges is not None or not _declared_in_order(graph.waits_for, position)):
+        edges = edges or _Edges(graph.declared, graph.needs)
+        for closer, node_id in exits:
+            edges.add(closer, node_id)
         graph.order = _acyclic(_topological_order(edges, position))
         graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
     index = graph.index
