@@ -84,3 +84,25 @@ def test_overlapping_loops_are_reported_pair_by_pair_in_order(seed: int) -> None
     ]
     reported = [d.message.split("`")[1:4:2] for d in ctx.diagnostics if d.code == "E306"]
     assert reported == [list(pair) for pair in expected]
+
+
+def test_a_loop_exit_declared_after_its_reader_reorders_the_nodes() -> None:
+    """`x` needs `a`, inside the loop `a`..`c`, and is declared before `c`: it waits for the
+    loop's exit `c`, so the run order is no longer the declaration order."""
+    text = """tether: 1
+name: exits
+nodes:
+  a: {task: t}
+  x: {task: t, needs: [a]}
+  b: {task: t, needs: [a]}
+  c:
+    task: t
+    needs: [b]
+    loop: {to: a, while: "{{ iteration < 2 }}", max_iterations: 3}
+"""
+    workflow, diagnostics = workflow_from_text(text, "exits.yaml", "yaml")
+    assert workflow is not None, diagnostics
+    graph = analyse_graph(Context(workflow))
+    _assert_networkx_order(graph)
+    assert graph.order == ["a", "b", "c", "x"]
+    assert graph.waits_for["x"] == ["a", "c"]
