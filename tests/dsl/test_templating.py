@@ -6,6 +6,8 @@ run for hours without the budget would hit pytest's timeout instead of passing.
 
 from __future__ import annotations
 
+import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -171,3 +173,50 @@ def test_compiling_a_plan_with_hostile_templates_finishes(tmp_path: Path) -> Non
     result = subprocess.run([sys.executable, "-c", script, "hostile.yaml"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
     assert result.stdout.strip() == "2", result.stderr
+
+
+_BACKTRACKING_SIMPLE = re.compile(
+    r"""\s*\{\{(?P<inner>(?:[^{}%#'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}\s*""", re.DOTALL
+)
+_BACKTRACKING_SEGMENT = re.compile(r"""\{\{((?:[^{}'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}""",
+                                   re.DOTALL)
+
+
+def test_the_possessive_patterns_match_what_the_backtracking_ones_did() -> None:
+    """classify's and segments' patterns read runs possessively; on random texts of the
+    characters that matter they match exactly what the plain patterns matched."""
+    from tether.templating import _SEGMENT, _SIMPLE_EXPRESSION
+
+    rng = random.Random(13)
+    for _ in range(20_000):
+        core = "".join(rng.choice("{{}}%#'\"\\ a\n") for _ in range(rng.randint(0, 14)))
+        for text in (core, "{{" + core + "}}", " {{ " + core + " }} x {{" + core + "}}"):
+            old, new = _BACKTRACKING_SIMPLE.fullmatch(text), _SIMPLE_EXPRESSION.fullmatch(text)
+            assert (old and old.group("inner")) == (new and new.group("inner")), text
+            assert _BACKTRACKING_SEGMENT.findall(text) == _SEGMENT.findall(text), text
+            assert _BACKTRACKING_SEGMENT.sub("", text) == _SEGMENT.sub("", text), text
+
+
+QUICK_TEXTS = ["{{ inputs.x }}", "{{ nodes.a.output.value + 1 }}", "{{ inputs._private }}",
+               "{{ inputs.label }}-3", "a {{ nodes.b.output }} b {{ run.id }}", "{{ -x.y * 2 }}",
+               "{{ (nodes.a.status == 'ok') and inputs.flag }}", "{{ 3 }}"]
+
+
+@pytest.mark.parametrize("text", QUICK_TEXTS)
+def test_the_quick_analysis_is_the_one_jinja2s_tree_gives(text: str) -> None:
+    """The quick paths (no parser) make their analyses and references without the frozen
+    dataclasses' __init__: equal, same hash and repr, as the parser's walk gives them."""
+    from tether.dsl import expressions
+    from tether.templating import classify
+
+    kind, source = classify(text)
+    quick = expressions._analyse(kind, source, text)
+    tree = expressions._parse(kind, source)
+    walker = expressions._Walker(expressions._free_names(kind, tree))
+    walker.visit(tree)
+    slow = expressions.Analysis(kind, references=tuple(walker.references),
+                                unsafe=tuple(walker.unsafe))
+    assert quick == slow
+    assert hash(quick) == hash(slow)
+    assert repr(quick) == repr(slow)
+    assert [vars(r) for r in quick.references] == [vars(r) for r in slow.references]

@@ -59,18 +59,25 @@ class Compiler:
         self._cache: dict[tuple[Path, int], Result] = {}
         self._sizes: dict[int, int] = {}
 
-    def compile_workflow(self, workflow: Workflow) -> Result:
-        """Compile a workflow; the plan is None when any error was found."""
+    def compile_workflow(self, workflow: Workflow, *, build: bool = True) -> Result:
+        """Compile a workflow; the plan is None when any error was found.
+
+        ``build=False`` (checking a file): every check, but no plan is built, and the result
+        is not kept for a workflow that embeds the file (which needs its plan).
+        """
         if workflow.location is None:
-            return self._compile(workflow)
+            return self._compile(workflow, build)
         key = (workflow.location, len(self.stack))
-        if key not in self._cache:
-            self.stack.append(workflow.location)
-            try:
-                self._cache[key] = self._compile(workflow)
-            finally:
-                self.stack.pop()
-        return self._cache[key]
+        if key in self._cache:
+            return self._cache[key]
+        self.stack.append(workflow.location)
+        try:
+            result = self._compile(workflow, build)
+        finally:
+            self.stack.pop()
+        if build:
+            self._cache[key] = result
+        return result
 
     def compile_file(self, path: Path, display: str) -> Result:
         """Read and compile a sub-workflow file, once per depth it is reached at."""
@@ -90,7 +97,7 @@ class Compiler:
         """The nodes of ``plan`` with its sub-plans embedded, each plan measured once."""
         return expanded_size(plan, self._sizes)
 
-    def _compile(self, workflow: Workflow) -> Result:
+    def _compile(self, workflow: Workflow, build: bool = True) -> Result:
         ctx = Context(workflow)
         graph = analyse_graph(ctx)
         reads = check_templates(ctx, graph)
@@ -107,16 +114,16 @@ class Compiler:
         check_unread_approvals(ctx, reads)
         ctx.diagnostics[:] = with_anchor_notes(ctx.diagnostics, workflow.source)
         broken = workflow.broken_nodes or workflow.broken_inputs or not workflow.valid
-        if ctx.has_errors or broken or not graph.acyclic:
+        if ctx.has_errors or broken or not graph.acyclic or not build:
             return None, ctx.diagnostics
         return build_plan(workflow, graph, subplans, ctx.called), ctx.diagnostics
 
     def check_file(self, path: str | os.PathLike[str]) -> list[Diagnostic]:
-        """Every diagnostic of one file."""
+        """Every diagnostic of one file (building a plan reports nothing: none is built)."""
         with paused_gc():
             workflow, diagnostics = read_workflow(path)
             if workflow is not None:
-                _, more = self.compile_workflow(workflow)
+                _, more = self.compile_workflow(workflow, build=False)
                 diagnostics = diagnostics + more
         return diagnostics
 

@@ -9,6 +9,7 @@ a few steps back) costs a few steps and checking stays linear in the workflow's 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -40,6 +41,8 @@ class Graph:
 
     def is_upstream(self, node: str, of: str) -> bool:
         """Whether ``node`` is a (transitive) dependency of ``of``."""
+        if node in self.deps.get(of, ()) and node in self.index and of in self.index:
+            return True  # a direct dependency: the walk's first step (the common case)
         return node in self.within(of, node, self.deps, backwards=True)
 
     def within(self, start: str, stop: str, edges: dict[str, list[str]], *,
@@ -80,34 +83,80 @@ def analyse_graph(ctx: Context) -> Graph:
     graph = Graph(declared=list(nodes), needs={})
     for node_id, node in nodes.items():
         graph.needs[node_id] = _checked_needs(ctx, node_id, node, known, graph.broken_needs)
-    digraph: nx.DiGraph[str] = nx.DiGraph()
-    digraph.add_nodes_from(graph.declared)
-    for node_id, needs in graph.needs.items():
-        digraph.add_edges_from((need, node_id) for need in needs)
-    add_switch_edges(ctx, graph.needs, digraph)
-    cycles = _report_cycles(ctx, digraph)
-    graph.acyclic = not cycles
-    for component in cycles:  # drop the cycle's edges so the other checks can still run
-        members = set(component)
-        graph.cyclic |= members
-        for node_id in component:
-            graph.needs[node_id] = [n for n in graph.needs[node_id] if n not in members]
-            digraph.remove_edges_from([(n, node_id) for n in members])
     position = {node_id: i for i, node_id in enumerate(graph.declared)}
-    graph.order = _topological_order(digraph, position)
+    switches = any(node.switch is not None for node in ctx.workflow.nodes.values())
+    edges: _Edges | None = None
+    order: list[str] | None = None
+    if not switches and _declared_in_order(graph.needs, position):
+        order = list(position)  # the common case: no graph to build
+    else:
+        edges = _Edges(graph.declared, graph.needs)
+        digraph: nx.DiGraph[str] | None = None
+        if switches:
+            digraph = edges.networkx()
+            add_switch_edges(ctx, graph.needs, digraph)
+        else:
+            order = _topological_order(edges, position)
+        if order is None:  # switches, or a cycle: networkx finds and reports the cycles
+            digraph = digraph or edges.networkx()
+            cycles = _report_cycles(ctx, digraph)
+            graph.acyclic = not cycles
+            for component in cycles:  # drop the cycle's edges so the other checks can run
+                members = set(component)
+                graph.cyclic |= members
+                for node_id in component:
+                    graph.needs[node_id] = [n for n in graph.needs[node_id] if n not in members]
+                    digraph.remove_edges_from([(n, node_id) for n in members])
+            edges = _Edges.of(digraph)
+            order = _topological_order(edges, position)
+    graph.order = _acyclic(order)
     graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
     graph.deps = graph.needs
     _resolve_loops(ctx, graph)
-    _order_for_run(graph, digraph, position)
+    _order_for_run(graph, edges, position)
     graph.deps = graph.waits_for
     return graph
 
 
-def _topological_order(digraph: nx.DiGraph[str], position: dict[str, int]) -> list[str]:
+class _Edges:
+    """A directed graph as plain adjacency (successors and predecessors, each a dict used as
+    an ordered set, as networkx keeps them): what the common checks need, built and walked
+    without networkx's views. networkx takes over where a workflow has switches or cycles."""
+
+    def __init__(self, nodes: list[str], needs: dict[str, list[str]]) -> None:
+        self.succ: dict[str, dict[str, None]] = {node: {} for node in nodes}
+        self.pred: dict[str, dict[str, None]] = {node: {} for node in nodes}
+        for node, node_needs in needs.items():
+            for need in node_needs:
+                self.add(need, node)
+
+    @classmethod
+    def of(cls, digraph: nx.DiGraph[str]) -> _Edges:
+        edges = cls([], {})
+        edges.succ = {node: dict.fromkeys(adjacent) for node, adjacent in digraph.succ.items()}
+        edges.pred = {node: dict.fromkeys(adjacent) for node, adjacent in digraph.pred.items()}
+        return edges
+
+    def add(self, source: str, target: str) -> None:
+        self.succ[source][target] = None
+        self.pred[target][source] = None
+
+    def networkx(self) -> nx.DiGraph[str]:
+        digraph: nx.DiGraph[str] = nx.DiGraph()
+        digraph.add_nodes_from(self.succ)
+        for node, targets in self.succ.items():
+            digraph.add_edges_from((node, target) for target in targets)
+        return digraph
+
+
+def _topological_order(edges: _Edges, position: dict[str, int]) -> list[str] | None:
     """``nx.lexicographical_topological_sort`` by ``position`` (unique, so the order is the
-    same), without its generator and per-node tuples: the lowest ready node comes next."""
-    succ = digraph.succ
-    indegree = {node: len(preds) for node, preds in digraph.pred.items()}
+    same), without its generator and per-node tuples: the lowest ready node comes next.
+    None when the graph has a cycle."""
+    if _declared_in_order(edges.pred, position):
+        return list(position)
+    succ = edges.succ
+    indegree = {node: len(preds) for node, preds in edges.pred.items()}
     ready = [position[node] for node, degree in indegree.items() if not degree]
     heapq.heapify(ready)
     by_position = {i: node for node, i in position.items()}
@@ -119,7 +168,25 @@ def _topological_order(digraph: nx.DiGraph[str], position: dict[str, int]) -> li
             indegree[child] -= 1
             if not indegree[child]:
                 heapq.heappush(ready, position[child])
-    if len(order) != len(indegree):
+    return order if len(order) == len(indegree) else None
+
+
+def _declared_in_order(deps: Mapping[str, Iterable[str]], position: dict[str, int]) -> bool:
+    """Whether every node comes after all it depends on (``deps``: each node's; ``position``
+    lists the nodes in order of position): then that order is the lexicographical
+    topological sort (the lowest node left is always ready), found without a heap or a
+    graph. The common case."""
+    if len(deps) != len(position):
+        return False
+    for node, at in position.items():
+        for before in deps[node]:
+            if position[before] >= at:
+                return False
+    return True
+
+
+def _acyclic(order: list[str] | None) -> list[str]:
+    if order is None:  # what networkx's sort raises
         raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
     return order
 
@@ -231,52 +298,73 @@ def _resolve_loops(ctx: Context, graph: Graph) -> None:
 
 def _check_nesting(ctx: Context, graph: Graph) -> None:
     closers = list(graph.bodies)
-    for i, first in enumerate(closers):
-        a = set(graph.bodies[first])
-        for second in closers[i + 1:]:
-            b = set(graph.bodies[second])
-            if a & b and not (a <= b or b <= a):
-                shared = sorted(a & b, key=graph.index.__getitem__)
-                ctx.report(
-                    "E306",
-                    f"the loops closed by `{first}` and `{second}` overlap "
-                    f"(both contain {', '.join(f'`{n}`' for n in shared)})",
-                    ctx.key_span("nodes", second, "loop"),
-                    related=[Related(ctx.key_span("nodes", first, "loop"),
-                                     f"the loop closed by `{first}`")],
-                    node_id=second,
-                    help="loops may nest or be disjoint; move the shared nodes into one loop",
-                )
+    members = [set(graph.bodies[closer]) for closer in closers]
+    loops_of: dict[str, list[int]] = {}
+    for i, body in enumerate(members):
+        for node_id in body:
+            loops_of.setdefault(node_id, []).append(i)
+    sharing = sorted({(i, j) for loops in loops_of.values() for i in loops for j in loops
+                      if i < j})  # the pairs of loops with a node in common, not every pair
+    for i, j in sharing:
+        first, second, a, b = closers[i], closers[j], members[i], members[j]
+        if not (a <= b or b <= a):
+            shared = sorted(a & b, key=graph.index.__getitem__)
+            ctx.report(
+                "E306",
+                f"the loops closed by `{first}` and `{second}` overlap "
+                f"(both contain {', '.join(f'`{n}`' for n in shared)})",
+                ctx.key_span("nodes", second, "loop"),
+                related=[Related(ctx.key_span("nodes", first, "loop"),
+                                 f"the loop closed by `{first}`")],
+                node_id=second,
+                help="loops may nest or be disjoint; move the shared nodes into one loop",
+            )
     for closer in closers:
         graph.bodies[closer] = [n for n in graph.bodies[closer] if n in graph.index]
 
 
-def _order_for_run(graph: Graph, digraph: nx.DiGraph[str], position: dict[str, int]) -> None:
+def _order_for_run(graph: Graph, edges: _Edges | None, position: dict[str, int]) -> None:
     """Add loop exits to the dependencies, then compute the run order and generations.
 
     A node outside a loop that needs a node inside it must wait for the loop to finish, not
     just for one pass over the node it needs: it waits for the loop's closing node.
     """
+    enclosing = graph.enclosing
+    exits: list[tuple[str, str]] = []
     for node_id in graph.order:
-        waits = list(graph.needs[node_id])
-        own = set(graph.enclosing.get(node_id, ()))
-        for need in graph.needs[node_id]:
-            for closer in graph.enclosing.get(need, ()):
+        needs = graph.needs[node_id]
+        waits = list(needs)
+        own: set[str] | None = None
+        for need in needs:
+            for closer in enclosing.get(need, ()):
+                if own is None:
+                    own = set(enclosing.get(node_id, ()))
                 if closer not in own and closer != node_id and closer not in waits:
                     waits.append(closer)
+                    exits.append((closer, node_id))
         graph.waits_for[node_id] = waits
-    for node_id, waits in graph.waits_for.items():  # the needs edges are there already
-        digraph.add_edges_from((w, node_id) for w in waits if w not in graph.needs[node_id])
-    graph.order = _topological_order(digraph, position)
-    graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
+    # No loop exits, or (with the nodes in declaration order) exits that keep it: the order
+    # stays. Else it is sorted again, on the needs edges (there already) and the exits.
+    if exits and (edges is not None or not _declared_in_order(graph.waits_for, position)):
+        edges = edges or _Edges(graph.declared, graph.needs)
+        for closer, node_id in exits:
+            edges.add(closer, node_id)
+        graph.order = _acyclic(_topological_order(edges, position))
+        graph.index = {node_id: i for i, node_id in enumerate(graph.order)}
+    index = graph.index
     level: dict[str, int] = {}
+    generations: list[list[str]] = []
     for node_id in graph.order:  # a node's generation: one more than its latest dependency's
-        level[node_id] = max((level[w] + 1 for w in graph.waits_for[node_id]), default=0)
-    graph.generations = [[] for _ in range(max(level.values(), default=-1) + 1)]
-    for node_id in graph.order:
-        graph.generations[level[node_id]].append(node_id)
-    for node_id in graph.order:
-        graph.waits_for[node_id].sort(key=graph.index.__getitem__)
-        graph.needs[node_id].sort(key=graph.index.__getitem__)
+        waits = graph.waits_for[node_id]
+        generation = max([level[w] for w in waits]) + 1 if waits else 0
+        level[node_id] = generation
+        if generation == len(generations):
+            generations.append([])
+        generations[generation].append(node_id)
+        if len(waits) > 1:
+            waits.sort(key=index.__getitem__)
+        if len(graph.needs[node_id]) > 1:
+            graph.needs[node_id].sort(key=index.__getitem__)
+    graph.generations = generations
     for closer, body in graph.bodies.items():
         graph.bodies[closer] = sorted(body, key=graph.index.__getitem__)

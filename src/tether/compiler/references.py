@@ -53,16 +53,23 @@ class Site(NamedTuple):
     in_when: bool = False  # the node's `when` (decided once, before its elements)
 
 
-def strings(value: Any, path: Path) -> Iterator[tuple[Path, str]]:
-    """Every string inside a JSON value, with its path."""
+def strings(value: Any, path: Path) -> list[tuple[Path, str]]:
+    """Every string inside a JSON value, with its path (a list: no generator per level)."""
+    found: list[tuple[Path, str]] = []
+    if value is not None:
+        _strings(value, path, found)
+    return found
+
+
+def _strings(value: Any, path: Path, found: list[tuple[Path, str]]) -> None:
     if isinstance(value, str):
-        yield path, value
+        found.append((path, value))
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            yield from strings(item, (*path, i))
+            _strings(item, (*path, i), found)
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from strings(item, (*path, key))
+            _strings(item, (*path, key), found)
 
 
 def sites(ctx: Context, graph: Graph) -> Iterator[Site]:

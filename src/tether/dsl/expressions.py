@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from jinja2 import TemplateSyntaxError, nodes
 from jinja2.meta import find_undeclared_variables
@@ -47,6 +47,24 @@ class Analysis:
     too_complex: bool = False
 
 
+_ANALYSIS_DEFAULTS = {f.name: f.default for f in fields(Analysis)}
+
+
+def _analysis(kind: Kind, references: tuple[Reference, ...], unsafe: tuple[str, ...]) -> Analysis:
+    """``Analysis(kind, references=..., unsafe=...)`` without the frozen dataclass's
+    ``__init__`` (a setattr per field): the quick paths make one per distinct template."""
+    made = object.__new__(Analysis)
+    made.__dict__.update(_ANALYSIS_DEFAULTS, kind=kind, references=references, unsafe=unsafe)
+    return made
+
+
+def _reference(root: str, attrs: tuple[str, ...]) -> Reference:
+    """``Reference(root, attrs, 1)``, made as :func:`_analysis` makes an analysis."""
+    made = object.__new__(Reference)
+    made.__dict__.update(root=root, attrs=attrs, line=1, dynamic=False)
+    return made
+
+
 def _parse(kind: Kind, source: str) -> nodes.Template:
     text = "{{ " + source + " }}" if kind == "expression" else source
     return ENV.parse(text)
@@ -65,7 +83,7 @@ def _quick_template(text: str) -> Analysis | None:
             return None
         references.extend(part.references)
         unsafe.extend(part.unsafe)
-    return Analysis("template", references=tuple(references), unsafe=tuple(unsafe))
+    return _analysis("template", tuple(references), tuple(unsafe))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -247,7 +265,7 @@ class _Quick:
                     self.unsafe.append(attr)
             if self.peek()[1] in ("(", "["):
                 raise ValueError("call or subscript")
-            self.references.append(Reference(text, tuple(attrs), 1))
+            self.references.append(_reference(text, tuple(attrs)))
         else:
             raise ValueError(text)
 
@@ -271,8 +289,8 @@ def _flat_analysis(source: str) -> Analysis | None:
         if root[0].isdigit():
             continue
         unsafe.extend(a for a in attrs if a.startswith("_"))
-        references.append(Reference(root, tuple(attrs), 1))
-    return Analysis("expression", references=tuple(references), unsafe=tuple(unsafe))
+        references.append(_reference(root, tuple(attrs)))
+    return _analysis("expression", tuple(references), tuple(unsafe))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -290,8 +308,7 @@ def _quick_analysis(source: str) -> Analysis | None:
             return None
     except (ValueError, IndexError):
         return None
-    return Analysis("expression", references=tuple(quick.references),
-                    unsafe=tuple(quick.unsafe))
+    return _analysis("expression", tuple(quick.references), tuple(quick.unsafe))
 
 
 class _Walker:

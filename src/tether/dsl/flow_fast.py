@@ -87,6 +87,9 @@ class _Parser:
     def skip(self) -> None:
         text, pos = self.text, self.pos
         if pos < len(text) and text[pos] in " \t\r\n\f#":
+            if text[pos] == " " and pos + 1 < len(text) and text[pos + 1] not in " \t\r\n\f#":
+                self.pos = pos + 1  # one space between two tokens: the commonest blank
+                return
             end = self.skip_re(text, pos).end()
             newlines = text.count("\n", pos, end)
             if newlines:

@@ -233,12 +233,13 @@ def split_statements(text: str, file: str) -> Iterator[Chunk]:
     """
     scan = _scanner().match
     current: Chunk | None = None
-    outer: _Problem | None = None  # the outermost open bracket
+    outer = (0, 0, 0)  # the outermost open bracket: offset, line, column (E102 if unclosed)
     depth, line, line_start, pos, at_line_start = 0, 1, 0, 0, True
     while pos < len(text):
         if at_line_start and _starts_statement(text, pos, current, depth):
             if current is not None:
-                current.end, current.unclosed = pos, outer if depth else None
+                current.end, current.unclosed = pos, _unclosed(text, file, *outer) \
+                    if depth else None
                 yield current
             current = Chunk(pos, line, indented=text[pos] in " \t\r\f")
             depth = 0
@@ -254,9 +255,7 @@ def split_statements(text: str, file: str) -> Iterator[Chunk]:
             depth += 1
             col = start - line_start + 1
             if depth == 1:
-                outer = _Problem(start, _point(file, line, col), "E102",
-                                 f"`{match.group()}` is never closed",
-                                 "close it, or indent the lines that continue the statement")
+                outer = (start, line, col)
             elif depth == MAX_DEPTH + 1 and current is not None:
                 current.problems.append(_Problem(start, _point(file, line, col), "E103",
                                                  TOO_DEEP, "flatten the document"))
@@ -268,8 +267,16 @@ def split_statements(text: str, file: str) -> Iterator[Chunk]:
             newline = text.find("\n", pos)
             pos = len(text) if newline < 0 else newline
     if current is not None:
-        current.end, current.unclosed = len(text), outer if depth else None
+        current.end, current.unclosed = len(text), _unclosed(text, file, *outer) \
+            if depth else None
         yield current
+
+
+def _unclosed(text: str, file: str, offset: int, line: int, col: int) -> _Problem:
+    """E102 for the bracket at ``offset``, never closed (made only when it is not)."""
+    return _Problem(offset, _point(file, line, col), "E102",
+                    f"`{text[offset]}` is never closed",
+                    "close it, or indent the lines that continue the statement")
 
 
 def refused_help(kind: NodeKind) -> str | None:

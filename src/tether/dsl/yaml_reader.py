@@ -9,6 +9,7 @@ and the nesting depth, and remember the span of every key and value.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -46,11 +47,19 @@ def _shown(text: str) -> str:
 
 
 def _span(file: str, node: yaml.Node) -> Span:
-    start, end = node.start_mark, node.end_mark
-    end_line, end_col = end.line + 1, max(end.column, 1)
-    if end.column == 0 and end.line > start.line:  # block values end at the next line's start
-        end_line, end_col = end.line, 1
-    return Span(file, start.line + 1, start.column + 1, end_line, end_col)
+    return _marks_span(file, node.start_mark, node.end_mark)
+
+
+def _marks_span(file: str, start: Any, end: Any) -> Span:
+    line, end_line, end_col = start.line, end.line, end.column
+    if end_col:
+        return _new_span(Span, (file, line + 1, start.column + 1, end_line + 1, end_col))
+    if end_line > line:  # block values end at the next line's start
+        return _new_span(Span, (file, line + 1, start.column + 1, end_line, 1))
+    return _new_span(Span, (file, line + 1, start.column + 1, end_line + 1, 1))
+
+
+_new_span = tuple.__new__  # a Span of all five fields, without the named tuple's __new__
 
 
 class _Walker:
@@ -157,6 +166,8 @@ class _Walker:
         )
 
     def scalar(self, node: yaml.Node) -> Any:
+        if node.tag == _STR:
+            return node.value  # what the constructor gives a string
         if node.tag == _TIMESTAMP:
             return str(node.value)  # a date is data to us, not a datetime
         if node.tag not in _JSON_SCALARS:
@@ -230,8 +241,108 @@ def _alias_spans(text: str, file: str) -> list[Span]:
     return spans
 
 
+class _Decline(Exception):
+    """The event reader leaves the document to the composer and the walker."""
+
+
+class _EventReader:
+    """Reads a plain document (one, without anchors, aliases, tags, merge keys, duplicate or
+    non-string keys, within the depth limit) from PyYAML's event stream: the data, the spans
+    and the diagnostics the walker gives, in its order, without composing a node graph
+    (whose Python-level resolver calls and nodes cost as much as the parse). Anything else
+    declines, and the composer and the walker read the text again."""
+
+    def __init__(self, text: str, source: SourceMap) -> None:
+        self.loader = _Loader(text)
+        self.next: Callable[[], Any] = self.loader.get_event  # events, made in C: untyped
+        self.walker = _Walker(source)  # for its scalars (E105) and diagnostics
+        self.file, self.keys, self.values = source.file, source.keys, source.values
+        self.tags: dict[tuple[str, Any], str] = {}
+
+    def document(self) -> Any:
+        self.expect(yaml.StreamStartEvent, yaml.DocumentStartEvent)
+        data = self.value(self.next(), (), 0)
+        self.expect(yaml.DocumentEndEvent, yaml.StreamEndEvent)
+        return data
+
+    def expect(self, *kinds: type) -> None:
+        for kind in kinds:
+            if type(self.next()) is not kind:
+                raise _Decline
+
+    def tag(self, event: Any) -> str:
+        """A scalar's resolved tag (once per distinct scalar), declining explicit ones."""
+        if event.anchor is not None or event.tag is not None:
+            raise _Decline
+        key = (event.value, event.implicit)
+        tag = self.tags.get(key)
+        if tag is None:
+            tag = self.tags[key] = self.loader.resolve(yaml.ScalarNode, event.value,
+                                                       event.implicit)
+        return tag
+
+    def value(self, event: Any, path: Path, depth: int) -> Any:
+        self.walker.count += 1
+        if depth > MAX_DEPTH or self.walker.count > MAX_VALUES:
+            raise _Decline
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            tag = self.tag(event)
+            self.values[path] = _marks_span(self.file, event.start_mark, event.end_mark)
+            if tag == _STR:
+                return event.value
+            return self.walker.scalar(yaml.ScalarNode(tag, event.value, event.start_mark,
+                                                      event.end_mark, event.style))
+        if kind not in (yaml.MappingStartEvent, yaml.SequenceStartEvent) or \
+                event.anchor is not None or event.tag is not None:
+            raise _Decline
+        self.values[path] = _UNREAD  # the place of the span known at the end
+        result: Any
+        if kind is yaml.MappingStartEvent:
+            result = {}
+            while type(end := self.next()) is yaml.ScalarEvent:
+                if self.tag(end) == _MERGE or end.value in result:
+                    raise _Decline
+                name = str(end.value)
+                self.keys[(*path, name)] = _marks_span(self.file, end.start_mark, end.end_mark)
+                result[name] = self.value(self.next(), (*path, name), depth + 1)
+            if type(end) is not yaml.MappingEndEvent:  # a key that is no scalar
+                raise _Decline
+        else:
+            result = []
+            while type(end := self.next()) is not yaml.SequenceEndEvent:
+                result.append(self.value(end, (*path, len(result)), depth + 1))
+        self.values[path] = _marks_span(self.file, event.start_mark, end.end_mark)
+        return result
+
+
+_UNREAD: Any = None
+
+
+def _read_events(text: str, file: str) -> RawDocument | None:
+    """The document read by :class:`_EventReader`, or None when it declines (or the text
+    has a syntax error: the composer reports it)."""
+    source = SourceMap(file=file, text=text)
+    reader = _EventReader(text, source)
+    try:
+        data = reader.document()
+    except (_Decline, yaml.YAMLError, RecursionError):
+        return None
+    finally:
+        reader.loader.dispose()
+    return RawDocument(data, source, "yaml", reader.walker.diagnostics)
+
+
 def read_yaml(text: str, file: str) -> RawDocument:
     """Parse YAML ``text`` (shown as ``file`` in diagnostics) into a :class:`RawDocument`."""
+    read = _read_events(text, file)
+    if read is not None:
+        return read
+    return _read_composed(text, file)
+
+
+def _read_composed(text: str, file: str) -> RawDocument:
+    """:func:`read_yaml` by composing the node graph and walking it."""
     source = SourceMap(file=file, text=text)
     try:
         nodes = list(yaml.compose_all(text, Loader=_Loader))

@@ -32,18 +32,19 @@ Kind = Literal["literal", "expression", "template"]
 
 ENV = Sandbox()
 """The one environment: its filters, tests and globals are what templates may use."""
-_MARKERS = ("{{", "{%", "{#")
 
 
 def has_markup(text: str) -> bool:
     """Whether ``text`` contains template markup at all."""
-    return any(marker in text for marker in _MARKERS)
+    return "{{" in text or "{%" in text or "{#" in text
 
 
+# The runs between braces are read possessively (``++``, ``*+``): no alternative can take a
+# brace, so giving characters back could never let ``}}`` match; it only cost time.
 _SIMPLE_EXPRESSION = re.compile(
-    r"""\s*\{\{(?P<inner>(?:[^{}%#'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}\s*""", re.DOTALL
+    r"""\s*\{\{(?P<inner>(?:[^{}%#'"]++|'[^'{}\\]*+'|"[^"{}\\]*+")*+)\}\}\s*""", re.DOTALL
 )
-_SEGMENT = re.compile(r"""\{\{((?:[^{}'"]|'[^'{}\\]*'|"[^"{}\\]*")*)\}\}""", re.DOTALL)
+_SEGMENT = re.compile(r"""\{\{((?:[^{}'"]++|'[^'{}\\]*+'|"[^"{}\\]*+")*+)\}\}""", re.DOTALL)
 
 
 @functools.lru_cache(maxsize=65536)
