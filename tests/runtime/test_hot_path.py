@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,11 @@ from hypothesis import strategies as st
 
 from tether.errors import NotJSONError
 from tether.runtime import ids
+from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import run_sync
 from tether.runtime.values import dumps, to_json
+from tether.stores.records import RunRecord
+from tether.stores.sqlite import SQLiteCheckpointer
 
 # -- checkpoint ids -------------------------------------------------------------------------------
 
@@ -242,3 +246,42 @@ def test_ctrl_c_stops_tether_run_with_130_and_the_run_resumes_at_once(
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["status"] == "completed"
     assert log.read_text().split() == ran
+
+
+# -- the lease heartbeat ----------------------------------------------------------------------
+
+
+def new_run(store: SQLiteCheckpointer) -> str:
+    execution_id = ids.new_execution_id()
+    now = datetime.now(UTC)
+    store.create_run(RunRecord(execution_id=execution_id, workflow="wf",
+                               plan_fingerprint="f" * 64, status="running", inputs={},
+                               created_at=now, updated_at=now), '{"tether_plan": 1}')
+    return execution_id
+
+
+def _lease(store: SQLiteCheckpointer, execution_id: str) -> float:
+    record = store.get_run(execution_id)
+    assert record is not None and record.lease_until is not None
+    return record.lease_until
+
+
+def test_a_short_lease_is_renewed_in_time_while_the_heartbeat_waits_for_a_long_one(
+        tmp_path: Path) -> None:
+    """The heartbeat thread wakes for a new attempt only when it is due before the thread's
+    current wait ends: an attempt with a 0.6 s lease registered while it waits ~100 s for a
+    300 s one is renewed every 0.2 s all the same."""
+    store = SQLiteCheckpointer(tmp_path / "beat.db")
+    long_id, short_id = new_run(store), new_run(store)
+    with Attempt(store, long_id, 300.0) as long_held:
+        assert store.acquire(long_id, long_held.token, long_held.until(), time.time())
+        time.sleep(0.1)  # the thread is now waiting for the long lease's renewal
+        with Attempt(store, short_id, 0.6) as short_held:
+            assert store.acquire(short_id, short_held.token, short_held.until(), time.time())
+            first = _lease(store, short_id)
+            deadline = time.monotonic() + 10
+            while _lease(store, short_id) == first:
+                assert time.monotonic() < deadline, "the short lease was never renewed"
+                time.sleep(0.02)
+            assert short_held.lost is None and long_held.lost is None
+    store.close()

@@ -132,16 +132,19 @@ class _Heartbeat:
         self._attempts: dict[int, tuple[Attempt, float]] = {}
         self._next = 0
         self._thread: threading.Thread | None = None
+        self._wakes_at = 0.0  # when the thread's current wait ends
 
     def register(self, attempt: Attempt) -> int:
         with self._lock:
             self._next += 1
-            self._attempts[self._next] = (attempt, time.monotonic() + attempt.seconds / 3)
+            due = time.monotonic() + attempt.seconds / 3
+            self._attempts[self._next] = (attempt, due)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._beat, daemon=True,
                                                 name="tether-lease-heartbeat")
                 self._thread.start()
-            self._wake.notify()
+            elif due < self._wakes_at:  # else it wakes in time anyway (a short run does not
+                self._wake.notify()     # cost a thread switch), or is awake and will see it
             return self._next
 
     def unregister(self, ticket: int) -> None:
@@ -156,12 +159,15 @@ class _Heartbeat:
                 for ticket, (attempt, at) in list(self._attempts.items()):
                     if at <= now:
                         self._attempts[ticket] = (attempt, now + attempt.seconds / 3)
-                soonest = min((at for _, at in self._attempts.values()), default=now + 60)
             for attempt in due:
                 if attempt.lost is None:
                     attempt._renew()
-            with self._lock:
-                self._wake.wait(timeout=max(0.01, soonest - time.monotonic()))
+            with self._lock:  # the soonest renewal of every attempt registered by now
+                now = time.monotonic()
+                soonest = min((at for _, at in self._attempts.values()), default=now + 60)
+                self._wakes_at = max(now + 0.01, soonest)
+                self._wake.wait(timeout=self._wakes_at - now)
+                self._wakes_at = 0.0  # awake: it looks at the attempts again before waiting
 
 
 HEARTBEAT = _Heartbeat()
