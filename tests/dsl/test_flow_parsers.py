@@ -195,6 +195,39 @@ def test_the_direct_reader_reads_each_task_shape_or_declines_like_the_tree_walk(
         _same_as_grammar(f"workflow w\ntask b = x.y\n{mutated}", "shape.flow")
 
 
+_QUICK_SHAPES = [
+    'task n5 = bench.step(value: {{ nodes.n4.output.value + 1 }}, tag: "{{ inputs.label }}-5")'
+    "\n    after n4, n-0\n    when {{ inputs.seed > 0 }}\n",
+    'task a = b(x: -1.5e3, y: true, z: null, w: "q\\"r", v: 0)\n  after c\n',
+    "task a = b(x: false)\n",
+]
+
+
+def _same_record(statement: str) -> None:
+    quick, scanned = read_task(statement, "f.flow", 3), read_task(statement, "f.flow", 3,
+                                                                     quick=False)
+    assert quick == scanned, statement
+    if quick is not None and scanned is not None:
+        assert list(quick.keys.items()) == list(scanned.keys.items()), statement
+        assert list(quick.values.items()) == list(scanned.values.items()), statement
+
+
+@pytest.mark.parametrize("statement", _QUICK_SHAPES)
+def test_the_quick_patterns_read_as_the_scan(statement: str) -> None:
+    """The patterns for the common head and ``after`` clause give the token scan's record
+    (data, spans and their order), or decline as it does, on every mutation."""
+    assert read_task(statement, "f.flow", 0) is not None
+    for mutated in [statement, *_mutations(statement)]:
+        _same_record(mutated)
+    for mutated in _mutations(statement)[::7]:
+        _same_as_grammar(f"workflow w\ntask b = x.y\n{mutated}", "quick.flow")
+
+
+def test_the_quick_patterns_read_the_shapes_as_the_scan() -> None:
+    for statement in [*_SHAPES, *(s for s in _statements(_generated(300)))]:
+        _same_record(statement)
+
+
 def test_the_direct_reader_leaves_problems_to_the_tree_walk() -> None:
     for statement in ("task a = b(x: 1, x: 2)\n", "task a = b\n  when 1\n  when 2\n",
                       'task a = b(x: "\\q")\n', "task a = b(x: 1e999)\n",

@@ -18,11 +18,19 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from tether.diagnostics import Span
-from tether.dsl.flow_fast import _CONSTANTS, _VALUE_CLAUSES, _WORD_CLAUSES, _Decline, _Parser
+from tether.dsl.flow_fast import (
+    _CONSTANTS,
+    _VALUE_CLAUSES,
+    _WORD_CLAUSES,
+    _Decline,
+    _Parser,
+    terminal_pattern,
+)
 from tether.dsl.flow_syntax import (
     AGENT_PARTS,
     APPROVAL_PARTS,
@@ -69,6 +77,27 @@ _UNSET: Any = None
 """The value span of a path whose value is still being read (it keeps the path's place)."""
 
 
+@functools.cache
+def _head() -> re.Pattern[str]:
+    """``task ID = TASK_NAME(`` at the start of a statement, on one line, single-spaced."""
+    return re.compile(rf"task ({terminal_pattern('ID')}) = "
+                      rf"({terminal_pattern('TASK_NAME')})(\(?)")
+
+
+@functools.cache
+def _argument() -> re.Pattern[str]:
+    """``NAME: VALUE`` then ``, `` or ``)``, the value a scalar: a string, a template, a
+    number or a constant (the shapes of most arguments), on one line, single-spaced."""
+    scalar = "|".join(terminal_pattern(name) for name in ("STRING", "TEMPLATE", "NUMBER"))
+    return re.compile(rf"({terminal_pattern('NAME')}): ({scalar}|true|false|null)(, |\))")
+
+
+@functools.cache
+def _ids() -> re.Pattern[str]:
+    """``ID, ID...`` (an ``after`` clause's ids), single-spaced."""
+    return re.compile(rf"{terminal_pattern('ID')}(?:, {terminal_pattern('ID')})*")
+
+
 class _Reader(_Parser):
     """Reads one statement, recording spans as :mod:`tether.dsl.flow_reader` would."""
 
@@ -77,6 +106,8 @@ class _Reader(_Parser):
         self.file, self.offset = file, offset
         self.keys: dict[Path, Span] = {}
         self.values: dict[Path, Span] = {}
+        self.quick = True
+        """Whether :meth:`quick_head` may read the head (tests compare it with the scan)."""
 
     def match(self, kind: str) -> tuple[Span, str]:
         """The span and text of a terminal at the cursor (on one line), then the blanks."""
@@ -193,6 +224,13 @@ class _Reader(_Parser):
     # -- the statement ---------------------------------------------------------------------
 
     def read(self) -> TaskRecord:
+        if self.quick and self.text.startswith("task "):
+            read = self.quick_head()
+            if read is not None:
+                return self.clauses(*read)
+            self.keys.clear()
+            self.values.clear()
+            self.pos = 0
         self.skip()
         if self.word() != "task":
             raise _Decline
@@ -215,10 +253,86 @@ class _Reader(_Parser):
             end = _span((self.file, first.line, first.col, last.end_line, last.end_col))
             self.keys[with_path] = self.values[with_path] = end
             node["with"] = arguments
+        return self.clauses(node_id, key, head, node, end)
+
+    def clauses(self, node_id: str, key: Span, head: Span, node: dict[str, Any],
+                end: Span) -> TaskRecord:
+        """The clauses after the head (``end`` is its last span), then the record."""
+        path = ("nodes", node_id)
         while self.pos < len(self.text):
             end = self.setting(node, path)
         self.values[path] = _span((self.file, head.line, head.col, end.end_line, end.end_col))
         return TaskRecord(node_id, key, head, self.values[path], node, self.keys, self.values)
+
+    def quick_head(self) -> tuple[str, Span, Span, dict[str, Any], Span] | None:
+        """``task ID = NAME(NAME: SCALAR, ...)`` on the first line, single-spaced, read with
+        two patterns instead of token by token (the same records, in the same order); None
+        for anything else (then :meth:`read` scans it from the start)."""
+        file, line = self.file, 1 + self.offset
+        match = _head().match(self.text)
+        if match is None or match[1] in _CONSTANTS or match[2] in _CONSTANTS:
+            return None
+        node_id, name, (start, end) = match[1], match[2], match.span(1)
+        key = _span((file, line, start + 1, line, end))
+        head = _span((file, line, 1, line, 4))
+        path: Path = ("nodes", node_id)
+        keys, values = self.keys, self.values
+        keys[path], values[path] = key, _UNSET
+        start, end = match.span(2)
+        keys[(*path, "task")] = head
+        values[(*path, "task")] = _span((file, line, start + 1, line, end))
+        if not match[3]:  # no arguments, or not right after the name: few; scanned
+            return None
+        arguments = self.quick_arguments(match.end(), (*path, "with"))
+        if arguments is None:
+            return None
+        return node_id, key, head, {"task": name, "with": arguments}, values[(*path, "with")]
+
+    def quick_arguments(self, pos: int, path: Path) -> dict[str, Any] | None:
+        """The arguments from ``pos`` (after the ``(``) to the ``)``, or None."""
+        text, file, line = self.text, self.file, 1 + self.offset
+        keys, values = self.keys, self.values
+        keys[path] = values[path] = _UNSET
+        argument = _argument().match
+        result: dict[str, Any] = {}
+        first = pos - 1
+        while True:
+            match = argument(text, pos)
+            if match is None:
+                return None
+            name, value = match[1], match[2]
+            if name in _CONSTANTS or name in result:
+                return None
+            start, end = match.span(1)
+            keys[(*path, name)] = _span((file, line, start + 1, line, end))
+            start, end = match.span(2)
+            values[(*path, name)] = _span((file, line, start + 1, line, end))
+            result[name] = self.scalar_text(value)
+            pos = match.end()
+            if match[3] == ")":
+                break
+        keys[path] = values[path] = _span((file, line, first + 1, line, pos))
+        self.pos = pos
+        if pos < len(text) and text[pos] in _BLANK_STARTS:
+            self.skip()
+        return result
+
+    @staticmethod
+    def scalar_text(text: str) -> Any:
+        """The value of a scalar's text (a string, a template, a number or a constant)."""
+        char = text[0]
+        if char == '"':
+            if "\\" not in text:
+                return text[1:-1]
+            try:
+                return str(json.loads(text, strict=False))
+            except json.JSONDecodeError:
+                raise _Decline from None
+        if char == "{":
+            return text
+        if text in _CONSTANTS:
+            return CONSTANTS[_CONSTANTS[text]]
+        return _number(text)
 
     def setting(self, node: dict[str, Any], path: Path) -> Span:
         """One clause into ``node``; its end."""
@@ -239,6 +353,9 @@ class _Reader(_Parser):
             node[name] = self.scalar(here, key, span, value)
             return span
         self.record(here, key, _UNSET)
+        if word == "after" and self.quick and (quick := self.quick_after(here)) is not None:
+            node[name] = quick
+            return self.values[(*here, len(quick) - 1)]
         if word == "after":
             ids = [self.id_item(here, 0)]
             while self.peek() == ",":
@@ -269,6 +386,29 @@ class _Reader(_Parser):
         self.values[here] = _span((self.file, key.line, key.col, last.end_line, last.end_col))
         return last
 
+    def quick_after(self, path: Path) -> list[str] | None:
+        """``ID, ID...`` to the end of the line, single-spaced, read with one pattern and
+        recorded as :meth:`setting` does; None for anything else (then it is scanned)."""
+        text, pos = self.text, self.pos
+        match = _ids().match(text, pos)
+        if match is None or (match.end() < len(text) and text[match.end()] != "\n") \
+                or text.startswith(",", self.skip_re(text, match.end()).end()):
+            return None
+        ids = match[0].split(", ")
+        if any(name in _CONSTANTS for name in ids):
+            return None
+        file, line, values = self.file, self.line + self.offset, self.values
+        col = pos - self.line_start + 1
+        for index, name in enumerate(ids):
+            values[(*path, index)] = _span((file, line, col, line, col + len(name) - 1))
+            col += len(name) + 2
+        first = pos - self.line_start + 1
+        values[path] = _span((file, line, first, line, col - 3))
+        self.pos = match.end()
+        if self.pos < len(text):
+            self.skip()
+        return ids
+
     def part(self, parts: dict[str, Any], path: Path, word: str, kind: str | None) -> Span:
         """``WORD value`` of a loop or a retry (a value, or a word of terminal ``kind`` or a
         string), recorded under its key; its end."""
@@ -296,10 +436,13 @@ def _number(text: str) -> int | float:
     return value
 
 
-def read_task(text: str, file: str, offset: int) -> TaskRecord | None:
+def read_task(text: str, file: str, offset: int, *, quick: bool = True) -> TaskRecord | None:
     """The ``task`` statement ``text`` (starting on line ``offset + 1`` of ``file``) read into
-    data and spans, or None when it is not a shape read here or has a problem."""
+    data and spans, or None when it is not a shape read here or has a problem. ``quick=False``
+    scans every token (the patterns for the common head and ``after`` clause are not used)."""
     try:
-        return _Reader(text, file, offset).read()
+        reader = _Reader(text, file, offset)
+        reader.quick = quick
+        return reader.read()
     except _Decline:
         return None
