@@ -193,6 +193,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         return bool(connection.execute(sql, params, prepare=True).rowcount == 1)
 
     concurrent_connections = True
+    claims_in_one_statement = True
 
     def _put_fenced(self, connection: Any, row: CheckpointRow, owner: str) -> bool:
         """The fenced INSERT as a CTE that also returns the run row's

@@ -146,6 +146,9 @@ class SQLCheckpointer(SQLRows, SQLSchedules, Checkpointer):
 
     _can_drop_columns = True  # ALTER TABLE ... DROP COLUMN (SQLite since 3.35)
 
+    claims_in_one_statement = False
+    """Whether a claim of queues without limits is one statement (``sql_queue``)."""
+
     def _finish_fenced(self, row: CheckpointRow, status: str, error: str | None,
                        owner: str) -> bool | None:
         """A dialect's fenced ``finish_run`` in one statement (whether it wrote), or None:
