@@ -21,6 +21,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
+    cast,
     delete,
     exists,
     func,
@@ -149,7 +150,7 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
         _claimable(queues, plans), ~exists(select(literal_column("1")).select_from(lim)),
     )).order_by(runs.c.priority.desc(), runs.c.created_at, runs.c.execution_id).limit(
         bindparam("n")).with_for_update(skip_locked=True).cte("cand")
-    token = func.replace(func.cast(func.gen_random_uuid(), String), "-", "") + \
+    token = func.replace(cast(func.gen_random_uuid(), String), "-", "") + \
         bindparam("suffix", type_=String)
     return update(runs).where(runs.c.execution_id == cand.c.execution_id).values(
         owner=token, lease_until=bindparam("until"), status=RunStatus.RUNNING.value,
