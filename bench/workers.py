@@ -79,12 +79,17 @@ class Schema:
         sep = "&" if "?" in w.PG_URL else "?"
         self.url = f"{w.PG_URL}{sep}schema={self.name}"
 
-    def sql(self, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+    def connection(self) -> Any:
         import psycopg
 
-        with psycopg.connect(w.PG_URL, autocommit=True) as connection:
-            cursor = connection.execute(statement.replace("%S", f'"{self.name}"'), params)
-            return list(cursor.fetchall()) if cursor.description else []
+        return psycopg.connect(w.PG_URL, autocommit=True)
+
+    def sql(self, statement: str, *params: Any, connection: Any = None) -> list[tuple[Any, ...]]:
+        if connection is None:
+            with self.connection() as connection:
+                return self.sql(statement, *params, connection=connection)
+        cursor = connection.execute(statement.replace("%S", f'"{self.name}"'), params)
+        return list(cursor.fetchall()) if cursor.description else []
 
     def drop(self) -> None:
         self.store.close()
@@ -136,15 +141,17 @@ def drain(count: int, runs: int, nodes: int, task: str, concurrency: int,
             start = time.time()
             schema.sql(f"UPDATE %S.runs SET queue = '{SERVED}' WHERE queue = '{HOLD}'; "
                        f'NOTIFY "{schema.store.notify_channel}"')
-            while True:
-                (done, failed), = schema.sql(
-                    "SELECT count(*) FILTER (WHERE status = 'completed'), "
-                    "count(*) FILTER (WHERE status IN ('failed', 'cancelled')) FROM %S.runs")
-                if failed:
-                    raise SystemExit(f"{failed} run(s) failed; see {workdir}")
-                if done == runs:
-                    break
-                time.sleep(0.05)
+            with schema.connection() as watch:  # one connection: a connect per poll
+                while True:                      # forks a backend (ms of CPU each)
+                    (done, failed), = schema.sql(
+                        "SELECT count(*) FILTER (WHERE status = 'completed'), "
+                        "count(*) FILTER (WHERE status IN ('failed', 'cancelled')) "
+                        "FROM %S.runs", connection=watch)
+                    if failed:
+                        raise SystemExit(f"{failed} run(s) failed; see {workdir}")
+                    if done == runs:
+                        break
+                    time.sleep(0.05)
             ends = [row[0] for row in schema.sql(
                 "SELECT updated_at FROM %S.runs ORDER BY updated_at")]
         finally:

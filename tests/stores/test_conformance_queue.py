@@ -15,6 +15,7 @@ from helpers import new_run, pause, row
 
 from tether.errors import LeaseLost
 from tether.stores.base import Checkpointer, SeenCancel
+from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import CancelOutcome, ClaimReason, WorkerRecord
 from tether.stores.records import RunRecord
 
@@ -52,6 +53,26 @@ def test_a_claim_takes_queued_runs_by_priority_then_age_with_fresh_tokens(
     assert [c.run.execution_id for c in store.claim_runs("w1", ["default"], 5, now,
                                                          now + 30)] == [new]
     assert store.claim_runs("w1", ["default"], 5, now, now + 30) == []
+
+
+def test_a_claimed_token_is_random_and_names_this_process(store: Checkpointer) -> None:
+    """Each claimed run's token is 32 random hex digits and this process's ``@host/pid/...``
+    (as ``new_owner``'s), so a holder that died on this machine is recognised as dead."""
+    now = time.time()
+    ids = {queued(store) for _ in range(3)}
+    claimed = store.claim_runs("w1", ["default"], 3, now, now + 30)
+    assert {c.run.execution_id for c in claimed} == ids
+    mine = parse_owner(new_owner())
+    assert mine is not None
+    tokens = set()
+    for claim in claimed:
+        owner = parse_owner(claim.owner)
+        assert owner is not None and len(owner.token) == 32
+        int(owner.token, 16)
+        assert (owner.host, owner.pid, owner.start) == (mine.host, mine.pid, mine.start)
+        assert owner.boot_id == mine.boot_id and owner.pid_namespace == mine.pid_namespace
+        tokens.add(owner.token)
+    assert len(tokens) == 3
 
 
 def test_a_claim_recovers_expired_or_released_runs_and_answered_pauses(

@@ -56,6 +56,9 @@ class Attempt:
         self.valid_until = time.monotonic() + seconds
         self.lost: str | None = None
         self.on_lost: Callable[[], None] | None = None
+        self.watch_lost: Callable[[str], None] | None = None
+        """Also called with the reason once the lease is lost (a worker's bookkeeping), from
+        whichever thread finds it out."""
         self.boundary: Callable[[], None] | None = None
         """Called before each unit starts (a worker's cancel and shutdown checks); may raise
         :class:`StopAtBoundary`."""
@@ -87,6 +90,9 @@ class Attempt:
             hook = self.on_lost
             if hook is not None:
                 hook()
+            watch = self.watch_lost
+            if watch is not None:
+                watch(reason)
 
     def _renew(self, *, sync: bool = False) -> None:
         assert self.store is not None

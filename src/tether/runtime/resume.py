@@ -14,6 +14,15 @@ held by another live attempt    anything          ``AlreadyResumed`` (a claimed 
                                                   recorded: the holder applies it)
 ==============================  ================  ===========================================
 
+A worker's claimed run (:class:`Claimed`) is decided by the same table from fewer reads: the
+claim's ``UPDATE ... RETURNING`` already wrote the lease (owner = the claim's token), counted
+the attempt and returned the run row, so the run row is not read again, the lease is not
+taken again, and the attempt number comes from that row; the pending rows are read once (for
+a due approval and for the decision). Nobody else writes the run's checkpoints, pending rows
+or status while the claim's lease holds (every such write is fenced on its token), so the
+checkpoint rows read after the claim answer "finished?" as the acquire-then-check of an
+unclaimed resume does.
+
 A value given for a unit that no longer waits is matched against what happened: the same
 answer a claimer recorded before it died recovers the run (as without a value); a unit that
 failed after its answer gets the new answer in place of the old; anything else is
@@ -23,7 +32,7 @@ failed after its answer gets the new answer in place of the old; anything else i
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -51,6 +60,26 @@ from tether.stores.records import Decision, PendingInterrupt, RunRecord
 
 if TYPE_CHECKING:
     from tether.runtime.runner import Runner
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A run a worker's claim already holds (see the module docstring).
+
+    Attributes:
+        token: the owner token the claim wrote into the run row.
+        run: the run row as the claim's ``UPDATE ... RETURNING`` left it (running, owned by
+            ``token``, ``attempt`` counted).
+        valid_until: when the claim's lease runs out by this process's monotonic clock
+            (measured from before the claim was sent, as a renewal's is).
+        on_lost: called with the reason, from whichever thread finds it out, once the
+            attempt's lease is lost (``Attempt.watch_lost``).
+    """
+
+    token: str
+    run: RunRecord
+    valid_until: float
+    on_lost: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -88,8 +117,8 @@ class Resumption:
     def __init__(self, runner: Runner, store: Checkpointer, run: RunRecord,
                  resume: Resume | Mapping[str, Any] | None, node: str | None,
                  plan: PlanSource | None, resolver: str | None = None,
-                 comment: str | None = None, owner: str | None = None, *,
-                 fired: bool = False) -> None:
+                 comment: str | None = None, *, claimed: Claimed | None = None,
+                 pending: list[PendingInterrupt] | None = None, fired: bool = False) -> None:
         self.runner = runner
         self.store = store
         self.run = run
@@ -99,11 +128,17 @@ class Resumption:
         self.explicit_plan = plan
         self.resolver = resolver
         self.comment = comment
-        self.attempt = Attempt(store, run.execution_id, runner.lease_seconds, token=owner)
-        self.owned = False
+        self.attempt = Attempt(store, run.execution_id, runner.lease_seconds,
+                               token=claimed.token if claimed else None,
+                               number=claimed.run.attempt if claimed else 1)
+        self.owned = claimed is not None  # the claim took the lease: no acquire
+        if claimed is not None:
+            self.attempt.valid_until = claimed.valid_until
+            self.attempt.watch_lost = claimed.on_lost
         self.fired = fired  # the value is a due timer's answer (fire_due), not a human's
-        self.claimed = owner is not None  # a worker's claim already holds the run
+        self.claimed = claimed is not None  # a worker's claim already holds the run
         self.pending: list[PendingInterrupt] = []
+        self._pending_read = pending  # the pending rows, when the caller read them already
 
     def prepare(self) -> Prepared | RunResult:
         """Decide; take the run (and claim the answer) or raise; RunResult when the answer
@@ -123,7 +158,8 @@ class Resumption:
             else RunState.new(dict(self.run.inputs or {}))
         if plan.fingerprint != self.run.plan_fingerprint:
             check_compatible(eid, stored_plan(store, self.run), plan, state.data)
-        pending = store.list_pending(eid)
+        pending = self._pending_read if self._pending_read is not None else \
+            store.list_pending(eid)
         self.pending = pending
         decisions = store.decisions(eid)
         adopt_waits(plan, state, pending, decisions)

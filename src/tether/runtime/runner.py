@@ -30,7 +30,7 @@ from tether.runtime.plans import PlanSource, check_tasks, load_plan, remember, s
 from tether.runtime.registry import resolve_tasks
 from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
-from tether.runtime.resume import Prepared, Resumption
+from tether.runtime.resume import Claimed, Prepared, Resumption
 from tether.runtime.secrets import masker_for
 from tether.runtime.state import RunState
 from tether.runtime.timer_answers import due_approval, fired_answer
@@ -179,12 +179,13 @@ class Runner:
                       resume: Resume | Mapping[str, Any] | None = None, *,
                       node: str | None = None, plan: PlanSource | None = None,
                       resolver: str | None = None, comment: str | None = None,
-                      owner: str | None = None,
+                      claimed: Claimed | None = None,
                       boundary: Callable[[], None] | None = None) -> RunResult:
         """Continue a run: answer one of its pending interrupts, or recover it after a crash.
 
-        ``owner`` (a worker): the token a claim already wrote into the run row, so this
-        attempt continues under it; ``boundary``: called before each unit starts (may raise
+        ``claimed`` (a worker): the run as its claim took it (token, run row, lease), so this
+        attempt continues under the claim's token without reading the row or taking the lease
+        again (``resume.py``); ``boundary``: called before each unit starts (may raise
         ``StopAtBoundary``: the worker's cancel and shutdown checks).
 
         ``node`` names the interrupt to answer when several are pending; ``resolver`` and
@@ -195,13 +196,14 @@ class Runner:
         approval's form, :class:`PlanMismatch` for a different plan. See ``resume.py``.
         """
         store = self._store()
-        run = self._run(store, execution_id)
+        run = claimed.run if claimed is not None else self._run(store, execution_id)
+        pending = store.list_pending(execution_id) if claimed is not None else None
         if resume is None:
-            timed_out = due_approval(store, self.plan_for(run, plan), execution_id)
+            timed_out = due_approval(store, self.plan_for(run, plan), execution_id, pending)
             if timed_out is not None:  # its deadline passed: firing it is the resume
                 return await self.afire(timed_out, plan=plan)
-        prepared = Resumption(self, store, run, resume, node, plan, resolver,
-                              comment, owner).prepare()
+        prepared = Resumption(self, store, run, resume, node, plan, resolver, comment,
+                              claimed=claimed, pending=pending).prepare()
         if isinstance(prepared, RunResult):
             return prepared
         prepared.attempt.boundary = boundary

@@ -41,10 +41,13 @@ def fired_answer(plan: Plan, pending: PendingInterrupt, now: float
     return timer_answer(pending.due_at, now), TIMER_RESOLVER
 
 
-def due_approval(store: Checkpointer, plan: Plan, execution_id: str) -> PendingInterrupt | None:
-    """The run's first approval whose deadline passed and that nobody answered yet."""
+def due_approval(store: Checkpointer, plan: Plan, execution_id: str,
+                 pending: list[PendingInterrupt] | None = None) -> PendingInterrupt | None:
+    """The run's first approval whose deadline passed and that nobody answered yet
+    (``pending``: the run's pending rows when the caller read them already)."""
     now = time.time()
-    for row in store.list_pending(execution_id):
+    rows = pending if pending is not None else store.list_pending(execution_id)
+    for row in rows:
         if row.due_at is not None and row.due_at <= now and isinstance(
                 timer_node(plan, row), ApprovalNode):
             return row

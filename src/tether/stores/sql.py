@@ -146,6 +146,15 @@ class SQLCheckpointer(SQLRows, SQLSchedules, Checkpointer):
 
     _can_drop_columns = True  # ALTER TABLE ... DROP COLUMN (SQLite since 3.35)
 
+    claims_in_one_statement = False
+    """Whether a claim of queues without limits is one statement (``sql_queue``)."""
+
+    def _finish_fenced(self, row: CheckpointRow, status: str, error: str | None,
+                       owner: str) -> bool | None:
+        """A dialect's fenced ``finish_run`` in one statement (whether it wrote), or None:
+        the transaction of fence, insert and status update instead."""
+        return None
+
     def _qualified(self, table: str) -> str:
         """A table's name for raw SQL: quoted, and qualified by the store's schema if any."""
         return str(self.engine.dialect.identifier_preparer.quote(table))
@@ -422,6 +431,13 @@ class SQLCheckpointer(SQLRows, SQLSchedules, Checkpointer):
     @transient(done=row_written)
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
                    owner: str | None) -> None:
+        if owner is not None:
+            with self._errors(f"ending run {row.execution_id}"), self._lock:
+                written = self._finish_fenced(row, status, to_json(error), owner)
+            if written is not None:
+                if not written:
+                    raise self._lost(row.execution_id)
+                return
         with self._cursor(f"ending run {row.execution_id}", write=True) as cursor:
             self._fence(cursor, row.execution_id, owner)
             self._insert_row(cursor, row)

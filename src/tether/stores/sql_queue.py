@@ -17,9 +17,11 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
+    String,
     and_,
     bindparam,
     case,
+    cast,
     delete,
     exists,
     func,
@@ -133,12 +135,60 @@ def _names(prefix: str, values: Iterable[str]) -> dict[str, str]:
     return {f"{prefix}{i}": value for i, value in enumerate(values)}
 
 
+def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
+    """PostgreSQL's claim when none of the served queues has limits, in one statement:
+    ``WITH lim AS (the served queues that have limits), cand AS (the claimable runs,
+    none if lim is not empty, ... FOR UPDATE SKIP LOCKED LIMIT n) UPDATE runs ... FROM cand
+    RETURNING`` the run rows and their status before. Each run gets its own owner token,
+    ``gen_random_uuid()``'s 32 hex digits (random, as :func:`new_owner`'s) followed by this
+    process's ``@host/pid/...`` suffix. The row locks and ``SKIP LOCKED`` are the
+    transaction's; a queue's limits are read from the same snapshot the transaction's
+    ``_locked_limits`` would read (nothing to lock when there are none)."""
+    lim = select(queue_table.c.name).where(and_(queue_table.c.name.in_(
+        [bindparam(f"q{i}") for i in range(queues)]), _LIMITED)).cte("lim")
+    cand = select(runs.c.execution_id, runs.c.status.label("was")).where(and_(
+        _claimable(queues, plans), ~exists(select(literal_column("1")).select_from(lim)),
+    )).order_by(runs.c.priority.desc(), runs.c.created_at, runs.c.execution_id).limit(
+        bindparam("n")).with_for_update(skip_locked=True).cte("cand")
+    token = func.replace(cast(func.gen_random_uuid(), String), "-", "") + \
+        bindparam("suffix", type_=String)
+    return update(runs).where(runs.c.execution_id == cand.c.execution_id).values(
+        owner=token, lease_until=bindparam("until"), status=RunStatus.RUNNING.value,
+        attempt=runs.c.attempt + 1, updated_at=bindparam("now"), blocked_reason=None,
+        started_at=case((runs.c.status == RunStatus.QUEUED.value, bindparam("now")),
+                        else_=runs.c.started_at)).returning(*runs.columns, cand.c.was)
+
+
+def _claim_in_one(store: SQLCheckpointer, queues: Sequence[str], limit: int, now: float,
+                  lease_until: float, fingerprints: list[str] | None) -> list[ClaimedRun]:
+    """:func:`claim_one_statement` in autocommit; nothing when the queues have limits
+    (or nothing is claimable): the caller then claims in the transaction."""
+    count, planned = len(queues), len(fingerprints) if fingerprints is not None else None
+    suffix = "@" + new_owner().partition("@")[2]
+    with store._cursor("claiming runs") as cursor:
+        rows = store._execute(
+            cursor, f"claim_one:{count}:{planned}", lambda: claim_one_statement(count, planned),
+            now=now, n=limit, until=lease_until, suffix=suffix, **_names("q", queues),
+            **_names("p", fingerprints or ())).fetchall()
+    claimed: list[ClaimedRun] = []
+    for row in rows:
+        run = store._to_run(row[:-1])
+        assert run.owner is not None
+        claimed.append(ClaimedRun(run, run.owner, lease_until, _REASONS[row[-1]]))
+    claimed.sort(key=lambda c: (-c.run.priority, c.run.created_at, c.run.execution_id))
+    return claimed
+
+
 def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit: int,
                now: float, lease_until: float,
                plans: Collection[str] | None = None) -> list[ClaimedRun]:
     if limit <= 0 or not queues or (plans is not None and not plans):
         return []
     fingerprints = sorted(plans) if plans is not None else None
+    if store.claims_in_one_statement:
+        taken = _claim_in_one(store, queues, limit, now, lease_until, fingerprints)
+        if taken:
+            return taken
 
     def candidates(cursor: Any, names: Sequence[str], n: int, full: Sequence[str] = (),
                    starts: bool = True) -> list[Any]:

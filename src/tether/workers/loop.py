@@ -4,7 +4,8 @@ A :class:`Worker` registers itself (the ``workers`` table), then loops: claim up
 ``concurrency`` runs (:meth:`~tether.stores.base.Checkpointer.claim_runs` writes a fresh owner
 token and lease into each), drive each with the ordinary ``Runner.aresume`` under that token
 (the resume protocol decides: a queued run starts, a crashed one is recovered, an answered
-pause continues), and wait for a wake-up (PostgreSQL NOTIFY, a run finishing, or the poll
+pause continues; from the claimed row, without reading it or taking the lease again:
+``resume.Claimed``), and wait for a wake-up (PostgreSQL NOTIFY, a run finishing, or the poll
 interval). The lease of each run is renewed by the runtime's heartbeat like any attempt's; a
 run whose lease is lost stops (``LeaseLost``) and writes nothing more.
 
@@ -34,6 +35,7 @@ from tether.compiler.plan import Plan
 from tether.errors import AlreadyResumed, LeaseLost, ResumeError, TetherError, TimerNotDue
 from tether.runtime.attempt import StopAtBoundary
 from tether.runtime.plans import task_names
+from tether.runtime.resume import Claimed
 from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner, parse_owner
@@ -96,6 +98,8 @@ class Worker:
         self._wake: asyncio.Event | None = None
         self._cancel: set[str] = set()
         self._running: dict[str, asyncio.Future[None]] = {}
+        self._tokens: dict[str, str] = {}  # execution id: the claim token it is driven under
+        self._reported_lost: set[str] = set()  # claim tokens whose lost lease was logged
         self._task_names: frozenset[str] = frozenset()
         self._servable: set[str] = set()  # plan fingerprints whose tasks this worker has
         self._unservable: dict[str, str] = {}  # fingerprint: why not
@@ -144,9 +148,9 @@ class Worker:
         try:
             while not self._stopping.is_set():
                 self._wake.clear()
-                claimed = self._claim(store)
+                claimed, sent = self._claim(store)
                 for claim in claimed:
-                    self._start(runner, store, claim)
+                    self._start(runner, store, claim, sent + self.lease_seconds)
                 if time.monotonic() >= next_beat:
                     self._heartbeat(store)
                     self._fire_schedules(store)
@@ -195,29 +199,33 @@ class Worker:
             slot_store.reads_cancel_on_write = True
             made = Runner(None, slot_store, tasks, max_concurrency=self._max_concurrency,
                           lease_seconds=self.lease_seconds, park_timers=True)
-            # Bodies in threads even when alone: a lost lease cancels the drive at once (a
-            # body run inline would hold the slot's loop until it returns, however long).
-            made.inline_bodies = False
+            # A lone body runs inline in the slot's loop (no thread hop per node); a lost
+            # lease gives the run up at once all the same (Worker._lost_hook).
             return made
 
         return Slots(connect, make_runner, self.concurrency)
 
-    def _claim(self, store: Checkpointer) -> list[ClaimedRun]:
+    def _claim(self, store: Checkpointer) -> tuple[list[ClaimedRun], float]:
         """Claim runs of the plans this worker can serve; when that finds none, look at the
         plans of the claimable runs first (each new one checked against this worker's tasks
         once), so a run whose tasks it lacks is never claimed here: it stays queued with
-        the reason recorded, for a worker that has them."""
+        the reason recorded, for a worker that has them. Also returns the monotonic time
+        from before the claim that took them was sent (their leases run from it)."""
         free = self.concurrency - len(self._running)
+        if self._slots is not None:  # a run given up while its body runs holds its slot
+            free = min(free, self._slots.free)
+        sent = time.monotonic()
         if free <= 0:
-            return []
+            return [], sent
         try:
             claimed = self._claim_servable(store, free)
             if not claimed and self._learn_plans(store):
+                sent = time.monotonic()
                 claimed = self._claim_servable(store, free)
-            return claimed
+            return claimed, sent
         except TetherError as exc:  # the database is unreachable: try again next poll
             log.warning("claiming runs failed: %s", exc)
-            return []
+            return [], sent
 
     def _claim_servable(self, store: Checkpointer, free: int) -> list[ClaimedRun]:
         if not self._servable:
@@ -321,21 +329,27 @@ class Worker:
         except TetherError as exc:
             log.warning("worker heartbeat failed: %s", exc)
 
-    def _start(self, runner: Runner, store: Checkpointer, claim: ClaimedRun) -> None:
+    def _start(self, runner: Runner, store: Checkpointer, claim: ClaimedRun,
+               valid_until: float) -> None:
         """Drive the claimed run: in a free slot (its own thread, loop and store), or as a
-        task of this loop on the worker's store."""
+        task of this loop on the worker's store. ``valid_until``: when the claim's lease
+        runs out by this process's monotonic clock."""
         execution_id = claim.run.execution_id
         if claim.run.cancel_requested_at is not None:
             self._cancel.add(execution_id)
+        self._tokens[execution_id] = claim.owner
         slots = self._slots
         if slots is None:
             store.take_cancel_seen(execution_id, 0.0)  # an earlier attempt's reading
+            held = Claimed(claim.owner, claim.run, valid_until)
             self._track(execution_id,
-                        asyncio.create_task(self._drive(runner, store, claim)), None)
+                        asyncio.create_task(self._drive(runner, store, claim, held)), None)
             return
         slot = slots.take()
         slot.store.take_cancel_seen(execution_id, 0.0)
-        future = asyncio.wrap_future(slot.submit(self._drive(slot.runner, slot.store, claim)))
+        held = Claimed(claim.owner, claim.run, valid_until, self._lost_hook(claim))
+        future = asyncio.wrap_future(slot.submit(
+            self._drive(slot.runner, slot.store, claim, held)))
         self._track(execution_id, future, lambda: slots.give(slot))
 
     def _track(self, execution_id: str, future: asyncio.Future[None],
@@ -345,12 +359,53 @@ class Worker:
         def done(_: asyncio.Future[None]) -> None:
             if free is not None:
                 free()
-            self._running.pop(execution_id, None)
-            self._cancel.discard(execution_id)
+            if self._running.get(execution_id) is future:  # not given up (_forget) already
+                self._drop(execution_id)
             if self._wake is not None:
                 self._wake.set()
 
         future.add_done_callback(done)
+
+    def _lost_hook(self, claim: ClaimedRun) -> Callable[[str], None]:
+        """For a run in a slot: called from the thread that finds its lease lost. A slot
+        runs a lone body inline, so its loop cannot stop the drive until that body returns;
+        the worker gives the run up at once instead (:meth:`_forget`). The slot itself stays
+        taken until the body returns (a body that hangs holds its slot, as it would hold a
+        thread)."""
+        loop = self._loop
+        assert loop is not None
+
+        def lost(reason: str) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                loop.call_soon_threadsafe(self._forget, claim, reason)
+        return lost
+
+    def _forget(self, claim: ClaimedRun, reason: str) -> None:
+        """On this worker's loop: a run whose lease was lost while its drive still runs is
+        no longer this worker's: logged once (here or by the drive, whichever is first:
+        :meth:`_report_lost`), no longer reported as held, its place free for a claim once
+        its slot is."""
+        execution_id = claim.run.execution_id
+        future = self._running.get(execution_id)
+        if future is None or future.done() or self._tokens.get(execution_id) != claim.owner:
+            return  # ended meanwhile (or claimed again since)
+        self._report_lost(claim, LeaseLost(execution_id, reason))
+        self._drop(execution_id)
+        if self._wake is not None:
+            self._wake.set()
+
+    def _drop(self, execution_id: str) -> None:
+        self._running.pop(execution_id, None)
+        self._tokens.pop(execution_id, None)
+        self._cancel.discard(execution_id)
+
+    def _report_lost(self, claim: ClaimedRun, exc: LeaseLost) -> None:
+        """Log a lost lease once per claim (its token), from any thread."""
+        with self._finished_lock:
+            if claim.owner in self._reported_lost:
+                return
+            self._reported_lost.add(claim.owner)
+        log.warning("%s", exc)
 
     def _boundary(self, store: Checkpointer, execution_id: str) -> Callable[[], None]:
         """Before each unit: a cancel request (the run row's ``cancel_requested_at``) or this
@@ -372,14 +427,15 @@ class Worker:
                 raise StopAtBoundary(execution_id, cancel=False)
         return check
 
-    async def _drive(self, runner: Runner, store: Checkpointer, claim: ClaimedRun) -> None:
+    async def _drive(self, runner: Runner, store: Checkpointer, claim: ClaimedRun,
+                     held: Claimed) -> None:
         execution_id = claim.run.execution_id
         try:
-            result = await runner.aresume(execution_id, owner=claim.owner,
+            result = await runner.aresume(execution_id, claimed=held,
                                           boundary=self._boundary(store, execution_id))
             log.info("run %s (%s): %s", execution_id, claim.reason, result.status)
         except LeaseLost as exc:
-            log.warning("%s", exc)
+            self._report_lost(claim, exc)
         except (AlreadyResumed, ResumeError) as exc:
             log.info("run %s: %s", execution_id, exc)
             self._give_back(store, claim)
@@ -392,6 +448,7 @@ class Worker:
         finally:
             with self._finished_lock:
                 self.finished += 1
+                self._reported_lost.discard(claim.owner)
 
     async def _retry_later(self, store: Checkpointer, claim: ClaimedRun, error: str) -> None:
         """A drive that failed for a reason other than fencing: no worker takes the run again

@@ -90,6 +90,11 @@ class Slots:
             raise
         self._free = list(self._all)
 
+    @property
+    def free(self) -> int:
+        """How many slots are free."""
+        return len(self._free)
+
     def take(self) -> Slot:
         """A free slot (the worker claims no more runs than it has slots)."""
         return self._free.pop()
