@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from tether.compiler.context import Context
 from tether.compiler.plan import PlanAgent, PlanModelRef, PlanTool
@@ -26,6 +24,9 @@ from tether.diagnostics import Related
 from tether.dsl.ast import Workflow
 from tether.dsl.document import AgentSpec, ModelRef
 from tether.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Tasks = Mapping[str, Callable[..., Any]]
 CALLED_ONLY_REFUSES = ("needs", "when", "trigger", "loop")
@@ -90,7 +91,8 @@ def check_agents(ctx: Context, tasks: Tasks | None) -> None:
             ctx.report("E909", f"agent `{node_id}` has no `prompt`", ctx.key_span(*base),
                        node_id=node_id, help="the prompt is the first user message, e.g. "
                        '`prompt: "{{ inputs.request }}"`')
-    _check_cycles(ctx, agents)
+    if agents:  # (no graph, and no networkx import, for a workflow without agents)
+        _check_cycles(ctx, agents)
 
 
 def _check_model(ctx: Context, node_id: str, model: str | ModelRef,
@@ -226,6 +228,8 @@ def _check_called(ctx: Context, node_id: str, callers: list[str]) -> None:
 
 
 def _check_cycles(ctx: Context, agents: dict[str, AgentSpec]) -> None:
+    import networkx as nx  # (imported when needed: most checks never build a graph)
+
     graph: nx.DiGraph[str] = nx.DiGraph()
     graph.add_nodes_from(agents)
     for caller, spec in agents.items():

@@ -11,14 +11,16 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from tether.compiler.context import Context
 from tether.compiler.switches import add_switch_edges
 from tether.diagnostics import Related
 from tether.dsl.document import NodeSpec
 from tether.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass
@@ -142,6 +144,8 @@ class _Edges:
         self.pred[target][source] = None
 
     def networkx(self) -> nx.DiGraph[str]:
+        import networkx as nx  # (imported when needed: most checks never build a graph)
+
         digraph: nx.DiGraph[str] = nx.DiGraph()
         digraph.add_nodes_from(self.succ)
         for node, targets in self.succ.items():
@@ -187,6 +191,8 @@ def _declared_in_order(deps: Mapping[str, Iterable[str]], position: dict[str, in
 
 def _acyclic(order: list[str] | None) -> list[str]:
     if order is None:  # what networkx's sort raises
+        import networkx as nx
+
         raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
     return order
 
@@ -221,6 +227,8 @@ def _checked_needs(ctx: Context, node_id: str, node: NodeSpec, known: set[str],
 
 
 def _report_cycles(ctx: Context, digraph: nx.DiGraph[str]) -> list[list[str]]:
+    import networkx as nx  # (imported when needed: most checks never build a graph)
+
     position = {node_id: i for i, node_id in enumerate(ctx.graph_nodes)}
     components = [
         sorted(c, key=position.__getitem__)
@@ -256,6 +264,8 @@ def _report_cycles(ctx: Context, digraph: nx.DiGraph[str]) -> list[list[str]]:
 
 def _one_cycle(subgraph: nx.DiGraph[str], start: str) -> list[str]:
     """A simple cycle through ``start``, as the list of its nodes in dependency order."""
+    import networkx as nx
+
     edges = nx.find_cycle(subgraph, source=start)
     cycle = [u for u, _ in edges]
     while cycle[0] != start and start in cycle:

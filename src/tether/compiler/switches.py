@@ -10,14 +10,16 @@ run).
 from __future__ import annotations
 
 from collections.abc import Iterator
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from tether.compiler.context import Context
 from tether.diagnostics import Related
 from tether.dsl.document import SwitchSpec
 from tether.dsl.source import Path
 from tether.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def branches(switch: SwitchSpec) -> Iterator[tuple[Path, str, str]]:
@@ -32,6 +34,8 @@ def branches(switch: SwitchSpec) -> Iterator[tuple[Path, str, str]]:
 def add_switch_edges(ctx: Context, needs: dict[str, list[str]],
                      digraph: nx.DiGraph[str]) -> None:
     """Check every switch's cases; make each listed node need its switch."""
+    import networkx as nx  # (imported when needed: most checks never build a graph)
+
     nodes = ctx.workflow.nodes
     for switch_id, node in nodes.items():
         if node.switch is None:
