@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -80,6 +81,7 @@ def main() -> None:
     args = parser.parse_args()
     schema = wb.Schema()
     workdir = Path(tempfile.mkdtemp(prefix="worker-cpu-"))
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         runner = tether.Runner(wb.chain(args.nodes, "bench_step"), schema.store)
         for _ in range(args.runs):
@@ -87,7 +89,6 @@ def main() -> None:
         (since,), = schema.sql("SELECT now()")
         path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
         prefix = []
-        procs = []
         for i in range(args.workers):
             if args.py_spy:
                 prefix = [str(Path(sys.executable).parent / "py-spy"), "record", "--gil",
@@ -167,7 +168,12 @@ def main() -> None:
         for proc in procs:
             proc.wait(60)
     finally:
+        for proc in procs:  # (an error above leaves no worker running)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(60)
         schema.drop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
