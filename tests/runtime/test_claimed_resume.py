@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance_helpers import Calls, write_workflow
+from conformance_helpers import ASK_THEN_AFTER, Calls, write_workflow
 
 import tether
 from tether.errors import LeaseLost
@@ -20,22 +20,11 @@ from tether.runtime.resume import Claimed
 from tether.stores.base import Checkpointer
 from tether.stores.queueing import CancelOutcome, ClaimReason
 
-TWO_NODES = """
-    tether: 1
-    name: two
-    nodes:
-      ask: {task: t.ask}
-      after:
-        needs: [ask]
-        task: t.after
-        with: {x: "{{ nodes.ask.output }}"}
-    output: "{{ nodes.after.output }}"
-"""
 LEASE = 30.0
 
 
 def _runner(tmp_path: Path, store: Checkpointer, ask: Any, after: Any) -> tether.Runner:
-    return tether.Runner(write_workflow(tmp_path, TWO_NODES), store,
+    return tether.Runner(write_workflow(tmp_path, ASK_THEN_AFTER), store,
                          tasks={"t.ask": ask, "t.after": after})
 
 

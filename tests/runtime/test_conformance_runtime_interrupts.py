@@ -10,23 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conformance_helpers import Calls, Crash, committed, footprint, write_workflow
+from conformance_helpers import ASK_THEN_AFTER, Calls, Crash, committed, footprint, write_workflow
 
 import tether
 from tether.errors import AlreadyResumed, ResumeError, ResumeValueError
 from tether.stores.base import Checkpointer
-
-ONE_NODE = """
-    tether: 1
-    name: one
-    nodes:
-      ask: {task: t.ask}
-      after:
-        needs: [ask]
-        task: t.after
-        with: {x: "{{ nodes.ask.output }}"}
-    output: "{{ nodes.after.output }}"
-"""
 
 
 def _runner(tmp_path: Path, store: Checkpointer, ask: Any, calls: Calls) -> tether.Runner:
@@ -34,7 +22,7 @@ def _runner(tmp_path: Path, store: Checkpointer, ask: Any, calls: Calls) -> teth
         calls.hit("after")
         return x
 
-    return tether.Runner(write_workflow(tmp_path, ONE_NODE), store,
+    return tether.Runner(write_workflow(tmp_path, ASK_THEN_AFTER), store,
                          tasks={"t.ask": ask, "t.after": after})
 
 

@@ -13,11 +13,11 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conformance_helpers import new_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +26,6 @@ from tether.runtime import ids
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import run_sync
 from tether.runtime.values import dumps, to_json
-from tether.stores.records import RunRecord
 from tether.stores.sqlite import SQLiteCheckpointer
 
 # -- checkpoint ids -------------------------------------------------------------------------------
@@ -249,15 +248,6 @@ def test_ctrl_c_stops_tether_run_with_130_and_the_run_resumes_at_once(
 
 
 # -- the lease heartbeat ----------------------------------------------------------------------
-
-
-def new_run(store: SQLiteCheckpointer) -> str:
-    execution_id = ids.new_execution_id()
-    now = datetime.now(UTC)
-    store.create_run(RunRecord(execution_id=execution_id, workflow="wf",
-                               plan_fingerprint="f" * 64, status="running", inputs={},
-                               created_at=now, updated_at=now), '{"tether_plan": 1}')
-    return execution_id
 
 
 def _lease(store: SQLiteCheckpointer, execution_id: str) -> float:

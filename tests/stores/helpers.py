@@ -37,6 +37,20 @@ from tether.stores.sql import SQLCheckpointer
 PLAN_JSON = '{"plan": "stand-in"}'
 
 
+ASK_THEN_AFTER = """
+    tether: 1
+    name: one
+    nodes:
+      ask: {task: t.ask}
+      after:
+        needs: [ask]
+        task: t.after
+        with: {x: "{{ nodes.ask.output }}"}
+    output: "{{ nodes.after.output }}"
+"""
+"""Two task nodes, the second reading the first (tasks ``t.ask`` and ``t.after``)."""
+
+
 def write_workflow(directory: Path, text: str, name: str = "wf.yaml") -> Path:
     """Write a workflow file (dedented) and return its path."""
     path = directory / name
