@@ -99,6 +99,35 @@ def test_a_claim_recovers_expired_or_released_runs_and_answered_pauses(
     assert _run(store, held).owner == "alive"
 
 
+def test_a_claim_orders_every_kind_of_claimable_run_together(store: Checkpointer) -> None:
+    """Queued, recovered and answered runs are taken in one order, priority first then age,
+    whatever their kind, and a claim of n takes the first n of all of them (the claim reads
+    the first n of each kind in index order, then the first n of those)."""
+    start = time.time() - 100
+    oldest, older = (new_run(store, status="queued", created_at=start + i) for i in (0, 1))
+    urgent = new_run(store, status="queued", created_at=start + 5)
+    expired = new_run(store, owner="dead", lease_until=start, created_at=start + 2)
+    waiting = new_run(store, owner="me", lease_until=time.time() + 60, created_at=start + 3)
+    late = new_run(store, owner="dead", lease_until=start, created_at=start + 4)
+    for eid, priority in ((oldest, 0), (older, 0), (urgent, 3), (expired, 2), (waiting, 1),
+                          (late, 0)):
+        assert store.enqueue_run(eid, "default", priority)
+    pause(store, waiting, owner="me")
+    pending = store.get_pending(waiting)
+    assert pending is not None
+    time.sleep(0.01)  # the decision's stored time must be after the pause's (clock ticks)
+    assert store.claim(pending, {"approved": True}) is not None
+    taken = []
+    for _ in range(4):
+        now = time.time()
+        taken.append([(c.run.execution_id, c.reason)
+                      for c in store.claim_runs("w", ["default"], 2, now, now + 30)])
+    assert taken == [[(urgent, ClaimReason.QUEUED), (expired, ClaimReason.RECOVERED)],
+                     [(waiting, ClaimReason.ANSWERED), (oldest, ClaimReason.QUEUED)],
+                     [(older, ClaimReason.QUEUED), (late, ClaimReason.RECOVERED)],
+                     []]
+
+
 def test_runs_in_place_are_not_claimed(store: Checkpointer) -> None:
     """A run without a queue (tether run) is never claimed, even with its lease expired."""
     new_run(store, owner="dead", lease_until=time.time() - 1)

@@ -59,6 +59,18 @@ def _columns(store: Checkpointer) -> dict[str, list[str]]:
             for name in sorted(schema.metadata.tables) if name in present}
 
 
+def _indexes(store: Checkpointer) -> dict[str, set[tuple[str, tuple[str, ...]]]]:
+    """The named indexes of each table (name, columns), primary keys and unique constraints
+    aside."""
+    inspector = inspect(store.engine)  # type: ignore[attr-defined]
+    where = getattr(store, "schema", None)
+    present = set(inspector.get_table_names(schema=where))
+    return {name: {(i["name"], tuple(str(c) for c in i["column_names"]))
+                   for i in inspector.get_indexes(name, schema=where)
+                   if not i["name"].startswith("sqlite_autoindex")}
+            for name in sorted(schema.metadata.tables) if name in present}
+
+
 def _other_url(backend: str, tmp_path: Path, url: str) -> Iterator[str]:
     """A second, empty database of the same backend."""
     if backend == "sqlite":
@@ -124,6 +136,7 @@ def test_a_released_v1_database_upgrades_through_a_column_adding_migration_and_r
             fresh = open_checkpointer(fresh_url)
             try:
                 assert _columns(fresh) == upgraded
+                assert _indexes(fresh) == _indexes(store)
             finally:
                 fresh.close()
         expected = {name: sorted(c.name for c in table.columns)
@@ -132,6 +145,12 @@ def test_a_released_v1_database_upgrades_through_a_column_adding_migration_and_r
         if "decision" in upgraded["runs"]:  # SQLite before 3.35 cannot drop a column
             expected["runs"] = sorted([*expected["runs"], "decision"])
         assert upgraded == dict(sorted(expected.items()))
+        declared = {name: {(i.name, tuple(c.name for c in i.columns)) for i in table.indexes}
+                    for name, table in schema.metadata.tables.items()}
+        assert {name: {i for i in found if not i[0].endswith("_key")}
+                for name, found in _indexes(store).items()} == declared
+        assert ("runs_claim_order", ("queue", "status", "priority", "created_at",
+                                     "execution_id")) in declared["runs"]
 
         run = store.get_run(execution_id)
         assert run is not None and (run.status, run.attempt) == ("paused", 1)

@@ -74,9 +74,11 @@ runs = Table(
     Column("recovery_failures", Integer, nullable=False, server_default="0",
            comment="drives of the run that failed for a reason other than fencing (backoff)"),
     Index("runs_status_updated", "status", "updated_at"),
-    Index("runs_claim", "queue", "status", "priority"),
     Index("runs_started", "queue", "started_at"),
 )
+# the claim reads each kind of claimable run in claim order (migration 7)
+Index("runs_claim_order", runs.c.queue, runs.c.status, runs.c.priority.desc(), runs.c.created_at,
+      runs.c.execution_id)
 
 checkpoints = Table(
     "checkpoints",

@@ -29,9 +29,10 @@ from sqlalchemy import (
     literal_column,
     or_,
     select,
+    union_all,
     update,
 )
-from sqlalchemy.sql import ClauseElement, ColumnElement
+from sqlalchemy.sql import ClauseElement, ColumnElement, Select
 
 from tether.stores.owners import new_owner
 from tether.stores.queueing import (
@@ -58,20 +59,30 @@ def _ready() -> ColumnElement[bool]:
     return or_(runs.c.available_at.is_(None), runs.c.available_at <= bindparam("now"))
 
 
+_ORDER = (runs.c.priority.desc(), runs.c.created_at, runs.c.execution_id)
+
+
+_KINDS = ("queued", "recovered", "answered")
+
+
 def _claimable(queues: int, plans: int | None = None, full: int = 0,
-               starts: bool = True) -> ColumnElement[bool]:
+               starts: bool = True, kinds: Sequence[str] = _KINDS) -> ColumnElement[bool]:
     """The runs a claim may take (see ``tether.stores.queueing``): of ``plans`` fingerprints
-    when given, none of the ``full`` workflows, queued ones only when ``starts``."""
+    when given, none of the ``full`` workflows, queued ones only when ``starts``. ``kinds``:
+    which of them: ``queued`` runs, running runs whose lease ran out (``recovered``), paused
+    runs with answers (``answered``)."""
     free = or_(runs.c.owner.is_(None), runs.c.lease_until < bindparam("now"))
     answered = exists(select(literal_column("1")).select_from(decisions).where(and_(
         decisions.c.execution_id == runs.c.execution_id,
         decisions.c.created_at > runs.c.updated_at)))
-    kinds = [and_(runs.c.status == RunStatus.RUNNING.value, free, _ready()),
-             and_(runs.c.status == RunStatus.PAUSED.value, runs.c.owner.is_(None), answered)]
-    if starts:
-        kinds.insert(0, and_(runs.c.status == RunStatus.QUEUED.value,
-                             runs.c.cancel_requested_at.is_(None), _ready()))
-    where = [runs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]), or_(*kinds)]
+    terms = {"queued": and_(runs.c.status == RunStatus.QUEUED.value,
+                            runs.c.cancel_requested_at.is_(None), _ready()),
+             "recovered": and_(runs.c.status == RunStatus.RUNNING.value, free, _ready()),
+             "answered": and_(runs.c.status == RunStatus.PAUSED.value, runs.c.owner.is_(None),
+                              answered)}
+    chosen = [terms[kind] for kind in kinds if starts or kind != "queued"]
+    where = [runs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]),
+             chosen[0] if len(chosen) == 1 else or_(*chosen)]
     if plans is not None:
         where.append(runs.c.plan_fingerprint.in_([bindparam(f"p{i}") for i in range(plans)]))
     if full:
@@ -80,11 +91,27 @@ def _claimable(queues: int, plans: int | None = None, full: int = 0,
 
 
 def _candidates(queues: int, plans: int | None, full: int, starts: bool) -> ClauseElement:
-    return select(runs.c.execution_id, runs.c.status, runs.c.queue, runs.c.workflow,
-                  runs.c.priority, runs.c.created_at).where(
-        _claimable(queues, plans, full, starts)).order_by(
-        runs.c.priority.desc(), runs.c.created_at, runs.c.execution_id).limit(
-        bindparam("n")).with_for_update(skip_locked=True)
+    """The first ``n`` claimable runs in claim order, locked (``SKIP LOCKED``): the best
+    ``n`` of each kind (queued, recovered, answered), each read in the order of the
+    ``runs_claim_order`` index, so a claim reads about ``n`` index entries per queue instead
+    of sorting the whole backlog; then the best ``n`` of those."""
+    return _first(_branch(_claimable(queues, plans, full, starts, (kind,)))
+                  for kind in _KINDS if starts or kind != "queued")
+
+
+def _first(branches: Iterable[Select[Any]]) -> Select[Any]:
+    both = union_all(*branches).subquery("claimable")
+    return select(*both.c).order_by(both.c.priority.desc(), both.c.created_at,
+                                    both.c.execution_id).limit(bindparam("n"))
+
+
+def _branch(where: ColumnElement[bool]) -> Select[Any]:
+    """The first ``n`` runs matching ``where`` in claim order, locked (``SKIP LOCKED``), as a
+    sub-select (SQLite takes no parenthesised member in a compound select)."""
+    first = select(runs.c.execution_id, runs.c.status.label("was"), runs.c.queue,
+                   runs.c.workflow, runs.c.priority, runs.c.created_at).where(where).order_by(
+        *_ORDER).limit(bindparam("n")).with_for_update(skip_locked=True).subquery()
+    return select(*first.c)
 
 
 def _take() -> ClauseElement:
@@ -138,7 +165,8 @@ def _names(prefix: str, values: Iterable[str]) -> dict[str, str]:
 def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
     """PostgreSQL's claim when none of the served queues has limits, in one statement:
     ``WITH lim AS (the served queues that have limits), cand AS (the claimable runs,
-    none if lim is not empty, ... FOR UPDATE SKIP LOCKED LIMIT n) UPDATE runs ... FROM cand
+    none if lim is not empty: the first n of each kind ... FOR UPDATE SKIP LOCKED, then the
+    first n of those, as :func:`_candidates`) UPDATE runs ... FROM cand
     RETURNING`` the run rows and their status before. Each run gets its own owner token,
     ``gen_random_uuid()``'s 32 hex digits (random, as :func:`new_owner`'s) followed by this
     process's ``@host/pid/...`` suffix. The row locks and ``SKIP LOCKED`` are the
@@ -146,10 +174,10 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
     ``_locked_limits`` would read (nothing to lock when there are none)."""
     lim = select(queue_table.c.name).where(and_(queue_table.c.name.in_(
         [bindparam(f"q{i}") for i in range(queues)]), _LIMITED)).cte("lim")
-    cand = select(runs.c.execution_id, runs.c.status.label("was")).where(and_(
-        _claimable(queues, plans), ~exists(select(literal_column("1")).select_from(lim)),
-    )).order_by(runs.c.priority.desc(), runs.c.created_at, runs.c.execution_id).limit(
-        bindparam("n")).with_for_update(skip_locked=True).cte("cand")
+    empty = ~exists(select(literal_column("1")).select_from(lim))
+    first = _first(_branch(and_(_claimable(queues, plans, kinds=(kind,)), empty))
+                   for kind in _KINDS).subquery("first")
+    cand = select(first.c.execution_id, first.c.was).cte("cand")
     token = func.replace(cast(func.gen_random_uuid(), String), "-", "") + \
         bindparam("suffix", type_=String)
     return update(runs).where(runs.c.execution_id == cand.c.execution_id).values(
