@@ -38,6 +38,7 @@ from tether.stores.records import (
     fold_last,
 )
 from tether.stores.schedule_records import ScheduleRecord
+from tether.stores.write_group import WriteGroup
 
 _UNKNOWN: Any = object()
 _EPOCH = datetime.fromtimestamp(0, tz=UTC)
@@ -98,6 +99,12 @@ class Checkpointer(abc.ABC):
     """Set by a worker on its stores: fenced :meth:`put` calls also read the run row's
     ``cancel_requested_at`` for :meth:`take_cancel_seen` where the store can do that in the
     same statement (PostgreSQL). Off for ``tether run``, whose writes nobody cancels."""
+
+    write_group: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] | None = None
+    """Set by a worker on the stores of its slots (one group for all of them), where
+    :attr:`concurrent_connections`: fenced :meth:`put` calls of those stores that overlap
+    are written in one statement and one commit (``write_group.py``). Stores that cannot
+    ignore it."""
 
     def take_cancel_seen(self, execution_id: str, max_age: float) -> SeenCancel | None:
         """The run row's ``cancel_requested_at`` as this store's last fenced :meth:`put` of

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -37,7 +37,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 
@@ -66,6 +66,31 @@ def fenced_insert_seen() -> ClauseElement:
     ).returning(literal_column("1")).cte("ins")
     return select(select(func.count()).select_from(ins).scalar_subquery(),
                   select(held.c.cancel_requested_at).scalar_subquery())
+
+
+def fenced_batch_sql(count: int, qualified: Callable[[str], str], dialect: Dialect) -> str:
+    """``count`` fenced checkpoint INSERTs in one statement (a write group's batch):
+    ``WITH v AS (VALUES (row..., owner), ...), held AS (the runs rows of v, FOR SHARE),
+    ins AS (INSERT the rows of v whose run's owner is the row's owner RETURNING
+    checkpoint_id) SELECT checkpoint_id, cancel_requested_at, written`` for each row of v.
+    Each run row is locked as in :func:`fenced_insert_seen` (a takeover's UPDATE waits for
+    this commit, or the locked row is its newer version, whose owner no longer matches);
+    a row whose run another owner holds is not written."""
+    types = [checkpoints.c[name].type.compile(dialect=dialect) for name in _ROW_FIELDS]
+    values = "(" + ", ".join(f"%s::{t}" for t in (*types, "VARCHAR")) + ")"
+    names = ", ".join(_ROW_FIELDS)
+    return (f"WITH v ({names}, owner) AS (VALUES {', '.join([values] * count)}), "
+            f"held AS (SELECT r.execution_id, r.owner, r.cancel_requested_at "
+            f"FROM {qualified('runs')} AS r "
+            f"WHERE r.execution_id IN (SELECT v.execution_id FROM v) FOR SHARE OF r), "
+            f"ins AS (INSERT INTO {qualified('checkpoints')} ({names}) "
+            f"SELECT {', '.join('v.' + n for n in _ROW_FIELDS)} FROM v JOIN held "
+            f"ON held.execution_id = v.execution_id AND held.owner = v.owner "
+            f"RETURNING checkpoint_id) "
+            f"SELECT v.checkpoint_id, held.cancel_requested_at, "
+            f"EXISTS (SELECT 1 FROM ins WHERE ins.checkpoint_id = v.checkpoint_id) "
+            f"FROM v LEFT JOIN held ON held.execution_id = v.execution_id "
+            f"AND held.owner = v.owner")
 
 
 def finish_fenced() -> ClauseElement:
@@ -147,6 +172,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         self._hot_cursor: Any = None
         self._seen: dict[str, tuple[float, float | None]] = {}  # take_cancel_seen's readings
         self._hot_lock = threading.Lock()
+        self._batch_sql: dict[int, str] = {}  # fenced_batch_sql by row count
         super().__init__(engine)
 
     def __repr__(self) -> str:
@@ -212,13 +238,15 @@ class PostgresCheckpointer(SQLCheckpointer):
         version: a cancel request committing meanwhile is waited for and seen), kept for the
         worker's next node boundary (:meth:`take_cancel_seen`): one round trip per node
         instead of a write and a read. Only when :attr:`reads_cancel_on_write` (a worker's
-        store); otherwise the plain fenced INSERT."""
+        store); otherwise the plain fenced INSERT. With a :attr:`write_group`, the writes
+        of the group's stores that overlap go in one statement (``write_group.py``)."""
         if not self.reads_cancel_on_write:
             return super()._put_fenced(connection, row, owner)
-        statement = self._sql.get("put_fenced_seen", fenced_insert_seen)
-        params = (row.execution_id, owner, *row) if statement.names == _SEEN_NAMES else \
-            statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
-        written, requested_at = self._run(connection, statement.sql, params).fetchone()
+        group = self.write_group
+        if group is None:
+            written, requested_at = self._put_seen(connection, row, owner)
+        else:
+            written, requested_at = group.submit((row, owner), self._put_batch)
         if written:
             seen = self._seen
             if len(seen) >= _SEEN_LIMIT:  # readings no boundary took (a run's last node)
@@ -227,6 +255,47 @@ class PostgresCheckpointer(SQLCheckpointer):
                     seen.pop(key, None)
             seen[row.execution_id] = (time.monotonic(), requested_at)
         return bool(written)
+
+    def _put_seen(self, connection: Any, row: CheckpointRow, owner: str,
+                  ) -> tuple[bool, float | None]:
+        statement = self._sql.get("put_fenced_seen", fenced_insert_seen)
+        params = (row.execution_id, owner, *row) if statement.names == _SEEN_NAMES else \
+            statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
+        written, requested_at = self._run(connection, statement.sql, params).fetchone()
+        return bool(written), requested_at
+
+    def _put_batch(self, items: Sequence[tuple[CheckpointRow, str]],
+                   ) -> list[tuple[bool, float | None] | BaseException]:
+        """Write a write group's batch on this store's hot connection (the caller holds
+        ``_lock``): one row alone as :meth:`_put_seen`; several in one statement
+        (:func:`fenced_batch_sql`). If that statement fails for another reason than the
+        connection, each row is written alone, so an error is its own row's."""
+        connection = self._hot()
+        if len(items) == 1:
+            return [self._put_seen(connection, *items[0])]
+        sql = self._batch_sql.get(len(items))
+        if sql is None:
+            sql = self._batch_sql[len(items)] = fenced_batch_sql(
+                len(items), self._qualified, self.engine.dialect)
+        try:
+            rows = self._run(connection, sql, [value for row, owner in items
+                                               for value in (*row, owner)]).fetchall()
+        except Exception as exc:
+            if self._is_disconnect(exc):
+                raise
+            return [self._put_alone(connection, row, owner) for row, owner in items]
+        found = {checkpoint_id: (bool(written), requested_at)
+                 for checkpoint_id, requested_at, written in rows}
+        return [found.get(row.checkpoint_id, (False, None)) for row, _ in items]
+
+    def _put_alone(self, connection: Any, row: CheckpointRow, owner: str,
+                   ) -> tuple[bool, float | None] | BaseException:
+        try:
+            return self._put_seen(connection, row, owner)
+        except Exception as exc:
+            if self._is_disconnect(exc):
+                raise
+            return exc
 
     def _finish_fenced(self, row: CheckpointRow, status: str, error: str | None,
                        owner: str) -> bool:

@@ -40,6 +40,8 @@ from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
+from tether.stores.records import CheckpointRow
+from tether.stores.write_group import WriteGroup
 from tether.workers import claims
 from tether.workers.schedules import Submit, fire_schedules
 from tether.workers.slots import Slots
@@ -194,9 +196,11 @@ class Worker:
         if connect is None or not store.concurrent_connections:
             return None
         tasks = dict(runner.tasks)
+        group: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] = WriteGroup()
 
         def make_runner(slot_store: Checkpointer) -> Runner:
             slot_store.reads_cancel_on_write = True
+            slot_store.write_group = group  # overlapping checkpoint writes: one commit
             made = Runner(None, slot_store, tasks, max_concurrency=self._max_concurrency,
                           lease_seconds=self.lease_seconds, park_timers=True)
             # A lone body runs inline in the slot's loop (no thread hop per node); a lost

@@ -1,0 +1,212 @@
+"""Group commit of a worker's checkpoint writes (``stores/write_group.py``).
+
+The group on its own, with threads; then PostgreSQL stores sharing a group as a worker's
+slots do: overlapping fenced writes go in one statement, and each row is still fenced on its
+own run's owner, read its own cancel request, and fails alone.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+import pytest
+from helpers import new_run, row
+
+from tether.errors import LeaseLost, StoreError
+from tether.stores.postgres import PostgresCheckpointer
+from tether.stores.records import CheckpointRow
+from tether.stores.write_group import WriteGroup
+
+WAIT = 30.0
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def _queued(group: WriteGroup[Any, Any]) -> int:
+    with group._ready:
+        return len(group._queue)
+
+
+def test_a_lone_writer_writes_its_item_alone() -> None:
+    group: WriteGroup[int, int] = WriteGroup()
+    seen: list[list[int]] = []
+
+    def write(items: Sequence[int]) -> list[int | BaseException]:
+        seen.append(list(items))
+        return [i * 10 for i in items]
+
+    assert [group.submit(i, write) for i in (1, 2)] == [10, 20]
+    assert seen == [[1], [2]]
+    assert (group.batches, group.items) == (2, 2)
+
+
+def test_writes_that_arrive_while_one_is_in_flight_go_together_each_to_its_writer() -> None:
+    """The first writer leads alone; the three that queue meanwhile are written as one
+    batch by one of them; every writer gets its own item's result."""
+    group: WriteGroup[int, int] = WriteGroup()
+    batches: list[list[int]] = []
+    release = threading.Event()
+
+    def write(items: Sequence[int]) -> list[int | BaseException]:
+        if not batches:
+            release.wait(WAIT)
+        batches.append(sorted(items))
+        return [i * 10 for i in items]
+
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(group.submit, 0, write)
+        _until(lambda: group._busy)
+        others = [pool.submit(group.submit, i, write) for i in (1, 2, 3)]
+        _until(lambda: _queued(group) == 3)
+        release.set()
+        assert [f.result(WAIT) for f in (first, *others)] == [0, 10, 20, 30]
+    assert batches == [[0], [1, 2, 3]]
+    assert (group.batches, group.items) == (2, 4)
+
+
+def test_an_item_error_fails_its_writer_alone_and_a_batch_error_fails_the_batch() -> None:
+    group: WriteGroup[int, int] = WriteGroup()
+    release = threading.Event()
+    calls = 0
+
+    def write(items: Sequence[int]) -> list[int | BaseException]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            release.wait(WAIT)
+            return [i for i in items]
+        if 99 in items:
+            raise ConnectionError("the batch failed")
+        return [ValueError(f"bad {i}") if i == 2 else i for i in items]
+
+    with ThreadPoolExecutor(4) as pool:
+        lead = pool.submit(group.submit, 0, write)
+        _until(lambda: group._busy)
+        futures = {i: pool.submit(group.submit, i, write) for i in (1, 2, 3)}
+        _until(lambda: _queued(group) == 3)
+        release.set()
+        assert lead.result(WAIT) == 0
+        assert futures[1].result(WAIT) == 1 and futures[3].result(WAIT) == 3
+        with pytest.raises(ValueError, match="bad 2"):
+            futures[2].result(WAIT)
+    with pytest.raises(ConnectionError, match="the batch failed"):
+        group.submit(99, write)
+    assert group.submit(5, write) == 5  # the group is idle again after a failed batch
+
+
+def test_a_full_queue_is_written_in_batches_of_the_limit() -> None:
+    group: WriteGroup[int, int] = WriteGroup(limit=2)
+    release = threading.Event()
+    sizes: list[int] = []
+
+    def write(items: Sequence[int]) -> list[int | BaseException]:
+        if not sizes:
+            release.wait(WAIT)
+        sizes.append(len(items))
+        return list(items)
+
+    with ThreadPoolExecutor(5) as pool:
+        first = pool.submit(group.submit, 0, write)
+        _until(lambda: group._busy)
+        rest = [pool.submit(group.submit, i, write) for i in range(1, 5)]
+        _until(lambda: _queued(group) == 4)
+        release.set()
+        assert [f.result(WAIT) for f in (first, *rest)] == [0, 1, 2, 3, 4]
+    assert sizes == [1, 2, 2]
+
+
+# -- PostgreSQL stores sharing a group, as a worker's slots ----------------------------------
+@pytest.fixture
+def slot_stores(pg_schema: tuple[str, str]) -> Iterator[list[PostgresCheckpointer]]:
+    url, schema = pg_schema
+    group: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] = WriteGroup()
+    stores = [PostgresCheckpointer(url, schema=schema) for _ in range(4)]
+    for store in stores:
+        store.reads_cancel_on_write = True
+        store.write_group = group
+    yield stores
+    for store in stores:
+        store.close()
+
+
+def _hold_run_row(url: str, schema: str, execution_id: str) -> psycopg.Connection[object]:
+    """A transaction holding the run row ``FOR UPDATE``: a fenced write of the run waits."""
+    connection: psycopg.Connection[object] = psycopg.connect(url)
+    connection.execute(f'SELECT 1 FROM "{schema}".runs WHERE execution_id = %s FOR UPDATE',
+                       (execution_id,))
+    return connection
+
+
+def _write_while_the_first_waits(stores: list[PostgresCheckpointer], rows: list[CheckpointRow],
+                                 pg_schema: tuple[str, str]) -> list[BaseException | None]:
+    """Each store writes its row (as ``owner-<i>``) while the first write waits on its run
+    row, so the others queue behind it and go as one batch; each write's outcome, in order."""
+    url, schema = pg_schema
+    group = stores[0].write_group
+    assert group is not None
+    blocker = _hold_run_row(url, schema, rows[0].execution_id)
+    try:
+        with ThreadPoolExecutor(len(stores)) as pool:
+            lead = pool.submit(stores[0].put, rows[0], "owner-0")
+            _until(lambda: group._busy)
+            others = [pool.submit(store.put, rows[i], f"owner-{i}")
+                      for i, store in enumerate(stores) if i]
+            _until(lambda: _queued(group) == len(others))
+            blocker.commit()
+            return [future.exception(WAIT) for future in (lead, *others)]
+    finally:
+        blocker.close()
+
+
+def test_overlapping_fenced_writes_share_one_statement_each_fenced_on_its_own_owner(
+        slot_stores: list[PostgresCheckpointer], pg_schema: tuple[str, str]) -> None:
+    """Four slots write at once while the first write waits on its run row: the other
+    three go as one statement. The run whose owner changed writes nothing (LeaseLost); the
+    run with a cancel request hands it to its next boundary; the others are written once."""
+    url, schema = pg_schema
+    first, *stores = slot_stores
+    now = time.time()
+    runs = [new_run(first, owner=f"owner-{i}", lease_until=now + 60) for i in range(4)]
+    taken_over, cancelled = runs[2], runs[3]
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'UPDATE "{schema}".runs SET owner = %s WHERE execution_id = %s',
+                      ("someone-else", taken_over))
+        admin.execute(f'UPDATE "{schema}".runs SET cancel_requested_at = %s '
+                      "WHERE execution_id = %s", (now, cancelled))
+    rows = [row(eid, "a") for eid in runs]
+    outcomes = _write_while_the_first_waits(slot_stores, rows, pg_schema)
+    assert outcomes[:2] == [None, None] and outcomes[3] is None
+    assert isinstance(outcomes[2], LeaseLost)
+    group = first.write_group
+    assert group is not None and (group.batches, group.items) == (2, 4)
+    for eid, store, expected in zip(runs, slot_stores, (1, 1, 0, 1), strict=True):
+        assert len(store._rows(eid)) == expected, eid
+    seen = stores[2].take_cancel_seen(cancelled, 60)
+    assert seen is not None and seen.requested_at == pytest.approx(now)
+    assert stores[0].take_cancel_seen(runs[1], 60) is not None
+    assert stores[0].take_cancel_seen(runs[1], 60) is None  # handed out once
+
+
+def test_a_row_that_fails_in_a_batch_fails_its_own_write_alone(
+        slot_stores: list[PostgresCheckpointer], pg_schema: tuple[str, str]) -> None:
+    """A batch whose statement fails for one row (its checkpoint id already written) is
+    written row by row: that write raises StoreError, the others are written."""
+    first = slot_stores[0]
+    now = time.time()
+    runs = [new_run(first, owner=f"owner-{i}", lease_until=now + 60) for i in range(4)]
+    rows = [row(eid, "a") for eid in runs]
+    first.put(rows[2], "owner-2")  # the same checkpoint again below: a unique violation
+    outcomes = _write_while_the_first_waits(slot_stores, rows, pg_schema)
+    assert outcomes[:2] == [None, None] and outcomes[3] is None
+    assert isinstance(outcomes[2], StoreError) and rows[2].checkpoint_id in str(outcomes[2])
+    assert [len(first._rows(eid)) for eid in runs] == [1, 1, 1, 1]
