@@ -18,6 +18,7 @@ import pytest
 from conftest import wait_for
 from tether.compiler.plan import Plan, TaskNode, with_fingerprint
 from tether.runtime.runner import Runner
+from tether.status import RUN_END
 from tether.stores.open import open_checkpointer
 from tether.workers.loop import Worker
 
@@ -71,4 +72,32 @@ def test_a_lease_lost_while_an_inline_body_hangs_is_given_up_at_once(
         gate.set()
         worker.stop()
         thread.join(30)
+        store.close()
+
+
+def test_the_slots_share_a_group_commit_and_the_worker_reports_it_as_it_stops(
+        pg_schema: tuple[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    """Every checkpoint row the slots write goes through the worker's write group, and the
+    worker logs how many rows went in how many statements when it stops."""
+    url, schema = pg_schema
+    store_url = f"{url}?schema={schema}"
+    store = open_checkpointer(store_url)
+    worker = Worker(store_url, {"hang": lambda: 1}, concurrency=4, poll_seconds=0.1)
+    thread = threading.Thread(target=worker.run_forever, daemon=True)
+    caplog.set_level(logging.INFO, logger="tether.workers")
+    try:
+        runner = Runner(_plan(), store)
+        runs = [runner.submit({}) for _ in range(8)]
+        thread.start()
+        wait_for(lambda: worker.finished == len(runs), 60, "the worker to finish the runs")
+    finally:
+        worker.stop()
+        thread.join(30)
+    try:
+        rows = sum(1 for eid in runs for row in store.list(eid) if row.step_type != RUN_END)
+        [line] = [r.getMessage() for r in caplog.records if "checkpoint writes" in r.getMessage()]
+        written, statements = (int(word) for word in line.split() if word.isdigit())
+        assert written == rows == 8 * 2
+        assert 1 <= statements <= written
+    finally:
         store.close()

@@ -91,6 +91,8 @@ class Worker:
         self._store_source = store
         self._connect = connect
         self._slots: Slots | None = None
+        self._writes: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] | None \
+            = None  # the slots' group commit (_open_slots)
         self._finished_lock = threading.Lock()
         self._tasks = tasks
         self._poll = poll_seconds
@@ -174,6 +176,9 @@ class Worker:
             finally:
                 if self._slots is not None:
                     self._slots.close()
+                if self._writes is not None and self._writes.items:
+                    log.info("checkpoint writes: %d row(s) in %d statement(s) (group commit)",
+                             self._writes.items, self._writes.batches)
                 if not isinstance(self._store_source, Checkpointer):
                     store.close()
 
@@ -196,7 +201,7 @@ class Worker:
         if connect is None or not store.concurrent_connections:
             return None
         tasks = dict(runner.tasks)
-        group: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] = WriteGroup()
+        group = self._writes = WriteGroup()
 
         def make_runner(slot_store: Checkpointer) -> Runner:
             slot_store.reads_cancel_on_write = True
