@@ -8,6 +8,12 @@ The drain is bench/workers.py's (``drain``'s set-up: a backlog moved into the se
 one UPDATE); meanwhile the CPU time (utime + stime, ``/proc/<pid>/stat``) of every worker
 process and of every PostgreSQL backend serving the bench's schema is read before and after,
 and ``pg_stat_activity`` is sampled every 20 ms for the wait events of those backends.
+The whole machine's busy CPU time (``/proc/stat``, less idle, iowait and steal) and that of
+every PostgreSQL process (``postgres``: the backends, the WAL writer, the checkpointer, ...)
+are read too, so the per-step figures add up: workers + PostgreSQL + the rest = the
+machine's busy time; the rest is listed by process (kernel threads, this script, other jobs)
+and by kind (interrupts). (The backends alone leave out the commit's
+WAL flush and the kernel work it causes.)
 ``--py-spy DIR``: each worker runs under ``py-spy record`` (on-CPU samples, flame graph and
 speedscope profile per worker in DIR).
 """
@@ -57,6 +63,25 @@ def waited_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return total / 1e9
+
+
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def machine_seconds() -> dict[str, float]:
+    """The whole machine's CPU time by kind, all cores (the first line of ``/proc/stat``)."""
+    values = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    return {name: int(v) / TICK for name, v in zip(STAT_FIELDS, values, strict=True)}
+
+
+def processes() -> dict[int, str]:
+    """Every process of the machine, by pid: its ``comm``."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                found[int(entry.name)] = (entry / "comm").read_text().strip()
+    return found
 
 
 def tree(pid: int) -> list[int]:
@@ -125,8 +150,14 @@ def main() -> None:
                 samples[0] += 1
                 time.sleep(0.02)
 
-        before = {p: cpu_seconds(p) for p in pids + backends}
+        commits_sql = ("SELECT xact_commit FROM pg_stat_database "
+                       "WHERE datname = current_database()")
+        (commits,), = watch.execute(commits_sql).fetchall()
+        everyone = processes()
+        server = [p for p, name in everyone.items() if name == "postgres"]
+        before = {p: cpu_seconds(p) for p in everyone}
         queued = {p: waited_seconds(p) for p in pids + backends}
+        machine = machine_seconds()
         wall = time.time()
         schema.sql(f"UPDATE %S.runs SET queue = '{wb.SERVED}' WHERE queue = '{wb.HOLD}'; "
                    f'NOTIFY "{schema.store.notify_channel}"')
@@ -138,7 +169,14 @@ def main() -> None:
             if done == args.runs:
                 break
             time.sleep(0.1)
-        after = {p: cpu_seconds(p) for p in pids + backends}
+        (commits_after,), = watch.execute(commits_sql).fetchall()
+        later = processes()  # (processes started during the drain: all their CPU is in it)
+        everyone.update(later)
+        after = {p: cpu_seconds(p) for p in everyone}
+        before.update({p: 0.0 for p in everyone if p not in before})
+        server = [p for p, name in everyone.items() if name == "postgres"]
+        machine = {k: v - machine[k] for k, v in machine_seconds().items()}
+        busy = sum(v for k, v in machine.items() if k not in ("idle", "iowait", "steal"))
         queued = {p: waited_seconds(p) - queued[p] for p in pids + backends}
         stop.set()
         sampler.join()
@@ -157,6 +195,23 @@ def main() -> None:
               f"{sum(queued[p] for p in backends):.2f} s")
         print(f"  {len(backends)} PostgreSQL backends: {pg:.2f} s CPU = "
               f"{pg / steps * 1e6:,.0f} µs/step ({pg / seconds * 100:.0f}% of a core)")
+        everything = sum(after[p] - before[p] for p in server)
+        commits = commits_after - commits
+        print(f"  PostgreSQL commits: {commits:,} = {commits / steps:.2f} per step (this "
+              "script's polls included; group commit batches a worker's writes)")
+        mine = sum(after[p] - before[p] for p in pids)
+        rest = busy - mine - everything
+        print(f"  all {len(server)} PostgreSQL processes: {everything:.2f} s CPU = "
+              f"{everything / steps * 1e6:,.0f} µs/step")
+        print(f"  the machine: {busy:.2f} s busy ({busy / seconds * 100:.0f}% of a core); "
+              f"besides workers and PostgreSQL {rest:.2f} s = {rest / steps * 1e6:,.0f} "
+              "µs/step (kernel threads, this script, other jobs)")
+        print("  the machine by kind: " + ", ".join(
+            f"{k} {v:.2f} s" for k, v in machine.items() if k != "idle"))
+        others = sorted(((after[p] - before[p], p) for p in everyone
+                         if p not in pids and p not in server), reverse=True)
+        print("  the rest by process: " + ", ".join(
+            f"{everyone[p]} ({p}) {used:.2f} s" for used, p in others[:6] if used > 0))
         total = sum(waits.values()) or 1
         print(f"  backend states over {samples[0]} samples:")
         for key, n in waits.most_common(12):
@@ -167,6 +222,10 @@ def main() -> None:
             proc.send_signal(signal.SIGINT if args.py_spy else signal.SIGTERM)
         for proc in procs:
             proc.wait(60)
+        for i in range(len(procs)):  # each worker's group commit, logged as it stops
+            for line in (workdir / f"worker-{i}.log").read_text().splitlines():
+                if "checkpoint writes:" in line:
+                    print(f"  worker {i}: {line.split('checkpoint writes: ', 1)[1]}")
     finally:
         for proc in procs:  # (an error above leaves no worker running)
             if proc.poll() is None:
