@@ -1,19 +1,19 @@
 """Where a worker drain's time goes: CPU per node step of each worker process and of
-PostgreSQL's backends, and what the backends wait for (issue 11, scaling).
+PostgreSQL, and what PostgreSQL's backends wait for (issue 11, scaling).
 
 Run: .venv/bin/python bench/worker_cpu.py [--runs 300] [--workers 1] [--concurrency 4]
      [--py-spy DIR]
 
 The drain is bench/workers.py's (``drain``'s set-up: a backlog moved into the served queue by
-one UPDATE); meanwhile the CPU time (utime + stime, ``/proc/<pid>/stat``) of every worker
-process and of every PostgreSQL backend serving the bench's schema is read before and after,
-and ``pg_stat_activity`` is sampled every 20 ms for the wait events of those backends.
-The whole machine's busy CPU time (``/proc/stat``, less idle, iowait and steal) and that of
-every PostgreSQL process (``postgres``: the backends, the WAL writer, the checkpointer, ...)
-are read too, so the per-step figures add up: workers + PostgreSQL + the rest = the
-machine's busy time; the rest is listed by process (kernel threads, this script, other jobs)
-and by kind (interrupts). (The backends alone leave out the commit's
-WAL flush and the kernel work it causes.)
+one UPDATE); meanwhile the CPU time (utime + stime, ``/proc/<pid>/stat``) of every process of
+the machine is read before and after (one started during the drain, such as a worker slot's
+connection and its backend, counts whole), with the machine's busy time (``/proc/stat``, less
+idle, iowait and steal) and PostgreSQL's commit count, so the per-step figures add up:
+workers + PostgreSQL (every ``postgres`` process: backends, WAL writer, checkpointer, ...) +
+the rest = the machine's busy time; the rest is listed by process (kernel threads, this
+script, other jobs) and by kind (interrupts). ``pg_stat_activity`` is sampled every 20 ms for
+the wait events of the drain's backends (every client backend of the database opened since
+the runs were submitted, as they appear).
 ``--py-spy DIR``: each worker runs under ``py-spy record`` (on-CPU samples, flame graph and
 speedscope profile per worker in DIR).
 """
@@ -132,10 +132,6 @@ def main() -> None:
 
         watch = psycopg.connect(w.PG_URL, autocommit=True)
         poll = schema.connection()
-        backends = [row[0] for row in watch.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
-            "AND backend_start > %s", (since,)).fetchall()]
         pids = [p for proc in procs for p in tree(proc.pid)]
         waits: Counter[str] = Counter()
         samples = [0]
@@ -145,7 +141,10 @@ def main() -> None:
             while not stop.is_set():
                 for state, event in watch.execute(
                         "SELECT state, coalesce(wait_event_type || ':' || wait_event, 'CPU') "
-                        "FROM pg_stat_activity WHERE pid = ANY(%s)", (backends,)).fetchall():
+                        "FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND backend_type = 'client backend' AND backend_start > %s "
+                        "AND pid <> pg_backend_pid() AND pid <> %s",
+                        (since, poll.info.backend_pid)).fetchall():
                     waits[f"{state} {event}"] += 1
                 samples[0] += 1
                 time.sleep(0.02)
@@ -156,7 +155,7 @@ def main() -> None:
         everyone = processes()
         server = [p for p, name in everyone.items() if name == "postgres"]
         before = {p: cpu_seconds(p) for p in everyone}
-        queued = {p: waited_seconds(p) for p in pids + backends}
+        queued = {p: waited_seconds(p) for p in everyone}
         machine = machine_seconds()
         wall = time.time()
         schema.sql(f"UPDATE %S.runs SET queue = '{wb.SERVED}' WHERE queue = '{wb.HOLD}'; "
@@ -177,7 +176,7 @@ def main() -> None:
         server = [p for p, name in everyone.items() if name == "postgres"]
         machine = {k: v - machine[k] for k, v in machine_seconds().items()}
         busy = sum(v for k, v in machine.items() if k not in ("idle", "iowait", "steal"))
-        queued = {p: waited_seconds(p) - queued[p] for p in pids + backends}
+        queued = {p: waited_seconds(p) - queued.get(p, 0.0) for p in everyone}
         stop.set()
         sampler.join()
         end = schema.sql("SELECT max(updated_at) FROM %S.runs")[0][0]
@@ -190,11 +189,8 @@ def main() -> None:
             print(f"  worker pid {p}: {used:.2f} s CPU = {used / steps * 1e6:,.0f} µs/step "
                   f"({used / seconds * 100:.0f}% of a core); runnable, not running: "
                   f"{queued[p]:.2f} s (all threads)")
-        pg = sum(after[p] - before[p] for p in backends)
-        print(f"  PostgreSQL backends runnable, not running: "
-              f"{sum(queued[p] for p in backends):.2f} s")
-        print(f"  {len(backends)} PostgreSQL backends: {pg:.2f} s CPU = "
-              f"{pg / steps * 1e6:,.0f} µs/step ({pg / seconds * 100:.0f}% of a core)")
+        print(f"  PostgreSQL processes runnable, not running: "
+              f"{sum(queued[p] for p in server):.2f} s")
         everything = sum(after[p] - before[p] for p in server)
         commits = commits_after - commits
         print(f"  PostgreSQL commits: {commits:,} = {commits / steps:.2f} per step (this "
@@ -202,7 +198,8 @@ def main() -> None:
         mine = sum(after[p] - before[p] for p in pids)
         rest = busy - mine - everything
         print(f"  all {len(server)} PostgreSQL processes: {everything:.2f} s CPU = "
-              f"{everything / steps * 1e6:,.0f} µs/step")
+              f"{everything / steps * 1e6:,.0f} µs/step ({everything / seconds * 100:.0f}% of a "
+              "core)")
         print(f"  the machine: {busy:.2f} s busy ({busy / seconds * 100:.0f}% of a core); "
               f"besides workers and PostgreSQL {rest:.2f} s = {rest / steps * 1e6:,.0f} "
               "µs/step (kernel threads, this script, other jobs)")
