@@ -14,7 +14,7 @@ printed too.
 The breakdown runs the `def` chain once more per repetition with timers wrapped around the
 runtime's entry points (monkeypatched here, nothing in ``src/``): template rendering and
 settings (``executors/task.py``'s ``render``/``seconds_setting``), checkpoint serialisation
-(``Journal.row``), the store write (the store's ``put``) and the task body; scheduling is what
+(``Journal._row``), the store write (the store's ``put``) and the task body; scheduling is what
 is left (the scheduler, the executor, the JSON check of the output, events, asyncio).
 """
 
@@ -112,17 +112,17 @@ def instrumented(timers: Timers, store: Any) -> Iterator[None]:
     from tether.runtime import journal
     from tether.runtime.executors import task
 
-    saved = (task.render, task.seconds_setting, journal.Journal.row, w.TASKS["noop_sync"])
+    saved = (task.render, task.seconds_setting, journal.Journal._row, w.TASKS["noop_sync"])
     task.render = timers.wrap("rendering", task.render)  # type: ignore[assignment]
     task.seconds_setting = timers.wrap("rendering", task.seconds_setting)  # type: ignore
-    journal.Journal.row = timers.wrap("serialisation", journal.Journal.row)  # type: ignore
+    journal.Journal._row = timers.wrap("serialisation", journal.Journal._row)  # type: ignore
     w.TASKS["noop_sync"] = timers.wrap("task body", w.noop_sync)
     if store is not None:
         store.put = timers.wrap("store write", store.put)
     try:
         yield
     finally:
-        task.render, task.seconds_setting, journal.Journal.row, w.TASKS["noop_sync"] = saved
+        task.render, task.seconds_setting, journal.Journal._row, w.TASKS["noop_sync"] = saved
         if store is not None:
             del store.put
 

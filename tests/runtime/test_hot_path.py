@@ -56,6 +56,24 @@ def test_a_bump_carries_into_the_next_millisecond_when_the_random_bits_run_out()
     assert bumped > full and bumped >> 80 == 1001 and uuid.UUID(int=bumped).version == 7
 
 
+def test_an_id_counted_on_past_its_upper_half_is_written_out_whole() -> None:
+    """The generator keeps the text of an id's upper 64 bits while they stay the same; a
+    carry out of the random bits (into rand_a, or into the next millisecond) changes them,
+    and the text must follow."""
+    generator = ids.IdGenerator()
+    ms = int(time.time() * 1000) + 3_600_000  # ahead of the clock: ids count on from here
+    for rand_a in (0x123, 0xFFF):  # a carry into rand_a, and one into the next millisecond
+        start = ids._uuid7_int(ms, rand_a, (1 << 62) - 3)
+        made = [generator.next(ids._format(start))]
+        made += [generator.next(made[-1]) for _ in range(5)]
+        assert made == sorted(made) and len(set(made)) == 6
+        for text in made:
+            assert str(uuid.UUID(text)) == text == ids._format(ids._parse(text))
+            assert uuid.UUID(text).version == 7
+        highs = {ids._parse(text) >> 64 for text in made}
+        assert len(highs) == 2  # the carry happened within these six ids
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_never_repeats_its_parents_ids() -> None:
     """Parent and child share the generator's memory at the fork: without starting afresh they

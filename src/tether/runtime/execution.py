@@ -215,9 +215,11 @@ class Level:
         return self._output()
 
     def _started(self, node: PlanNode) -> float:
-        if self.session.listener is not None:
-            self.session.emit(Event("started", self.session.execution_id, node.id,
-                                    self.agent_path, title=node.title))
+        """When ``node`` started (for the listener's events; 0.0 without a listener)."""
+        if self.session.listener is None:
+            return 0.0
+        self.session.emit(Event("started", self.session.execution_id, node.id,
+                                self.agent_path, title=node.title))
         return time.perf_counter()
 
     def _open(self, node: PlanNode, ready: Readiness) -> bool:
@@ -236,11 +238,13 @@ class Level:
 
     def _decide(self, node: PlanNode) -> UnitStatus:
         """``running``, ``skipped`` or ``upstream_failed``: trigger rule, switch, then guard."""
-        statuses = [self.state.status(n) for n in node.needs]
-        if not all(s == UnitStatus.COMPLETED for s in statuses):  # (then every rule runs it)
-            verdict = trigger_verdict(node.trigger, statuses)
-            if verdict != UnitStatus.RUNNING:
-                return verdict
+        status = self.state.status
+        for need in node.needs:
+            if status(need) != UnitStatus.COMPLETED:  # (all completed: every rule runs it)
+                verdict = trigger_verdict(node.trigger, [status(n) for n in node.needs])
+                if verdict != UnitStatus.RUNNING:
+                    return verdict
+                break
         if node.id in self.plan.gates and gated_off(
                 self.plan, node, self.state.status, lambda n: self.state.unit(n).output):
             return UnitStatus.SKIPPED
@@ -251,7 +255,7 @@ class Level:
 
     def _settle(self, node: PlanNode, outcome: Outcome, started: float,
                 ready: Readiness) -> None:
-        seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - started if started else 0.0
         if isinstance(outcome, UnitResult):  # the common case first
             if self._complete(node, outcome):
                 ready.restart(node.id)
@@ -334,11 +338,9 @@ class Level:
     def checkpoint(self, address: str, node: PlanNode, status: CheckpointStatus,
                    output_json: str | None, node_input: Any = None) -> None:
         journal = self.session.journal
-        if journal is not None:
-            journal.put(node_id=address, node_index=node.index, step_type=StepType.NODE,
-                        status=status, agent_path=self.agent_path,
-                        counters=self.state.counters, node_input=node_input,
-                        node_output_json=output_json)
+        if journal is not None:  # (in order: the path of every node)
+            journal.put(address, node.index, StepType.NODE, status, self.agent_path,
+                        self.state.counters, node_input, output_json)
 
     def suspend(self, node: PlanNode, path: StatePath, address: str,
                 signal: InterruptSignal, *, agent_path: str | None = None,

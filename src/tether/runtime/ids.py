@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import os
 import threading
-import time
+from time import time_ns
 
 from tether.errors import TetherError
 
 MAX_EXECUTION_ID_LENGTH = 200
 
 _MASK_62 = (1 << 62) - 1
+_MASK_64 = (1 << 64) - 1
 _VERSION_AND_VARIANT = (0x7 << 76) | (0b10 << 62)
 
 
@@ -49,6 +50,8 @@ class IdGenerator:
         self._last = 0
         self._random = b""
         self._offset = 0
+        self._high = -1  # the upper 64 bits of the last id, and their text with its dashes
+        self._high_text = ""
 
     def next(self, after: str | None = None) -> str:
         """A new id, greater than every id this generator returned and than ``after``."""
@@ -56,7 +59,7 @@ class IdGenerator:
             floor = self._last
             if after is not None and after != self._last_text:
                 floor = max(floor, _parse(after))
-            ms = time.time_ns() // 1_000_000
+            ms = time_ns() // 1_000_000
             if ms <= floor >> 80:  # within the floor's millisecond: count on from it
                 candidate = floor + 1 if floor & _MASK_62 != _MASK_62 else _bump(floor)
             else:
@@ -67,7 +70,12 @@ class IdGenerator:
                 rand = int.from_bytes(self._random[start:start + 10], "big")
                 candidate = _uuid7_int(ms, (rand >> 62) & 0xFFF, rand & _MASK_62)
             self._last = candidate
-            self._last_text = _format(candidate)
+            high = candidate >> 64  # the same within a millisecond: its text is kept
+            if high != self._high:
+                text = f"{high:016x}"
+                self._high, self._high_text = high, f"{text[:8]}-{text[8:12]}-{text[12:]}-"
+            low = f"{candidate & _MASK_64:016x}"
+            self._last_text = f"{self._high_text}{low[:4]}-{low[4:]}"
             return self._last_text
 
     _last_text: str = ""
@@ -78,6 +86,7 @@ class IdGenerator:
         self._lock = threading.Lock()
         self._last, self._last_text = 0, ""
         self._random, self._offset = b"", 0
+        self._high, self._high_text = -1, ""
 
 
 def _bump(value: int) -> int:

@@ -170,8 +170,12 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
         if attempt < attempts and node.retry is not None:
             await asyncio.sleep(node.retry.delay(attempt))
     assert last is not None
-    error = NodeError.of(last, node.id, attempts=attempts if attempts > 1 else None)
-    raise NodeFailure(error) from None
+    raise failure(last, node, attempts) from None
+
+
+def failure(exc: BaseException, node: TaskNode, attempts: int = 1) -> NodeFailure:
+    """The failure of a task unit whose last attempt raised ``exc`` (a retryable one)."""
+    return NodeFailure(NodeError.of(exc, node.id, attempts=attempts if attempts > 1 else None))
 
 
 async def call_once(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],

@@ -15,11 +15,11 @@ snapshots.
 from __future__ import annotations
 
 import functools
-import time
+from time import time
 from typing import TYPE_CHECKING, Any
 
 from tether.paths import StatePath, get_path
-from tether.runtime.ids import new_checkpoint_id
+from tether.runtime import ids
 from tether.runtime.values import dumps
 from tether.status import CheckpointStatus, CheckpointStatusName, StepType, StepTypeName
 from tether.stores.base import Checkpointer
@@ -93,7 +93,7 @@ class Journal:
 
     def next_id(self) -> str:
         """A checkpoint id for the next row (pass it to :meth:`row`)."""
-        return new_checkpoint_id(self.last_id)
+        return ids.IDS.next(self.last_id)
 
     def check(self) -> None:
         """Raise LeaseLost if this journal's attempt no longer holds the run."""
@@ -108,18 +108,32 @@ class Journal:
             parent_checkpoint_id: str | None = None,
             checkpoint_id: str | None = None) -> CheckpointRow:
         """The next checkpoint row (not yet written); consumes the marked changes."""
-        checkpoint_id = checkpoint_id or new_checkpoint_id(self.last_id)
+        return self._row(checkpoint_id or ids.IDS.next(self.last_id), node_id, node_index,
+                         step_type, status, agent_path, counters, node_input,
+                         node_output_json, full, reason, context_json, parent_checkpoint_id)
+
+    def _row(self, checkpoint_id: str, node_id: str, node_index: int, step_type: str,
+             status: str, agent_path: str, counters: dict[str, Any] | None, node_input: Any,
+             node_output_json: str | None, full: bool, reason: str | None,
+             context_json: str | None, parent_checkpoint_id: str | None) -> CheckpointRow:
+        """:meth:`row` with every value given in order (the path of every node)."""
         if full or self.base_id is None or self.since_base >= self.every or \
                 self.delta_bytes > max(self.snapshot_bytes, MIN_SNAPSHOT_GAP):
             state_json = self._snapshot(checkpoint_id)
             full = True
         else:
-            state_json = self._delta()
+            dirty = self.dirty
+            if len(dirty) == 1:  # the usual row: one node's entry, its JSON known
+                ((path, text),) = dirty.items()
+                state_json = f"[[{_PATHS.get(path) or _path_json(path)},{text}]]" \
+                    if text is not None else self._delta()
+            else:
+                state_json = self._delta()
             self.since_base += 1
             self.delta_bytes += len(state_json)
         self.last_id = checkpoint_id
         self.pending, self.dirty = self.dirty, {}
-        input_json = _json(node_input)
+        input_json = None if node_input is None else _json(node_input)
         if self.masker is not None:  # no secret's value is ever written
             mask = self.masker.text
             state_json, input_json = mask(state_json) or "{}", mask(input_json)
@@ -129,7 +143,7 @@ class Journal:
         return _ROW((self.execution_id, checkpoint_id, parent_checkpoint_id, node_id, node_index,
                      str(step_type), str(status), self.base_id, full, state_json, input_json,
                      node_output_json, dumps(counters) if counters else "{}", reason,
-                     context_json, agent_path, time.time()))
+                     context_json, agent_path, time()))
 
     def _snapshot(self, checkpoint_id: str) -> str:
         """The state's JSON as a full snapshot at ``checkpoint_id`` (the new delta base)."""
@@ -150,18 +164,18 @@ class Journal:
         self.dirty = {**self.pending, **self.dirty}
         self.since_base = self.every  # the next row is a full snapshot again
 
-    def put(self, *, node_id: str, node_index: int, step_type: StepType | StepTypeName,
+    def put(self, node_id: str, node_index: int, step_type: StepType | StepTypeName,
             status: CheckpointStatus | CheckpointStatusName, agent_path: str = "",
             counters: dict[str, Any] | None = None, node_input: Any = None,
             node_output_json: str | None = None, full: bool = False,
             parent_checkpoint_id: str | None = None) -> CheckpointRow:
-        """Write the next row now (fenced on the attempt's token)."""
+        """Write the next row now (fenced on the attempt's token). The values may be given
+        in order: this is the path of every node."""
         if self.attempt is not None:
             self.attempt.check()
-        row = self.row(node_id=node_id, node_index=node_index, step_type=step_type,
-                       status=status, agent_path=agent_path, counters=counters,
-                       node_input=node_input, node_output_json=node_output_json, full=full,
-                       parent_checkpoint_id=parent_checkpoint_id)
+        row = self._row(ids.IDS.next(self.last_id), node_id, node_index, step_type, status,
+                        agent_path, counters, node_input, node_output_json, full, None, None,
+                        parent_checkpoint_id)
         try:
             self.store.put(row, self.owner)
         except BaseException:

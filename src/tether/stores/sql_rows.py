@@ -110,13 +110,13 @@ class SQLRows(SQLLeases):
         nothing (SQLite runs the whole statement under its write lock)."""
         try:
             with self._lock:
-                if owner is None:
+                if owner is not None:
+                    written = self._put_fenced(self._hot(), row, owner)
+                else:
                     statement = self._sql.get("put", lambda: insert(checkpoints))
                     written = self._put(self._hot(), statement.sql, row
                                         if statement.names is not None else
                                         statement.params(row._asdict()))
-                else:
-                    written = self._put_fenced(self._hot(), row, owner)
         except Exception as exc:
             with self._errors(f"writing checkpoint {row.checkpoint_id} of run "
                               f"{row.execution_id}"):

@@ -120,6 +120,7 @@ class SQLiteCheckpointer(SQLCheckpointer):
             raise StoreUnavailable(f"cannot open the SQLite database {self.path}: {exc}") \
                 from exc
         self._identity = _identity(self.path)
+        self._put_cursor = self._connection.cursor()  # kept: one per checkpoint costs more
         engine = create_engine("sqlite://", creator=lambda: self._connection,
                                poolclass=StaticPool)
         super().__init__(engine)
@@ -152,6 +153,12 @@ class SQLiteCheckpointer(SQLCheckpointer):
 
     def _hot(self) -> Any:
         return self._connection
+
+    def _put(self, connection: Any, sql: str, params: Any) -> bool:
+        """The checkpoint INSERT on a cursor kept for it (``Connection.execute`` makes a
+        cursor per call); callers hold ``_lock``."""
+        cursor = self._put_cursor if connection is self._connection else connection.cursor()
+        return bool(cursor.execute(sql, params).rowcount == 1)
 
     def _begin_write(self, connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -6,7 +6,7 @@ import time
 
 from tether.compiler.plan import TaskNode
 from tether.runtime.context import UnitScope
-from tether.runtime.invoke import call_task
+from tether.runtime.invoke import call_once, call_task, failure, retryable
 from tether.runtime.polling import poll
 from tether.runtime.render import render
 from tether.runtime.settings import seconds_setting
@@ -39,6 +39,14 @@ class TaskExecutor:
         semaphore = None if unit.inline else level.session.semaphore
         if node.until is not None:
             return await poll(unit, node, fn, args, scope, semaphore, timeout)
-        output, text = await call_task(fn, node, args, scope, semaphore, level.session.bodies,
-                                       spent=time.monotonic() - started, timeout=timeout)
+        if node.retry is None and timeout is None:  # one attempt: without call_task's frame
+            try:
+                output, text = await call_once(fn, node, args, scope, semaphore,
+                                               level.session.bodies, None)
+            except BaseException as exc:
+                raise failure(retryable(exc), node) from None
+        else:
+            output, text = await call_task(fn, node, args, scope, semaphore,
+                                           level.session.bodies,
+                                           spent=time.monotonic() - started, timeout=timeout)
         return UnitResult(output, text, args)
