@@ -44,7 +44,10 @@ class TaskExecutor:
                 output, text = await call_once(fn, node, args, scope, semaphore,
                                                level.session.bodies, None)
             except BaseException as exc:
-                raise failure(retryable(exc), node) from None
+                error = failure(retryable(exc), node)
+            else:
+                return UnitResult(output, text, args)
+            raise error from None  # (outside the handler, as call_task raises it)
         else:
             output, text = await call_task(fn, node, args, scope, semaphore,
                                            level.session.bodies,
