@@ -14,8 +14,9 @@ printed too.
 The breakdown runs the `def` chain once more per repetition with timers wrapped around the
 runtime's entry points (monkeypatched here, nothing in ``src/``): template rendering and
 settings (``executors/task.py``'s ``render``/``seconds_setting``), checkpoint serialisation
-(``Journal._row``), the store write (the store's ``put``) and the task body; scheduling is what
-is left (the scheduler, the executor, the JSON check of the output, events, asyncio).
+(``Journal._row``: the delta JSON and the row; the id is minted just before it, so it counts
+as scheduling), the store write (the store's ``put``) and the task body; scheduling is what is
+left (the scheduler, the executor, the id, the JSON check of the output, events, asyncio).
 """
 
 from __future__ import annotations
