@@ -122,13 +122,7 @@ class Journal:
             state_json = self._snapshot(checkpoint_id)
             full = True
         else:
-            dirty = self.dirty
-            if len(dirty) == 1:  # the usual row: one node's entry, its JSON known
-                ((path, text),) = dirty.items()
-                state_json = f"[[{_PATHS.get(path) or _path_json(path)},{text}]]" \
-                    if text is not None else self._delta()
-            else:
-                state_json = self._delta()
+            state_json = self._delta()
             self.since_base += 1
             self.delta_bytes += len(state_json)
         self.last_id = checkpoint_id
@@ -154,9 +148,14 @@ class Journal:
 
     def _delta(self) -> str:
         """``[[path, value], ...]`` for the marked paths, in the order they last changed."""
+        dirty = self.dirty
+        if len(dirty) == 1:  # the usual row: one node's entry, its JSON already made
+            ((path, text),) = dirty.items()
+            if text is not None:
+                return f"[[{_path_json(path)},{text}]]"
         state = self.state
         parts = [f"[{_path_json(p)},{dumps(get_path(state, p)) if text is None else text}]"
-                 for p, text in self.dirty.items()]
+                 for p, text in dirty.items()]
         return "[" + ",".join(parts) + "]"
 
     def undo(self) -> None:

@@ -156,9 +156,9 @@ class SQLiteCheckpointer(SQLCheckpointer):
 
     def _put(self, connection: Any, sql: str, params: Any) -> bool:
         """The checkpoint INSERT on a cursor kept for it (``Connection.execute`` makes a
-        cursor per call); callers hold ``_lock``."""
-        cursor = self._put_cursor if connection is self._connection else connection.cursor()
-        return bool(cursor.execute(sql, params).rowcount == 1)
+        cursor per call). ``connection`` is always this store's one connection, the
+        cursor's; callers hold ``_lock``."""
+        return bool(self._put_cursor.execute(sql, params).rowcount == 1)
 
     def _begin_write(self, connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
