@@ -138,3 +138,20 @@ def test_the_stored_form_replaces_each_secret_part_by_its_placeholder() -> None:
         "key": placeholder("{{ secrets.K | trim }}"), "n": 3,
         "list": ["plain", "<secret: Bearer {{ secrets.K }}>"],
         "nested": {"k": "<secret: {{ secrets.K }}>"}}
+
+
+def test_the_journal_backstop_masks_values_of_a_row_and_never_its_paths_or_keys() -> None:
+    """What reaches a row without passing the state's entry points (an agent's messages) is
+    masked as values too: a delta's paths and every key stay, other bytes stay as written."""
+    from tether.runtime.journal import _masked
+
+    masker = _masker(["amount", 'k"ey-long-secret-1'])
+    delta = json.dumps([[["nodes", "amount"], {"amount": 12345, "note": "amount"}],
+                        [["messages"], ['say k"ey-long-secret-1!', 1234]]])
+    snapshot = json.dumps({"amount": {"amount": "amounts"}})
+    out_delta, out_input, out_none = _masked(masker, False, delta, '"amount"', None)
+    assert json.loads(out_delta) == [[["nodes", "amount"], {"amount": 12345, "note": MASK}],
+                                     [["messages"], [f"say {MASK}!", 1234]]]
+    assert (json.loads(out_input), out_none) == (MASK, None)
+    (same,) = _masked(masker, True, snapshot)
+    assert same is snapshot  # "amounts" is another word: the text is kept byte for byte

@@ -68,19 +68,18 @@ def _masked(masker: Masker, full: bool, state_json: str, *texts: str | None) -> 
     strings = masker.strings()
     if not strings:
         return (state_json, *texts)
-    forms = {form for text in strings for form in (text, dumps(text)[1:-1])}
-    pattern = masker.pattern()
-    assert pattern is not None
+    forms = {text if text.isprintable() and '"' not in text and "\\" not in text
+             else dumps(text)[1:-1] for text in strings}  # (as each appears in JSON text)
 
     def mask(text: str | None, delta: bool = False) -> str | None:
         if text is None or not any(form in text for form in forms):
             return text
         value = json.loads(text)
         if delta:  # [[path, value], ...]: only the values
-            new: Any = [[path, masked(item, pattern)] for path, item in value]
+            new: Any = [[path, masked(item, strings)] for path, item in value]
             changed = any(n[1] is not o[1] for n, o in zip(new, value, strict=True))
         else:
-            new = masked(value, pattern)
+            new = masked(value, strings)
             changed = new is not value
         return dumps(new) if changed else text
 

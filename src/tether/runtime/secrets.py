@@ -148,8 +148,8 @@ def declared(plan: Plan) -> frozenset[str]:
     return frozenset(names)
 
 
-@functools.lru_cache(maxsize=256)
-def _pattern(strings: tuple[str, ...]) -> re.Pattern[str] | None:
+@functools.lru_cache(maxsize=4096)
+def _pattern(strings: tuple[str, ...]) -> re.Pattern[str]:
     """One regular expression finding any of ``strings`` (longest first); a short one only
     where no word character extends it."""
     parts = []
@@ -160,7 +160,7 @@ def _pattern(strings: tuple[str, ...]) -> re.Pattern[str] | None:
             after = r"(?!\w)" if re.match(r"\w", text[-1]) else ""
             part = before + part + after
         parts.append(part)
-    return re.compile("|".join(parts)) if parts else None
+    return re.compile("|".join(parts))
 
 
 class Masker:
@@ -182,33 +182,35 @@ class Masker:
         found.extend(list(self.derived))
         return tuple(found)
 
-    def pattern(self) -> re.Pattern[str] | None:
-        """The expression finding the strings masked now (None: nothing to mask)."""
-        return _pattern(self.strings())
-
     def text(self, text: str | None) -> str | None:
         """A plain string (a message, a reason) with every secret string masked."""
-        pattern = self.pattern()
-        if text is None or pattern is None:
-            return text
-        return pattern.sub(MASK, text)
+        return text if text is None else masked(text, self.strings())
 
     def value(self, value: Any) -> Any:
         """A JSON value with every secret string masked inside its strings (the same object
         when none occurs); keys, numbers, booleans and null are never changed."""
-        pattern = self.pattern()
-        return value if pattern is None else masked(value, pattern)
+        strings = self.strings()
+        return masked(value, strings) if strings else value
 
 
-def masked(value: Any, pattern: re.Pattern[str]) -> Any:
-    """``value`` with ``pattern`` masked inside its strings (the same object if unchanged)."""
+def masked(value: Any, strings: tuple[str, ...]) -> Any:
+    """``value`` with ``strings`` masked inside its strings (the same object if unchanged).
+
+    Each string is first searched for the secret strings it contains (plain substring
+    tests, so a run with many derived strings compiles no large expression); only those found
+    go into the expression that masks, with the token rule of :data:`ANYWHERE`.
+    """
     if isinstance(value, str):
-        return pattern.sub(MASK, value) if pattern.search(value) else value
+        found = tuple(text for text in strings if text in value)
+        if not found:
+            return value
+        result = _pattern(found).sub(MASK, value)
+        return value if result == value else result
     if isinstance(value, list):
-        items = [masked(item, pattern) for item in value]
+        items = [masked(item, strings) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, dict):
-        entries = {key: masked(item, pattern) for key, item in value.items()}
+        entries = {key: masked(item, strings) for key, item in value.items()}
         return value if all(entries[k] is v for k, v in value.items()) else entries
     return value
 
