@@ -57,9 +57,13 @@ def data_place(site: Site) -> str | None:
     """Where the value of a template becomes run data (a node's output, its error, the
     elements of a fan-out), or None: then only a task's ``with:`` holds it, as a placeholder."""
     path = site.path
+    if path[:1] == ("title",):  # a templated run title (shown in every list of runs)
+        return "the run's title"
     if len(path) < 3 or path[0] != "nodes":
         return None
     node_id, key = path[1], path[2]
+    if key == "title":
+        return f"the title of node `{node_id}` (shown with each of its checkpoints)"
     if key == "switch":
         return f"the value of switch `{node_id}` (its output)"
     if key == "fail":

@@ -327,8 +327,9 @@ there.
 """),
         _code("E803", "secret-in-data", "a secret read into a value that becomes run data", """
 A switch's `on` value is its output, a fail node's message is its error, and the items of
-`for_each` and `matrix` are the elements' inputs and outputs: all of them are stored with the
-run and shown by `tether show`, the console and the API. A secret read into one of them would
+`for_each` and `matrix` are the elements' inputs and outputs, and a templated title (of the
+run or of a node) is shown wherever the run is listed: all of them are stored with the run and
+shown by `tether show`, the console and the API. A secret read into one of them would
 be stored in clear (masking only catches the strings tether knows), so tether refuses it.
 Pass the secret to the task that needs it (`with:`): a task's input that reads a secret is
 stored as a placeholder (`<secret: {{ secrets.KEY }}>`) and rendered again from the
