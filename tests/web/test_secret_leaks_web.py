@@ -83,7 +83,7 @@ def test_no_form_of_a_secret_reaches_the_api_the_console_the_webhook_or_the_logs
     env = {**os.environ, "API_KEY": SECRET, "RECEIVED": str(tmp_path / "received.jsonl")}
     env.pop("TETHER_DB", None)
     server = Server(project, "--worker", "--tasks", str(tasks), "--notify-url", receiver.url,
-                    env={"API_KEY": SECRET})
+                    env={"API_KEY": SECRET, "RECEIVED": str(tmp_path / "worker.jsonl")})
     try:
         run = subprocess.run([sys.executable, "-m", "tether", "run", "leak.yaml", "--tasks",
                               str(tasks), "--db", project.db, "--json"], cwd=tmp_path, env=env,
@@ -95,6 +95,17 @@ def test_no_form_of_a_secret_reaches_the_api_the_console_the_webhook_or_the_logs
 
         failed = wait_for(lambda: receiver.event(eid, "run.failed"), "the run.failed event")
         assert failed["error"]["message"] == "rejected key ***", failed["error"]
+        # the same run submitted: the console's embedded worker renders the secrets from its
+        # own environment, and its logs are searched below
+        submitted = subprocess.run([sys.executable, "-m", "tether", "submit", "leak.yaml",
+                                    "--db", project.db], cwd=tmp_path, env=env,
+                                   capture_output=True, text=True, timeout=180, check=False)
+        assert submitted.returncode == 0, submitted.stderr
+        worked = submitted.stdout.strip().split()[-1]
+        by_worker = wait_for(lambda: receiver.event(worked, "run.failed"), "the worker's run",
+                             seconds=120)
+        assert by_worker["error"]["message"] == "rejected key ***", by_worker["error"]
+        assert _leaks((tmp_path / "worker.jsonl").read_text(encoding="utf-8")) == list(NEEDLES)
         pages = [server.get(path) for path in (
             f"/api{run_url(eid)}", f"/api{run_url(eid)}/checkpoints", "/api/runs",
             run_url(eid), f"{run_url(eid)}/live", "/runs", "/inbox")]
@@ -106,7 +117,9 @@ def test_no_form_of_a_secret_reaches_the_api_the_console_the_webhook_or_the_logs
         assert "rejected key ***" in pages[3].text  # the run page shows the masked error
         with receiver.lock:
             bodies = b"\n".join(body for body, _ in receiver.attempts).decode()
-        texts = [run.stdout, run.stderr, bodies, *(page.text for page in pages)]
+        pages.append(server.get(f"/api{run_url(worked)}/checkpoints"))
+        texts = [run.stdout, run.stderr, submitted.stdout, submitted.stderr, bodies,
+                 *(page.text for page in pages)]
     finally:
         server.client.close()
         server.process.send_signal(signal.SIGTERM)
