@@ -314,3 +314,50 @@ def test_resume_and_fork_render_secrets_again_and_fail_clearly_without_them(
     assert _leaks("\n".join(log)) == [] and "rotated" not in "\n".join(log).lower()
     stored = _stored_bytes(shared_url).decode("utf-8", "replace").lower()
     assert _leaks(stored) == [] and "rotated-key" not in stored
+
+
+IN_PROCESS = """\
+tether: 1
+name: asks
+secrets: [API_KEY]
+nodes:
+  ask: {task: asks.ask, with: {key: "{{ secrets.API_KEY | trim | upper }}"}}
+output:
+  answer: "{{ nodes.ask.output }}"
+"""
+
+
+def test_interrupts_and_idempotent_results_echoing_a_derived_secret_are_masked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: Any) -> None:
+    """A task that asks a human with its key in the reason and context, and caches a result
+    holding it (@idempotent): the pending row, the cache entry and every checkpoint hold
+    `***` in those strings, and the answer still reaches the task on resume."""
+    import tether
+    from tether import Runner, idempotent, interrupt
+
+    monkeypatch.setenv("API_KEY", SECRET)
+    derived = SECRET.strip().upper()
+
+    @idempotent
+    def remember(key: str) -> dict[str, Any]:
+        return {"cached": key, "n": 1234}
+
+    def ask(key: str) -> Any:
+        assert key == derived  # the real value, rendered again on resume
+        kept = remember(key)
+        answer = interrupt(f"is {key} right?", {"key": key, "amount": 12345})
+        return {"kept": kept, "approved": answer["approved"]}
+
+    (tmp_path / "asks.yaml").write_text(IN_PROCESS, encoding="utf-8")
+    plan = tether.compile(tmp_path / "asks.yaml")
+    paused = Runner(plan, store, {"asks.ask": ask}).run({})
+    assert paused.status == "paused"
+    (pending,) = store.list_pending(paused.execution_id)
+    assert (pending.reason, pending.context) == ("is *** right?", {"key": "***",
+                                                                   "amount": 12345})
+    done = Runner(plan, store, {"asks.ask": ask}).resume(
+        paused.execution_id, tether.Resume(approved=True))
+    assert done.status == "completed", done.error
+    assert done.output == {"answer": {"kept": {"cached": "***", "n": 1234}, "approved": True}}
+    stored = "\n".join(repr(row) for row in store.rows(paused.execution_id)).lower()
+    assert _leaks(stored) == []
