@@ -302,7 +302,8 @@ class Level:
 
     async def unit(self, node: PlanNode, path: StatePath, address: str, *, item: Any = None,
                    has_item: bool = False, inline: bool = False) -> UnitResult:
-        """Run one unit (a node, or one element of a for_each) with its kind's executor."""
+        """Run one unit (a node, or one element of a for_each) with its kind's executor; when
+        the run masks secrets, its output and error enter the state masked (as values)."""
         unit = Unit(self, node, path, address, item, has_item, inline)
         masker = self.session.run.masker
         try:
@@ -312,9 +313,10 @@ class Level:
         except RunFailure as exc:
             raise NodeFailure(self._masked(_child_error(node, exc.error))) from None
         except NodeFailure as exc:
-            if masker is None:
+            error = exc.error if masker is None else masked_error(masker, exc.error)
+            if error is exc.error:
                 raise
-            raise NodeFailure(masked_error(masker, exc.error)) from None
+            raise NodeFailure(error) from None
         if masker is None:
             return result
         output = masker.value(result.output)  # a value enters the state masked, or not at all
