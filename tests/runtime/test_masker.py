@@ -155,3 +155,9 @@ def test_the_journal_backstop_masks_values_of_a_row_and_never_its_paths_or_keys(
     assert (json.loads(out_input), out_none) == (MASK, None)
     (same,) = _masked(masker, True, snapshot)
     assert same is snapshot  # "amounts" is another word: the text is kept byte for byte
+
+
+def test_taint_remembers_every_string_of_a_derived_value_but_short_or_blank_ones() -> None:
+    view = SecretsView(frozenset({"K"}))
+    view.taint({"a": ["sk-1234", 1234, True, None, "abc", "    \n"], "b": "SK-1234"})
+    assert list(view.derived) == ["sk-1234", "SK-1234"]

@@ -84,8 +84,9 @@ class SecretsView:
 
     def taint(self, value: Any) -> None:
         """Remember every string inside ``value`` (a secret-derived value) for masking."""
-        if isinstance(value, str):
-            if len(value) >= MIN_MASKED and value not in self.derived:
+        if isinstance(value, str):  # (blank text reveals nothing, and masking it would
+            # blank every indentation)
+            if len(value) >= MIN_MASKED and value not in self.derived and value.strip():
                 self.derived[value] = None
         elif isinstance(value, list | tuple):
             for item in value:
