@@ -93,7 +93,8 @@ def test_no_form_of_a_secret_reaches_the_api_the_console_the_webhook_or_the_logs
         received = (tmp_path / "received.jsonl").read_text(encoding="utf-8")
         assert _leaks(received) == list(NEEDLES)  # every form was rendered, and is findable
 
-        failed = wait_for(lambda: receiver.event(eid, "run.failed"), "the run.failed event")
+        failed = wait_for(lambda: receiver.event(eid, "run.failed"), "the run.failed event",
+                          seconds=120)
         assert failed["error"]["message"] == "rejected key ***", failed["error"]
         # the same run submitted: the console's embedded worker renders the secrets from its
         # own environment, and its logs are searched below
