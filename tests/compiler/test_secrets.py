@@ -54,3 +54,36 @@ def test_a_plan_file_with_invalid_secret_names_is_refused(tmp_path: Path, names:
     text = with_fingerprint(Plan.model_validate(data)).to_json()
     with pytest.raises(PlanError, match=message):
         Plan.from_json(text)
+
+
+@pytest.mark.parametrize(("node", "code", "place"), [
+    ("agent: {model: 'openai:gpt-4.1-mini', instructions: 'key {{ secrets.STRIPE_KEY }}', "
+     "prompt: Pay.}", "E802", "the instructions of agent `n`"),
+    ("agent: {model: 'openai:gpt-4.1-mini', prompt: 'Pay with {{ secrets.STRIPE_KEY | trim }}'}",
+     "E802", "the prompt of agent `n`"),
+    ("switch: {on: '{{ secrets.STRIPE_KEY | upper }}', cases: {a: [charge]}, default: [charge]}",
+     "E803", "the value of switch `n`"),
+    ("fail: 'bad {{ secrets.STRIPE_KEY[:4] ~ secrets.STRIPE_KEY[4:] }}'", "E803",
+     "the message of fail node `n`"),
+    ("{task: billing.charge, for_each: '{{ [secrets.STRIPE_KEY] }}', with: {k: '{{ item }}'}}",
+     "E803", "the `for_each` items of node `n`"),
+    ("{task: billing.charge, matrix: {k: ['{{ secrets.STRIPE_KEY }}']}, "
+     "with: {k: '{{ item.k }}'}}", "E803", "the `matrix` items of node `n`"),
+])
+def test_check_refuses_a_secret_read_into_a_place_stored_in_clear(
+        tmp_path: Path, node: str, code: str, place: str) -> None:
+    """Every transformed read counts (the whole template is secret): E802 for values the run
+    stores and shows, E803 for values that become run data."""
+    body = node if node.startswith("{") else "{" + node + "}"
+    (tmp_path / "pay.yaml").write_text(WORKFLOW + f"  n: {body}\n")
+    with pytest.raises(tether.WorkflowError) as caught:
+        tether.compile(tmp_path / "pay.yaml")
+    found = [(d.code, d.message) for d in caught.value.diagnostics]
+    assert any(c == code and place in m for c, m in found), found
+
+
+def test_check_lets_conditions_and_task_inputs_read_secrets(tmp_path: Path) -> None:
+    (tmp_path / "pay.yaml").write_text(
+        WORKFLOW + "  n: {task: billing.charge, when: \"{{ secrets.STRIPE_KEY != '' }}\", "
+        "with: {k: '{{ secrets.STRIPE_KEY | trim | upper }}'}}\n")
+    tether.compile(tmp_path / "pay.yaml")

@@ -3,7 +3,11 @@
 A secret's value comes from the environment of the process running a node and never reaches
 the store; the runtime masks it wherever it could. The compiler refuses what masking would
 only hide: reading an undeclared name, and reading a secret into a value the run stores and
-shows (an approval's reason or context, the workflow's output, a sub-workflow's inputs).
+shows (an approval's reason or context, the workflow's output, a sub-workflow's inputs, an
+agent's instructions or prompt: E802), and reading one into a value that becomes run data (a
+switch's value, a fail node's message, ``for_each``/``matrix`` items: E803). A task's ``with:``
+may read secrets: the runtime stores those inputs as placeholders (``runtime/secrets.py``).
+Conditions (``when``, ``until``, ``loop.while``) may too: they yield a decision, not the value.
 """
 
 from __future__ import annotations
@@ -40,6 +44,33 @@ def check_secret(ctx: Context, site: Site, ref: Reference, span: Where, used: se
                    "stores and shows", span, node_id=reader,
                    help="pass the secret to the task that needs it (`with:`); secrets never "
                    "reach the store")
+        return
+    place = data_place(site)
+    if place is not None:
+        ctx.report("E803", f"secret `{name}` is read into {place}, which becomes data the run "
+                   "stores", span, node_id=reader,
+                   help="pass the secret to the task that needs it (`with:`): a task input "
+                   "is stored as a placeholder and rendered again when the node runs")
+
+
+def data_place(site: Site) -> str | None:
+    """Where the value of a template becomes run data (a node's output, its error, the
+    elements of a fan-out), or None: then only a task's ``with:`` holds it, as a placeholder."""
+    path = site.path
+    if path[:1] == ("title",):  # a templated run title (shown in every list of runs)
+        return "the run's title"
+    if len(path) < 3 or path[0] != "nodes":
+        return None
+    node_id, key = path[1], path[2]
+    if key == "title":
+        return f"the title of node `{node_id}` (shown with each of its checkpoints)"
+    if key == "switch":
+        return f"the value of switch `{node_id}` (its output)"
+    if key == "fail":
+        return f"the message of fail node `{node_id}` (its error)"
+    if key in ("for_each", "matrix"):
+        return f"the `{key}` items of node `{node_id}` (each element's input and output)"
+    return None
 
 
 def check_unused_secrets(ctx: Context, used: set[str]) -> None:

@@ -325,6 +325,17 @@ stored with its run. A secret read in any of them would leak, so tether refuses 
 secret to the task that needs it (`with:`), or declare it in the sub-workflow and read it
 there.
 """),
+        _code("E803", "secret-in-data", "a secret read into a value that becomes run data", """
+A switch's `on` value is its output, a fail node's message is its error, and the items of
+`for_each` and `matrix` are the elements' inputs and outputs, and a templated title (of the
+run or of a node) is shown wherever the run is listed: all of them are stored with the run and
+shown by `tether show`, the console and the API. A secret read into one of them would
+be stored in clear (masking only catches the strings tether knows), so tether refuses it.
+Pass the secret to the task that needs it (`with:`): a task's input that reads a secret is
+stored as a placeholder (`<secret: {{ secrets.KEY }}>`) and rendered again from the
+environment every time the node runs. A condition (`when`, `until`, `loop.while`) may read a
+secret: it yields only a decision.
+"""),
         _code("E850", "invalid-sleep", "a `sleep` that is not a duration", """
 `sleep:` waits a duration, written like every duration of the language (500ms, 30s, 5m, 2h,
 7d, 2w; at most 366 days), or a template giving one (a duration text, or a number of

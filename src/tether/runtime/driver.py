@@ -31,7 +31,7 @@ from tether.runtime.idempotent import forget_locks
 from tether.runtime.journal import Journal
 from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
-from tether.runtime.secrets import SecretsView, declared, masker_for
+from tether.runtime.secrets import SecretsView, declared, masked_error, masker_for
 from tether.runtime.state import NodeError, RunState
 from tether.runtime.values import dumps
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
@@ -54,14 +54,14 @@ class Driver:
         self.attempt = attempt
         store = journal.store if journal is not None else None
         names = declared(plan)
-        self.masker = masker_for(plan)
+        secrets = SecretsView(names) if names else None
+        self.masker = masker_for(plan, secrets)  # (shares the strings secrets' templates make)
         if journal is not None:
             journal.masker = self.masker
         self.session = Session(
             execution_id, journal, tasks, asyncio.Semaphore(max_concurrency),
             max_concurrency, RunContext(execution_id, store, attempt.owner, self.masker),
-            attempt, listener, budget=budget, secrets=SecretsView(names) if names else None,
-            info=info, inline=inline)
+            attempt, listener, budget=budget, secrets=secrets, info=info, inline=inline)
 
     async def drive(self) -> RunResult:
         token = RUN.set(self.session.run)
@@ -155,7 +155,7 @@ class Driver:
     def _end(self, status: RunStatus, output: Any, error: NodeError | None) -> RunResult:
         journal = self.journal
         if error is not None and self.masker is not None:
-            error = NodeError.from_json(self.masker.value(error.to_json()), error.node_id)
+            error = masked_error(self.masker, error)
         output = self._shown(output)
         if journal is not None:
             payload = dumps(error.to_json() if error is not None else output)

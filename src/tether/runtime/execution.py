@@ -36,7 +36,7 @@ from tether.runtime.foreach import ForEach
 from tether.runtime.invoke import Bodies, NodeFailure
 from tether.runtime.journal import Journal
 from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, render, truthy
-from tether.runtime.secrets import SecretsView
+from tether.runtime.secrets import SecretsView, masked_error
 from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
 from tether.runtime.triggers import gated_off, trigger_verdict
@@ -302,14 +302,31 @@ class Level:
 
     async def unit(self, node: PlanNode, path: StatePath, address: str, *, item: Any = None,
                    has_item: bool = False, inline: bool = False) -> UnitResult:
-        """Run one unit (a node, or one element of a for_each) with its kind's executor."""
+        """Run one unit (a node, or one element of a for_each) with its kind's executor; when
+        the run masks secrets, its output and error enter the state masked (as values)."""
         unit = Unit(self, node, path, address, item, has_item, inline)
+        masker = self.session.run.masker
         try:
-            return await execute(unit)
+            result = await execute(unit)
         except (RenderError, NotJSONError, TemplateLimit) as exc:
-            raise NodeFailure(failure_of(exc, node.id)) from None
+            raise NodeFailure(self._masked(failure_of(exc, node.id))) from None
         except RunFailure as exc:
-            raise NodeFailure(_child_error(node, exc.error)) from None
+            raise NodeFailure(self._masked(_child_error(node, exc.error))) from None
+        except NodeFailure as exc:
+            error = exc.error if masker is None else masked_error(masker, exc.error)
+            if error is exc.error:
+                raise
+            raise NodeFailure(error) from None
+        if masker is None:
+            return result
+        output = masker.value(result.output)  # a value enters the state masked, or not at all
+        return result if output is result.output else result._replace(
+            output=output, text=dumps(output))
+
+    def _masked(self, error: NodeError) -> NodeError:
+        """``error`` without the run's secret strings."""
+        masker = self.session.run.masker
+        return error if masker is None else masked_error(masker, error)
 
     def names(self, node: PlanNode, *, item: Any = None, has_item: bool = False,
               iteration: int | None = None) -> dict[str, Any]:
@@ -353,6 +370,11 @@ class Level:
         if journal is None:
             raise signal
         journal.check()
+        masker = self.session.run.masker
+        if masker is not None:  # what a task asked with may echo its secret arguments
+            signal = InterruptSignal(masker.text(signal.reason) or "",
+                                     masker.value(signal.context), node_id=signal.node_id,
+                                     agent_path=signal.agent_path)
         checkpoint_id = journal.next_id()
         self.state.at(path).suspend(checkpoint_id)
         self.mark(path)
@@ -373,6 +395,7 @@ class Level:
         self.session.pending.append(pending)
 
     def _fail(self, node: PlanNode, error: NodeError) -> None:
+        error = self._masked(error)
         self.state.unit(node.id).fail(error)
         self.mark(("nodes", node.id))
         self.checkpoint(node.id, node, CheckpointStatus.FAILED, dumps(error.to_json()))

@@ -23,7 +23,7 @@ from typing import Any, TypeVar, overload
 
 from tether.errors import NotJSONError
 from tether.runtime.context import RUN, RunContext
-from tether.runtime.values import to_json
+from tether.runtime.values import dumps, to_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 KeyFunction = Callable[..., str]
@@ -84,8 +84,10 @@ def _lookup(run: RunContext, key: str) -> str | None:
 
 
 def _remember(run: RunContext, key: str, text: str) -> str:
-    if run.masker is not None:
-        text = run.masker.text(text) or text
+    if run.masker is not None:  # masked as a value: the cached JSON stays valid and exact
+        value = json.loads(text)
+        shown = run.masker.value(value)
+        text = text if shown is value else dumps(shown)
     if run.store is None:
         with run.lock:
             return run.memo.setdefault(key, text)

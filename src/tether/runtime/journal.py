@@ -15,11 +15,13 @@ snapshots.
 from __future__ import annotations
 
 import functools
+import json
 from time import time
 from typing import TYPE_CHECKING, Any
 
 from tether.paths import StatePath, get_path
 from tether.runtime import ids
+from tether.runtime.secrets import masked
 from tether.runtime.values import dumps
 from tether.status import CheckpointStatus, CheckpointStatusName, StepType, StepTypeName
 from tether.stores.base import Checkpointer
@@ -53,6 +55,35 @@ def _json(value: Any) -> str | None:
     if value is None:
         return None
     return "{}" if value == {} else dumps(value)
+
+
+def _masked(masker: Masker, full: bool, state_json: str, *texts: str | None) -> tuple[Any, ...]:
+    """The texts of a row with the run's secret strings masked as values (never as text).
+
+    Values enter the state masked already (``Level``); this is the backstop for whatever
+    reaches a row another way (an agent's messages, a sub-workflow's inputs). A text is parsed
+    only when one of the strings occurs in it; keys, numbers, booleans, null and the paths of
+    a delta are never changed, and a text whose values hold no secret is kept byte for byte.
+    """
+    strings = masker.strings()
+    if not strings:
+        return (state_json, *texts)
+    forms = {text if text.isprintable() and '"' not in text and "\\" not in text
+             else dumps(text)[1:-1] for text in strings}  # (as each appears in JSON text)
+
+    def mask(text: str | None, delta: bool = False) -> str | None:
+        if text is None or not any(form in text for form in forms):
+            return text
+        value = json.loads(text)
+        if delta:  # [[path, value], ...]: only the values
+            new: Any = [[path, masked(item, strings)] for path, item in value]
+            changed = any(n[1] is not o[1] for n, o in zip(new, value, strict=True))
+        else:
+            new = masked(value, strings)
+            changed = new is not value
+        return dumps(new) if changed else text
+
+    return (mask(state_json, delta=not full), *(mask(text) for text in texts))
 
 
 class Journal:
@@ -128,10 +159,9 @@ class Journal:
         self.last_id = checkpoint_id
         self.pending, self.dirty = self.dirty, {}
         input_json = None if node_input is None else _json(node_input)
-        if self.masker is not None:  # no secret's value is ever written
-            mask = self.masker.text
-            state_json, input_json = mask(state_json) or "{}", mask(input_json)
-            node_output_json, context_json = mask(node_output_json), mask(context_json)
+        if self.masker is not None:  # no secret's value is ever written (see _masked)
+            state_json, input_json, node_output_json, context_json = _masked(
+                self.masker, full, state_json, input_json, node_output_json, context_json)
         # the names as plain text: the drivers bind an exact str directly (an enum member goes
         # through their adaptation lookup first, which costs more than this conversion)
         return _ROW((self.execution_id, checkpoint_id, parent_checkpoint_id, node_id, node_index,

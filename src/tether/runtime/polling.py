@@ -21,13 +21,15 @@ from tether.runtime.invoke import NodeFailure, call_once, retryable
 from tether.runtime.render import NodesView, truthy
 from tether.runtime.state import NodeError
 from tether.runtime.units import Unit, UnitResult
+from tether.runtime.values import dumps
 from tether.status import CheckpointStatus, UnitStatus
 
 
 async def poll(unit: Unit, node: TaskNode, fn: Callable[..., Any], args: dict[str, Any],
                scope: UnitScope, semaphore: asyncio.Semaphore | None,
-               timeout: float | None) -> UnitResult:
-    """Call until ``node.until`` holds over the latest output (see the module docstring)."""
+               timeout: float | None, stored: Any = None) -> UnitResult:
+    """Call until ``node.until`` holds over the latest output (see the module docstring);
+    ``stored``: the arguments as checkpoints keep them (secret placeholders)."""
     assert node.until is not None and node.retry is not None
     level = unit.level
     entry = level.state.at(unit.path)
@@ -45,13 +47,16 @@ async def poll(unit: Unit, node: TaskNode, fn: Callable[..., Any], args: dict[st
             last = retryable(exc)
             continue
         if _holds(unit, node, output):
-            return UnitResult(output, text, args)
+            return UnitResult(output, text, stored)
+        masker = level.session.run.masker
+        if masker is not None and (shown := masker.value(output)) is not output:
+            output, text = shown, dumps(shown)
         last = None
         entry.data.update({"status": UnitStatus.RUNNING, "output": output,
                            "attempts": attempt})
         level.mark(unit.path)
         level.checkpoint(f"{unit.address}/attempt:{attempt}", node,
-                         CheckpointStatus.COMPLETED, text, args)
+                         CheckpointStatus.COMPLETED, text, stored)
     attempts = node.retry.max_attempts
     if last is not None:
         raise NodeFailure(NodeError.of(last, node.id, attempts=attempts))

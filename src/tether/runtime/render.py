@@ -11,7 +11,7 @@ from jinja2.exceptions import SecurityError, TemplateError
 
 from tether.compiler.plan import Plan
 from tether.errors import NotJSONError, Picklable, TemplateLimit
-from tether.runtime.secrets import SecretsView
+from tether.runtime.secrets import SecretMissing, SecretsView, reads_secrets
 from tether.runtime.state import NodeError
 from tether.status import UnitStatus
 from tether.templating import TemplateBudget, compiled, has_markup
@@ -20,8 +20,9 @@ from tether.templating import TemplateBudget, compiled, has_markup
 class RenderError(Picklable, Exception):
     """A template that could not be evaluated; ``where`` names the value (``with.amount``)."""
 
-    def __init__(self, where: str, message: str) -> None:
+    def __init__(self, where: str, message: str, *, secret: str | None = None) -> None:
         self.where = where
+        self.secret = secret  # the secret's message, when a secret read failed
         super().__init__(f"cannot evaluate `{where}`: {message}")
 
 
@@ -134,9 +135,15 @@ def render(value: Any, names: dict[str, Any], where: str,
             raise RenderError(where, f"refused by the template sandbox: {exc}") from None
         except TemplateError as exc:
             raise RenderError(where, str(exc)) from None
+        except SecretMissing as exc:
+            raise RenderError(where, str(exc), secret=str(exc)) from None
         except Exception as exc:  # errors inside the expression: 1/0, None + 1, ...
             raise RenderError(where, f"{type(exc).__name__}: {exc}") from None
-        return _plain(result, where)
+        plain = _plain(result, where)
+        view = names.get("secrets")
+        if view is not None and reads_secrets(value):  # all it yields derives from a secret
+            view.taint(plain)
+        return plain
     if isinstance(value, list):
         return [render(v, names, f"{where}[{i}]", budget) for i, v in enumerate(value)]
     if isinstance(value, dict):
@@ -172,5 +179,9 @@ def failure_of(exc: RenderError | NotJSONError | TemplateLimit,
     """The error of a unit whose template or value failed."""
     if isinstance(exc, TemplateLimit):
         return NodeError("TemplateLimit", str(exc.at(node_id, exc.field)), node_id)
+    if isinstance(exc, RenderError) and exc.secret is not None:  # never run with a wrong value
+        return NodeError("SecretMissing", f"{exc.secret} (read in `{exc.where}` of node "
+                         f"'{node_id}'); the node did not run: set the variable, then resume",
+                         node_id)
     kind = "TemplateError" if isinstance(exc, RenderError) else type(exc).__name__
     return NodeError(kind, str(exc), node_id)

@@ -31,7 +31,6 @@ from tether.runtime.registry import resolve_tasks
 from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
 from tether.runtime.resume import Claimed, Prepared, Resumption
-from tether.runtime.secrets import masker_for
 from tether.runtime.state import RunState
 from tether.runtime.timer_answers import due_approval, fired_answer
 from tether.runtime.values import to_json
@@ -143,14 +142,12 @@ class Runner:
     @staticmethod
     def _start_values(plan: Plan, inputs: Mapping[str, Any] | None,
                       execution_id: str | None) -> tuple[Any, str]:
-        """The checked, JSON-ready (secrets masked) inputs, and the run's execution id."""
+        """The checked, JSON-ready inputs, and the run's execution id."""
         values, problems = check_values(plan.inputs, dict(inputs or {}), "input")
         if problems:
             raise InputError(problems)
+        # run inputs are data the caller chose, never secret-derived: stored as given
         values, _ = to_json(values, "the run's inputs")
-        masker = masker_for(plan)
-        if masker is not None:  # a secret's value is never stored, not even as an input
-            values = masker.value(values)
         if execution_id is not None:
             check_execution_id(execution_id)
         return values, execution_id or new_execution_id()

@@ -9,6 +9,7 @@ from tether.runtime.context import UnitScope
 from tether.runtime.invoke import call_once, call_task, failure, retryable
 from tether.runtime.polling import poll
 from tether.runtime.render import render
+from tether.runtime.secrets import stored_form
 from tether.runtime.settings import seconds_setting
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import to_json
@@ -33,12 +34,13 @@ class TaskExecutor:
             to_json(args, f"the arguments of node '{node.id}'", node_id=node.id)
         else:
             args = {}
+        stored = args if level.session.secrets is None else stored_form(node.args, args)
         fn = level.session.tasks[node.task]
         answers = level.answers(unit.path)
         scope = UnitScope(unit.address, level.agent_path, answers)
         semaphore = None if unit.inline else level.session.semaphore
         if node.until is not None:
-            return await poll(unit, node, fn, args, scope, semaphore, timeout)
+            return await poll(unit, node, fn, args, scope, semaphore, timeout, stored)
         if node.retry is None and timeout is None:  # one attempt: without call_task's frame
             try:
                 output, text = await call_once(fn, node, args, scope, semaphore,
@@ -46,10 +48,10 @@ class TaskExecutor:
             except BaseException as exc:
                 error = failure(retryable(exc), node)
             else:
-                return UnitResult(output, text, args)
+                return UnitResult(output, text, stored)
             raise error from None  # (outside the handler, as call_task raises it)
         else:
             output, text = await call_task(fn, node, args, scope, semaphore,
                                            level.session.bodies,
                                            spent=time.monotonic() - started, timeout=timeout)
-        return UnitResult(output, text, args)
+        return UnitResult(output, text, stored)
