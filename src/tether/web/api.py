@@ -285,8 +285,9 @@ def checkpoints(request: Request, execution_id: str, after: str | None = None,
                 who: Identity = Reader) -> CheckpointList:
     """The run's checkpoint timeline, oldest first, a page at a time."""
     console = web_of(request).console
-    console.get_run(execution_id)
-    steps, nxt = timeline(console.store, execution_id, after or None, limit,
+    execution_id = console.get_run(execution_id).execution_id
+    after = console.checkpoint_id(execution_id, after) if after else None
+    steps, nxt = timeline(console.store, execution_id, after, limit,
                           console.store.decisions(execution_id))
     return CheckpointList(items=[CheckpointOut.of(r.step, r.decision) for r in steps],
                           next=nxt)
@@ -330,6 +331,7 @@ def answer(request: Request, execution_id: str, checkpoint_id: str, body: Answer
              status_code=202)
 def resume(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Hand a failed run to the worker to resume."""
+    execution_id = web_of(request).console.get_run(execution_id).execution_id
     web_of(request).console.resume(execution_id)
     return Accepted(execution_id=execution_id, detail="the worker resumes the run")
 
@@ -347,6 +349,7 @@ def fork(request: Request, execution_id: str, body: ForkIn,
              status_code=202)
 def cancel(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Ask for the run to stop at its next node boundary."""
+    execution_id = web_of(request).console.get_run(execution_id).execution_id
     outcome = web_of(request).console.cancel(execution_id, who)
     return Accepted(execution_id=execution_id, detail=(
         "cancelled" if outcome == CancelOutcome.CANCELLED else
