@@ -28,6 +28,7 @@ from tether.errors import (
     TetherError,
     UsageError,
 )
+from tether.runtime.agent.answers import is_tool_approval
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
 from tether.status import RUN_END, RunStatus
@@ -47,6 +48,7 @@ from tether.web.fleet import Fleet
 from tether.web.forms import Decision as Button
 from tether.web.forms import Form
 from tether.web.links import Links, MintedLink
+from tether.web.tool_form import ToolForm, reasoning_of
 
 log = logging.getLogger("tether.web.console")
 
@@ -106,7 +108,7 @@ class ApprovalView:
     checkpoint_id: str
     pending: PendingInterrupt | None
     decision: Decision | None
-    form: Form
+    form: Form | ToolForm
     is_approval: bool
 
 
@@ -281,9 +283,17 @@ class Console:
         plan = self.plan_of(run)
         node = approval_node(plan, pending) if plan is not None and pending is not None \
             else None
-        return ApprovalView(run, checkpoint_id, pending, decision,
-                            Form(node.approval.form if node is not None else None),
-                            node is not None)
+        form: Form | ToolForm = Form(node.approval.form if node is not None else None)
+        if pending is not None and is_tool_approval(pending):
+            form = self._tool_form(pending)
+        return ApprovalView(run, checkpoint_id, pending, decision, form, node is not None)
+
+    def _tool_form(self, pending: PendingInterrupt) -> ToolForm:
+        """The form of a tool approval, with the model's text beside the call."""
+        paused = self.store.get(pending.execution_id, pending.checkpoint_id)
+        reasoning = reasoning_of(paused.state_snapshot, str(pending.context["call_id"])) \
+            if paused is not None else None
+        return ToolForm(pending, reasoning)
 
     def run_view(self, execution_id: str, after: str | None = None) -> RunView:
         run = self.get_run(execution_id)
