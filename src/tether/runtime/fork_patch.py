@@ -19,6 +19,7 @@ check never refuses a patch a template could read.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -26,10 +27,40 @@ from typing import Any
 from tether.compiler.plan import Plan
 from tether.errors import IneffectivePatch
 from tether.runtime.state import RunState
+from tether.stores.base import Checkpointer
+from tether.stores.records import RunRecord
 
 STATE_KEYS = ("inputs", "nodes", "counters")
 
 _INPUTS = re.compile(r"\binputs\b(?:\s*\.\s*([A-Za-z_]\w*)|\s*\[\s*['\"]([^'\"]*)['\"]\s*\])?")
+
+
+def merge_patch(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    """Merge ``patch`` into ``target`` as a fork does: objects key by key, other values
+    replaced (copied)."""
+    for key, value in patch.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            merge_patch(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+def refuse_ineffective_fork(store: Checkpointer, run: RunRecord, plan: Plan,
+                            checkpoint_id: str | None, patch: Mapping[str, Any]) -> None:
+    """What ``Runner.afork`` decides about ``patch``, decided without a runner or tasks (for
+    the console, which hands forks to a worker): raises :class:`IneffectivePatch`. A patch
+    that breaks the state's shape is left to the fork itself to report."""
+    execution_id = run.execution_id
+    origin = store.get(execution_id, checkpoint_id) if checkpoint_id \
+        else store.latest_forkable(execution_id)
+    state = RunState.from_snapshot(origin.state_snapshot) if origin is not None \
+        else RunState.new(copy.deepcopy(run.inputs or {}))
+    merge_patch(state.data, patch)
+    if state.problems(plan):
+        return
+    state.reopen(plan, forget_answers=True)
+    check_patch_effect(plan, state, patch, execution_id=execution_id,
+                       origin=origin.checkpoint_id if origin is not None else None)
 
 
 def check_patch_effect(plan: Plan, state: RunState, patch: Mapping[str, Any], *,

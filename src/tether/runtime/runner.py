@@ -22,7 +22,7 @@ from tether.runtime.bridge import run_sync
 from tether.runtime.context import Resume
 from tether.runtime.driver import Driver
 from tether.runtime.events import Event
-from tether.runtime.fork_patch import check_patch_effect
+from tether.runtime.fork_patch import check_patch_effect, merge_patch
 from tether.runtime.ids import check_execution_id, new_execution_id
 from tether.runtime.invoke import check_values
 from tether.runtime.journal import SNAPSHOT_EVERY, Journal
@@ -274,7 +274,7 @@ class Runner:
         state = RunState.from_snapshot(origin.state_snapshot) if origin is not None \
             else RunState.new(copy.deepcopy(run.inputs or {}))
         if state_patch:
-            _merge(state.data, state_patch)
+            merge_patch(state.data, state_patch)
             problems = RunState(state.data).problems(chosen)
             if problems:
                 raise ForkError(execution_id, problems)
@@ -362,9 +362,3 @@ def utc_now() -> datetime:
     return utc(time.time())
 
 
-def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    for key, value in patch.items():
-        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = copy.deepcopy(value)

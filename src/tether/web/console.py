@@ -29,6 +29,7 @@ from tether.errors import (
     UsageError,
 )
 from tether.runtime.agent.answers import is_tool_approval
+from tether.runtime.fork_patch import refuse_ineffective_fork
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
 from tether.status import RUN_END, RunStatus
@@ -372,7 +373,8 @@ class Console:
 
     def fork(self, execution_id: str, checkpoint_id: str | None,
              patch: Any) -> str | None:
-        execution_id = self.get_run(execution_id).execution_id
+        run = self.get_run(execution_id)
+        execution_id = run.execution_id
         if patch is not None and not isinstance(patch, dict):
             raise BadRequest("patch", "a state patch is a JSON object (for example "
                              '{"inputs": {"amount": 50}})')
@@ -384,7 +386,10 @@ class Console:
             if found.node_id == RUN_END:
                 raise BadRequest("checkpoint_id", "that is the run's end marker, not a "
                                  "point to fork from")
+        plan = self.plan_of(run)
         try:
+            if patch and plan is not None:  # refused here, before a worker is asked
+                refuse_ineffective_fork(self.store, run, plan, checkpoint_id or None, patch)
             return self.fleet.fork(execution_id, checkpoint_id or None, patch)
         except (ForkError, InputError) as exc:
             raise BadRequest("patch", str(exc)) from None
