@@ -25,7 +25,13 @@ from web_support import Project, Server, approval_path, served, tasks_file, wait
 
 from tether.runtime.registry import import_tasks
 from tether.runtime.runner import Runner
-from tether.testing import RecordedRequest, ScriptedModelServer, Step, load_script
+from tether.testing import (
+    RecordedRequest,
+    ScriptedModelServer,
+    ScriptedReply,
+    Step,
+    load_script,
+)
 from tether.web.urls import approval_url, run_url
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +69,10 @@ def _reply(request: RecordedRequest) -> Step:
     script = list(load_script(PAYMENTS / "script.json"))
     results = [m for m in request.body["messages"] if m.get("role") == "tool"]
     step = script[min(len(results), len(script) - 1)]
-    assert not callable(step)
+    assert isinstance(step, ScriptedReply)
+    prompt = str(request.body["messages"][1].get("content", ""))
+    if "<" in prompt and len(results) == 1:  # a hostile model: its text is the prompt's
+        return step.model_copy(update={"text": prompt})
     return step
 
 
@@ -104,13 +113,13 @@ def guarded(payments: Project, model: ScriptedModelServer) -> Iterator[Server]:
 
 
 def _pause(project: Project, model: ScriptedModelServer,
-           monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+           monkeypatch: pytest.MonkeyPatch, invoice: str = "INV-7") -> tuple[str, str]:
     """A payments run paused before `payments.pay`."""
     for name, value in _env(project, model).items():
         monkeypatch.setenv(name, value)
 
     def start() -> Any:
-        return Runner(project.root / "payments.yaml", project.store).run({"invoice": "INV-7"})
+        return Runner(project.root / "payments.yaml", project.store).run({"invoice": invoice})
 
     result = in_thread(start)
     assert result.status == "paused", result
@@ -174,6 +183,18 @@ def test_the_api_takes_the_clis_values_for_an_edited_approval(
     assert done.status_code == 200, done.text
     [decision] = payments.store.decisions(eid)
     assert decision.value == {"arguments": edited}
+
+
+def test_the_models_text_and_arguments_are_shown_as_text(
+        console: Server, payments: Project, model: ScriptedModelServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the model wrote is untrusted: markup in it is escaped on the page."""
+    payload = '<script>window.__xss = 1</script><img src=x onerror="alert(1)">'
+    eid, cid = _pause(payments, model, monkeypatch, invoice=payload)
+    page = console.get(approval_path(eid, cid, api=False)).text
+    assert "<script>window.__xss" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;window.__xss = 1&lt;/script&gt;" in page
+    console.post(approval_path(eid, cid), {"decision": "reject"})
 
 
 def test_a_page_post_without_the_csrf_token_is_refused(
@@ -246,8 +267,11 @@ def test_approve_with_edited_arguments_in_the_browser(
     expect(page.locator("#run-status")).to_have_text("completed")  # the worker went on
     [decision] = payments.store.decisions(eid)
     assert decision.value == {"arguments": edited}
+    calls = [c for c in payments.store.list(eid)
+             if c.step_type == "tool_call" and c.node_id.endswith("tool:payments.pay")]
+    assert [c.node_input["amount"] for c in calls] == [99.5]
     paid = [e for e in _ledger(payments)[before:] if e["kind"] == "payment"]
-    assert [(p["invoice"], p["amount"]) for p in paid] == [("INV-7", 99.5)]
+    assert [p["amount"] for p in paid].count(99.5) == 1  # moved once, with the edit
 
 
 def test_deny_with_a_message_in_the_browser(
@@ -257,18 +281,23 @@ def test_deny_with_a_message_in_the_browser(
     from playwright.sync_api import expect
 
     eid, cid = _pause(payments, model, monkeypatch)
-    before = len(_ledger(payments))
     asked = len(model.requests)
     page.goto(console.url + approval_url(eid, cid))
-    page.fill("#tool-message", "INV-7 was paid by hand yesterday.")
+    message = "INV-7 was paid by hand yesterday."
+    page.fill("#tool-message", message)
     page.get_by_role("button", name="Deny the call").click()
     expect(page.locator("#run-status")).to_have_text("completed")
     [decision] = payments.store.decisions(eid)
-    assert decision.value == {"approved": False, "message": "INV-7 was paid by hand yesterday."}
-    assert [e for e in _ledger(payments)[before:] if e["kind"] == "payment"] == []
-    request = wait_for(lambda: model.requests[asked:] or None, "the model to be asked")[0]
-    results = [m for m in request.body["messages"] if m.get("role") == "tool"]
-    assert results[-1]["content"] == "INV-7 was paid by hand yesterday."
+    assert decision.value == {"approved": False, "message": message}
+    paid = [c for c in payments.store.list(eid)
+            if c.step_type == "tool_call" and c.node_id.endswith("tool:payments.pay")]
+    assert paid == []  # the tool never ran in this run
+
+    def told() -> bool:  # other runs' requests may come between: find this one's
+        return any(m.get("role") == "tool" and m.get("content") == message
+                   for r in model.requests[asked:] for m in r.body["messages"])
+
+    assert wait_for(told, "the model to receive the message as the call's result")
 
 
 def test_declining_a_form_without_a_decision_field_cancels_after_confirming(
