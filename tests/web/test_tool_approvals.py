@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 from web_support import Project, Server, approval_path, served, tasks_file, wait_for
 
@@ -319,3 +320,23 @@ def test_declining_a_form_without_a_decision_field_cancels_after_confirming(
     expect(page).to_have_url(re.compile(re.escape(run_url(eid)) + r"\?done=cancelled$"))
     expect(page.locator("#run-status")).to_have_text("cancelled")
     assert payments.store.get_run(eid).status == "cancelled"
+
+
+def test_a_refused_fork_is_shown_on_the_runs_fork_form(console: Server,
+                                                       payments: Project) -> None:
+    """The page's fork form (with its CSRF token) shows why a patch was refused, keeps the
+    patch typed, and starts no run."""
+    result = in_thread(lambda: Runner(payments.root / "choice.yaml", payments.store).run())
+    eid = result.execution_id
+    before = len(payments.store.find_runs(limit=1000))
+    with httpx.Client(base_url=console.url, timeout=20) as client:
+        shown = client.get(run_url(eid)).text
+        token = shown.split('name="csrf_token" value="')[1].split('"')[0]
+        patch = '{"inputs": {"limit": 3}}'
+        refused = client.post(f"{run_url(eid)}/fork",
+                              data={"csrf_token": token, "patch": patch})
+    assert refused.status_code == 422
+    assert 'data-error-for="patch"' in refused.text
+    assert "&#39;inputs.limit&#39; is not an input of the plan" in refused.text
+    assert "&#34;limit&#34;: 3" in refused.text or "&quot;limit&quot;: 3" in refused.text
+    assert len(payments.store.find_runs(limit=1000)) == before

@@ -21,7 +21,7 @@ from tether.status import RunStatus
 from tether.web.app import Web, web_of
 from tether.web.auth import CSRF_FIELD, SESSION_COOKIE, Forbidden, Identity, Unauthenticated
 from tether.web.config import SESSION_MAX_AGE, AuthMode, Role
-from tether.web.console import AlreadyAnswered, ApprovalView, Invalid, Recorded
+from tether.web.console import AlreadyAnswered, ApprovalView, BadRequest, Invalid, Recorded
 from tether.web.forms import Decision as Button
 from tether.web.links import Link
 from tether.web.urls import approval_url, quote_id, run_url
@@ -234,8 +234,15 @@ async def fork(request: Request, execution_id: str) -> Response:
             "view": view, "done": None, "fork_checkpoint": _text(form, "checkpoint_id"),
             "fork_patch": patch_text, "fork_error": f"the patch is not JSON: {exc}"},
             status=422, who=identify(request))
-    branch = await run_in_threadpool(web.console.fork, execution_id,
-                                     _text(form, "checkpoint_id"), patch)
+    try:
+        branch = await run_in_threadpool(web.console.fork, execution_id,
+                                         _text(form, "checkpoint_id"), patch)
+    except BadRequest as exc:  # shown on the fork form, which keeps what was typed
+        view = await run_in_threadpool(web.console.run_view, execution_id)
+        return web.page(request, "run.html", {
+            "view": view, "done": None, "fork_checkpoint": _text(form, "checkpoint_id"),
+            "fork_patch": patch_text, "fork_error": str(exc)}, status=422,
+            who=identify(request))
     target = run_url(branch) if branch else f"{run_url(execution_id)}"
     return RedirectResponse(target, status_code=303)
 
