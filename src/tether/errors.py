@@ -37,7 +37,10 @@
 
 Catch a family to handle every member of it: the CLI maps the families to exit codes
 (``tether.cli.main``) and the console to HTTP statuses (``tether.web.app``), each in one
-table. The families are disjoint: every public exception has exactly one.
+table. The families are disjoint: every public exception has exactly one. Members defined
+elsewhere: ``tether.web``'s ``ConfigError`` and ``BadRequest`` (usage), ``NotFound`` (not
+found), ``Conflict`` and ``FleetUnavailable`` (run state), ``tether.testing``'s
+``ScriptError`` (definition), the attempt's ``StopAtBoundary`` (run state).
 
 Every exception carries structured fields (``execution_id``, ``node_id``, ...) and builds its
 message from them. :class:`InterruptSignal` is not an error: it derives from ``BaseException``
