@@ -149,6 +149,7 @@ def cancel(execution_id: str, db: str) -> None:
     from tether.stores.queueing import CancelOutcome
 
     store = open_store(db)
+    execution_id = store.resolve_execution_id(execution_id)
     outcome = store.request_cancel(execution_id, time.time())
     run_id = printable(execution_id)
     if outcome is None:

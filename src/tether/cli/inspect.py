@@ -198,9 +198,12 @@ def show(execution_id: str, limit: int, after: str | None, db: str, as_json: boo
     from tether.errors import RunNotFound
 
     store = open_store(db)
-    record = store.get_run(execution_id)
+    record = store.get_run(store.resolve_execution_id(execution_id))
     if record is None:
         raise RunNotFound(execution_id)
+    execution_id = record.execution_id
+    if after is not None:
+        after = store.resolve_checkpoint_id(execution_id, after)
     rows, next_after = read_page(store, execution_id, after, limit)
     if as_json:
         click.echo(_run_json(record, rows, next_after, _titles(store, record)))

@@ -243,6 +243,7 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     if value is not None:
         answer = Resume(**parse_object(value, "--value", '\'{"approved": true}\''))
     store = open_store(db)
+    execution_id = store.resolve_execution_id(execution_id)
     if answer is None:
         _exit_if_timer_not_due(store, execution_id)
     registry = None if enqueue else load_tasks_or_exit(tasks, from_pyproject=not tasks)
@@ -331,6 +332,9 @@ def fork(execution_id: str, checkpoint_id: str | None, patch: str | None,
     state_patch = parse_object(patch, "--patch", "'{\"nodes\": {}}'") \
         if patch is not None else None
     store = open_store(db)
+    execution_id = store.resolve_execution_id(execution_id)
+    if checkpoint_id is not None:
+        checkpoint_id = store.resolve_checkpoint_id(execution_id, checkpoint_id)
     runner = make_runner(None, store, tasks, quiet)
     result = runner.fork(execution_id, checkpoint_id, state_patch)
     if not as_json:

@@ -22,6 +22,7 @@ from tether.runtime.bridge import run_sync
 from tether.runtime.context import Resume
 from tether.runtime.driver import Driver
 from tether.runtime.events import Event
+from tether.runtime.fork_patch import check_patch_effect, merge_patch
 from tether.runtime.ids import check_execution_id, new_execution_id
 from tether.runtime.invoke import check_values
 from tether.runtime.journal import SNAPSHOT_EVERY, Journal
@@ -257,8 +258,10 @@ class Runner:
         """Start a new run from a checkpoint of another (default: its newest, markers skipped).
 
         The original run is left untouched. A paused node is run again in the branch (it asks
-        again); failed nodes run again. ``state_patch`` is merged into the state first. The
-        run's end marker is not a checkpoint to fork from (:class:`CheckpointNotFound`).
+        again); failed nodes run again. ``state_patch`` is merged into the state first; a
+        patch that could not change what the branch does is refused, writing nothing
+        (:class:`~tether.errors.IneffectivePatch`, see ``fork_patch.py``). The run's end
+        marker is not a checkpoint to fork from (:class:`CheckpointNotFound`).
         """
         store = self._store()
         run = self._run(store, execution_id)
@@ -268,7 +271,7 @@ class Runner:
         state = RunState.from_snapshot(origin.state_snapshot) if origin is not None \
             else RunState.new(copy.deepcopy(run.inputs or {}))
         if state_patch:
-            _merge(state.data, state_patch)
+            merge_patch(state.data, state_patch)
             problems = RunState(state.data).problems(chosen)
             if problems:
                 raise ForkError(execution_id, problems)
@@ -281,6 +284,9 @@ class Runner:
         if chosen.fingerprint != run.plan_fingerprint:
             check_compatible(execution_id, stored_plan(store, run), chosen, state.data)
         state.reopen(chosen, forget_answers=True)
+        if state_patch:
+            check_patch_effect(chosen, state, state_patch, execution_id=execution_id,
+                               origin=origin.checkpoint_id if origin else None)
         branch = new_execution_id()
         attempt = Attempt(store, branch, self.lease_seconds)
         now = utc_now()
@@ -353,9 +359,3 @@ def utc_now() -> datetime:
     return utc(time.time())
 
 
-def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    for key, value in patch.items():
-        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = copy.deepcopy(value)

@@ -24,6 +24,8 @@ from tether.web.app import web_of
 from tether.web.auth import CSRF_HEADER, Forbidden, Identity, Unauthenticated
 from tether.web.console import AlreadyAnswered, Invalid, Recorded, Step, timeline
 from tether.web.forms import Decision as Button
+from tether.web.forms import Form
+from tether.web.tool_form import ToolForm
 from tether.web.urls import approval_url, run_url
 
 router = APIRouter(prefix="/api")
@@ -144,6 +146,16 @@ class FieldOut(BaseModel):
     enum: list[Any] | None = None
 
 
+class ToolCallOut(BaseModel):
+    """An agent's tool call waiting for approval (``approve_tools``)."""
+
+    tool: str
+    arguments: Any = Field(description="the arguments the model gave")
+    parameters: Any = Field(description="the tool's JSON Schema, which edited arguments "
+                            "must match (None for pauses made before tether recorded it)")
+    reasoning: str | None = Field(description="the text the model wrote with the call")
+
+
 class ApprovalOut(BaseModel):
     execution_id: str
     checkpoint_id: str
@@ -153,6 +165,11 @@ class ApprovalOut(BaseModel):
     decision: DecisionOut | None
     form: list[FieldOut] | None = Field(description="the declared form (None: any answer)")
     buttons: bool = Field(description="whether decision approve/reject sets 'approved'")
+    tool_call: ToolCallOut | None = Field(
+        default=None, description="an agent's tool approval: answer with values "
+        "{approved: true}, {arguments: {...}} (approved with edited arguments) or "
+        "{approved: false, message: '...'} (denied; the message is the call's result), or "
+        "with decision approve (values.arguments: edited) / reject (values.message)")
 
 
 class AnswerIn(BaseModel):
@@ -265,9 +282,13 @@ def approval(request: Request, execution_id: str, checkpoint_id: str,
              who: Identity = Reader) -> ApprovalOut:
     """One pause: its frozen context and form, or the decision that answered it."""
     view = web_of(request).console.approval(execution_id, checkpoint_id)
-    specs = view.form.specs
+    form = view.form
+    specs = form.specs if isinstance(form, Form) else None
+    tool = ToolCallOut(tool=form.tool, arguments=form.arguments, parameters=form.parameters,
+                       reasoning=form.reasoning) if isinstance(form, ToolForm) else None
     return ApprovalOut(
-        execution_id=execution_id, checkpoint_id=checkpoint_id, workflow=view.run.workflow,
+        execution_id=view.run.execution_id, checkpoint_id=view.checkpoint_id,
+        workflow=view.run.workflow, tool_call=tool,
         state="pending" if view.pending else "answered",
         pending=PendingOut.of(view.pending, view.run.workflow) if view.pending else None,
         decision=DecisionOut.of(view.decision) if view.decision else None,
@@ -275,7 +296,7 @@ def approval(request: Request, execution_id: str, checkpoint_id: str,
             name=s.name, type=s.type, required=s.required, default=s.default,
             description=s.description, enum=list(s.enum) if s.enum is not None else None)
             for s in specs],
-        buttons=view.form.decided_by_buttons)
+        buttons=form.decided_by_buttons)
 
 
 @router.get("/runs/{execution_id:path}/checkpoints", response_model=CheckpointList,
@@ -285,8 +306,9 @@ def checkpoints(request: Request, execution_id: str, after: str | None = None,
                 who: Identity = Reader) -> CheckpointList:
     """The run's checkpoint timeline, oldest first, a page at a time."""
     console = web_of(request).console
-    console.get_run(execution_id)
-    steps, nxt = timeline(console.store, execution_id, after or None, limit,
+    execution_id = console.get_run(execution_id).execution_id
+    after = console.checkpoint_id(execution_id, after) if after else None
+    steps, nxt = timeline(console.store, execution_id, after, limit,
                           console.store.decisions(execution_id))
     return CheckpointList(items=[CheckpointOut.of(r.step, r.decision) for r in steps],
                           next=nxt)
@@ -330,6 +352,7 @@ def answer(request: Request, execution_id: str, checkpoint_id: str, body: Answer
              status_code=202)
 def resume(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Hand a failed run to the worker to resume."""
+    execution_id = web_of(request).console.get_run(execution_id).execution_id
     web_of(request).console.resume(execution_id)
     return Accepted(execution_id=execution_id, detail="the worker resumes the run")
 
@@ -347,6 +370,7 @@ def fork(request: Request, execution_id: str, body: ForkIn,
              status_code=202)
 def cancel(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Ask for the run to stop at its next node boundary."""
+    execution_id = web_of(request).console.get_run(execution_id).execution_id
     outcome = web_of(request).console.cancel(execution_id, who)
     return Accepted(execution_id=execution_id, detail=(
         "cancelled" if outcome == CancelOutcome.CANCELLED else

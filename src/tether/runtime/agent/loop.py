@@ -336,7 +336,7 @@ class AgentLoop:
         if name in agent.approve_tools:
             decision = entry.get("decision")
             if not isinstance(decision, dict):
-                self._ask_approval(call, name, address, tool_path)
+                self._ask_approval(call, name, address, tool_path, spec.parameters)
                 raise AssertionError("unreachable")  # pragma: no cover
             if decision.get("approved") is False:
                 message = decision.get("message") or "The call was not approved."
@@ -351,10 +351,12 @@ class AgentLoop:
             return await self._ask_worker(call, spec, address, tool_path, arguments)
         return await self._call_task(call, name, kwargs, arguments, address, tool_path)
 
-    def _ask_approval(self, call: ToolCall, name: str, address: str, tool_path: str) -> None:
+    def _ask_approval(self, call: ToolCall, name: str, address: str, tool_path: str,
+                      parameters: dict[str, Any]) -> None:
         self.state.set_pause("approval")
         context, _ = to_json({"call_id": call.id, "tool": name, "tool_name": name,
-                              "arguments": dict(call.arguments)}, "the approval's context")
+                              "arguments": dict(call.arguments),
+                              "parameters": parameters}, "the approval's context")
         signal = InterruptSignal(APPROVAL_REASON, context, node_id=address,
                                  agent_path=tool_path)
         self.run.suspend(self.state, signal, address, tool_path)
