@@ -94,3 +94,26 @@ def position(text: str, needle: str, offset: int = 0, occurrence: int = 0) -> ty
     start = text.rfind("\n", 0, index) + 1
     before = text[start:index]
     return types.Position(line=line, character=len(before.encode("utf-16-le")) // 2)
+
+
+def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """``text`` with ``edits`` applied (non-overlapping; UTF-16 columns)."""
+    lines = text.split("\n")
+
+    def offset(where: types.Position) -> int:
+        line = lines[where.line]
+        units, column = 0, 0
+        while units < where.character and column < len(line):
+            units += 2 if ord(line[column]) > 0xFFFF else 1
+            column += 1
+        return sum(len(x) + 1 for x in lines[:where.line]) + column
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                       reverse=True):
+        text = text[:offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end):]
+    return text
+
+
+def identifier(path: Path) -> types.TextDocumentIdentifier:
+    """The identifier of the document at ``path``."""
+    return types.TextDocumentIdentifier(uri=path.resolve().as_uri())

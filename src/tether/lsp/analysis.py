@@ -174,6 +174,8 @@ def _named(workflow: Workflow, lines: Lines) -> list[Occurrence]:
         if len(path) < 3 or path[0] != "nodes" or not _names_a_node(path):
             continue
         word = _value_at(data, path)
+        if isinstance(word, list) and len(word) == 1 and (*path, 0) not in workflow.source.values:
+            word = word[0]  # the short form `needs: a` of `needs: [a]`
         if isinstance(word, str) and word in workflow.nodes:
             narrowed = narrow(lines, span, word)
             if narrowed is not None:
