@@ -54,10 +54,15 @@ class Analysis:
     syntax: Syntax
     workflow: Workflow | None
     diagnostics: list[Diagnostic]
+    known: Workflow | None = None
+    """The workflow of this text or, when it cannot be read (an edit half typed), of the
+    last text that could: completion offers its names."""
     lines: Lines = field(init=False)
 
     def __post_init__(self) -> None:
         self.lines = Lines.of(self.text)
+        if self.known is None:
+            self.known = self.workflow
 
     @property
     def file(self) -> str:
@@ -118,6 +123,8 @@ class Documents:
         if current is not None and current.text == text and current.path == path:
             return current, False
         analysis = analyse(text, path)
+        if analysis.workflow is None and current is not None:
+            analysis.known = current.known
         self._latest[uri] = analysis
         return analysis, True
 

@@ -67,7 +67,7 @@ def _item(field: Field, kind: types.CompletionItemKind) -> types.CompletionItem:
 
 
 def _template(analysis: Analysis, line: int, before: str) -> list[types.CompletionItem]:
-    workflow = analysis.workflow
+    workflow = analysis.known
     parts = path_before(before, len(before))
     if workflow is None or parts is None or parts[0] not in ROOTS:
         in_template = before.rfind("{{") > before.rfind("}}")
@@ -84,7 +84,7 @@ def _template(analysis: Analysis, line: int, before: str) -> list[types.Completi
 
 
 def _node_ids(analysis: Analysis, line: int, before: str) -> list[types.CompletionItem]:
-    workflow = analysis.workflow
+    workflow = analysis.known
     if workflow is None or not _wants_node_id(analysis, line, before):
         return []
     reader = node_at(analysis, line)

@@ -50,18 +50,22 @@ def _about_name(analysis: Analysis, line: int, column: int) -> str | None:
 
 
 def node_at(analysis: Analysis, line: int) -> str | None:
-    """The node whose text holds 0-based ``line``."""
-    workflow = analysis.workflow
+    """The node whose text holds 0-based ``line`` (in the last readable text)."""
+    workflow = analysis.known
     if workflow is None:
         return None
+    best: tuple[int, str] | None = None
     for node_id in workflow.nodes:
         key = workflow.source.keys.get(("nodes", node_id))
         value = workflow.source.values.get(("nodes", node_id))
         if key is None or value is None:
             continue
-        if min(key.line, value.line) <= line + 1 <= max(value.end_line, key.line):
-            return node_id
-    return None
+        start = min(key.line, value.line)
+        # a YAML block ends at column 1 of the line after it: that line is not the node's
+        end = value.end_line - 1 if value.end_col <= 1 < value.end_line else value.end_line
+        if start <= line + 1 <= max(end, key.line) and (best is None or start > best[0]):
+            best = (start, node_id)
+    return best[1] if best is not None else None
 
 
 def node_summary(analysis: Analysis, node_id: str, tasks: dict[str, TaskInfo]) -> str:
