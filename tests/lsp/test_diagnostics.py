@@ -51,11 +51,17 @@ def check_json(paths: list[Path]) -> list[dict[str, object]]:
     return diagnostics
 
 
+def is_workflow(path: Path) -> bool:
+    from tether.compiler.compile import starts_with_tether_key
+
+    return path.suffix == ".flow" or starts_with_tether_key(path)
+
+
 async def test_every_golden_case_and_example_reports_what_tether_check_reports(
         client: LanguageClient) -> None:
     """For every golden case and example, the server publishes `tether check`'s diagnostics:
     same codes, severities, messages (help on its own line), ranges and related notes."""
-    files = [*GOLDEN, *EXAMPLES]
+    files = [p for p in [*GOLDEN, *EXAMPLES] if is_workflow(p)]
     by_file: dict[str, list[dict[str, object]]] = {str(f): [] for f in files}
     for entry in check_json(files):
         by_file[str(entry["file"])].append(entry)
@@ -82,6 +88,25 @@ async def test_every_golden_case_and_example_reports_what_tether_check_reports(
                              r["message"], r["line"])
                             for r in want["related"]]  # type: ignore[attr-defined]
             assert notes == wanted_notes, path.name
+
+
+async def test_yaml_that_is_not_a_workflow_gets_no_diagnostics_as_with_skip_non_workflows(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """A YAML file whose first key is not `tether:` (a CI file, the golden case
+    not_a_mapping.yaml) is left alone, as `tether check --skip-non-workflows` leaves it."""
+    others = [p for p in GOLDEN if not is_workflow(p)]
+    compose = tmp_path / "compose.yaml"
+    compose.write_text("services:\n  web: {image: nginx}\n")
+    others.append(compose)
+    assert len(others) >= 2
+    for path in others:
+        assert await open_document(client, path) == []
+        result = subprocess.run(
+            [sys.executable, "-m", "tether", "check", "--skip-non-workflows", str(path)],
+            capture_output=True, text=True, env=server_env(), timeout=300)
+        assert (result.returncode, result.stdout) == (0, ""), result.stderr
+    typed = await open_document(client, tmp_path / "new.yaml", "tether: 1\nname: new\n")
+    assert [d.code for d in typed] == ["E200"]  # once it is one, it is checked
 
 
 def types_path(uri: str) -> str:

@@ -97,9 +97,15 @@ class Analysis:
 
 
 def analyse(text: str, path: Path, syntax: Syntax | None = None) -> Analysis:
-    """Check ``text`` as the content of ``path``: every diagnostic ``tether check`` reports."""
+    """Check ``text`` as the content of ``path``: every diagnostic ``tether check`` reports.
+
+    A YAML text that is not a workflow (its first key is not ``tether:``) is not checked: an
+    editor opens every YAML file of a project through the server.
+    """
     syntax = syntax or syntax_of(path) or "yaml"
     file = str(path)
+    if syntax == "yaml" and not starts_with_tether(text):
+        return Analysis(path, text, syntax, None, [])  # docker-compose.yml, CI files, ...
     decoded, problems = decode(text.encode("utf-8", "surrogatepass"), file)
     if decoded is None:
         return Analysis(path, text, syntax, None, problems)
@@ -109,6 +115,17 @@ def analyse(text: str, path: Path, syntax: Syntax | None = None) -> Analysis:
             _, more = Compiler().compile_workflow(workflow, build=False)
             diagnostics = diagnostics + more
     return Analysis(path, text, syntax, workflow, sort_diagnostics(diagnostics))
+
+
+def starts_with_tether(text: str) -> bool:
+    """Whether YAML text is a workflow: its first key is ``tether:``, the rule by which
+    ``tether check DIR`` (and ``--skip-non-workflows``) tells workflows from other YAML."""
+    for line in text[:65536].splitlines():
+        stripped = line.strip().removeprefix("\ufeff")
+        if not stripped or stripped.startswith("#") or stripped == "---":
+            continue
+        return stripped.startswith("tether:")
+    return False
 
 
 class Documents:
