@@ -102,10 +102,11 @@ def analyse(text: str, path: Path, syntax: Syntax | None = None) -> Analysis:
     A YAML text that is not a workflow (its first key is not ``tether:``) is not checked: an
     editor opens every YAML file of a project through the server.
     """
-    syntax = syntax or syntax_of(path) or "yaml"
+    syntax = syntax or syntax_of(path)
     file = str(path)
-    if syntax == "yaml" and not starts_with_tether(text):
-        return Analysis(path, text, syntax, None, [])  # docker-compose.yml, CI files, ...
+    if syntax is None or (syntax == "yaml" and not starts_with_tether(text)):
+        # docker-compose.yml, a CI file, a plain-text buffer: not ours to judge
+        return Analysis(path, text, syntax or "yaml", None, [])
     decoded, problems = decode(text.encode("utf-8", "surrogatepass"), file)
     if decoded is None:
         return Analysis(path, text, syntax, None, problems)
