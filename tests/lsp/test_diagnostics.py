@@ -181,6 +181,20 @@ async def test_a_did_you_mean_becomes_a_quick_fix_that_fixes_the_file(
         types.TextDocumentContentChangeWholeDocument(text=fixed)]) == []
 
 
+async def test_a_help_that_is_only_advice_gives_no_code_action(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """E404's help (add a need) is not a replacement of a misspelt name: no quick fix."""
+    text = "workflow advice\ntask fetch = http.get()\ntask parse = text.parse(body: " \
+           "{{ nodes.fetch.output }})\n"
+    path = tmp_path / "advice.flow"
+    published = await open_document(client, path, text)
+    assert [d.code for d in published] == ["E404"]
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=path.resolve().as_uri()),
+        range=published[0].range, context=types.CodeActionContext(diagnostics=published)))
+    assert not actions
+
+
 async def test_an_unreadable_document_reports_e100_not_a_crash(
         client: LanguageClient, tmp_path: Path) -> None:
     """A NUL character is E100 as in `tether check`; the server keeps answering after."""
