@@ -134,6 +134,8 @@ async def test_hover_on_a_template_path_shows_its_type(
     assert shown.startswith("`inputs.amount`: number") and "How much to refund." in shown
     shown = await hover_text(client, path, position(text, "output.amount", offset=9))
     assert shown == "`nodes.refund.output.amount`: float"
+    shown = await hover_text(client, path, position(text, "inputs.amount", offset=2))
+    assert shown == "`inputs`: the run's inputs (`amount`: number)"
 
 
 async def test_hover_on_a_diagnostic_explains_its_code_as_tether_explain(

@@ -48,6 +48,13 @@ def path_around(line: str, column: int) -> list[str] | None:
 
 
 ROOTS = ("inputs", "nodes", "item", "run", "secrets")
+ROOT_DOCS = {
+    "inputs": "the run's inputs",
+    "nodes": "the nodes upstream, each with `output` and `status`",
+    "item": "the current element of the node's `for_each` list (or matrix combination)",
+    "run": "the run's own fields",
+    "secrets": "the declared secrets, read from the environment when the node runs",
+}
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,10 @@ def fields_after(parts: list[str], workflow: Workflow, reader: str | None,
 def describe(parts: list[str], workflow: Workflow, reader: str | None,
              tasks: dict[str, TaskInfo]) -> str | None:
     """The type of the value a complete path reads, when the workflow tells it."""
+    if len(parts) == 1:
+        names = fields_after(parts, workflow, reader, tasks)
+        listed = ", ".join(f"`{f.name}`: {f.type}" for f in names) or "none declared"
+        return f"`{parts[0]}`: {ROOT_DOCS[parts[0]]} ({listed})"
     if len(parts) < 2:
         return None
     for field in fields_after(parts[:-1], workflow, reader, tasks):
