@@ -17,6 +17,7 @@ from tests.lsp.conftest import (
     open_document,
     position,
     server_env,
+    wait_diagnostics,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -204,3 +205,25 @@ async def test_an_unreadable_document_reports_e100_not_a_crash(
     symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(
         text_document=types.TextDocumentIdentifier(uri=path.resolve().as_uri())))
     assert symbols == []
+
+
+async def test_saving_a_sub_workflow_rechecks_the_open_workflow_that_embeds_it(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """A parent open in the editor learns of its child's new error when the child is saved
+    (E701 names the child), and of its repair at the next save."""
+    child = tmp_path / "child.yaml"
+    good = "tether: 1\nname: child\nnodes:\n  a: {noop: true}\n"
+    child.write_text(good)
+    parent = tmp_path / "parent.yaml"
+    assert await open_document(
+        client, parent, "tether: 1\nname: parent\nnodes:\n  sub: {workflow: child.yaml}\n") == []
+    for text, codes in (("tether: 1\nname: child\nnodes:\n  a: {noop: true, needs: [b]}\n",
+                         ["E701"]), (good, [])):
+        child.write_text(text)
+        await open_document(client, child, text)
+        client.diagnostics.pop(parent.resolve().as_uri(), None)
+        client.text_document_did_save(types.DidSaveTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=child.resolve().as_uri())))
+        assert [d.code for d in await wait_diagnostics(client, parent.resolve().as_uri())] \
+            == codes
+        close_document(client, child)

@@ -204,3 +204,26 @@ async def test_the_graph_command_returns_the_mermaid_text_of_tether_graph(
     with pytest.raises(JsonRpcException, match="has errors"):
         await client.workspace_execute_command_async(types.ExecuteCommandParams(
             command="tether.graph", arguments=[broken.resolve().as_uri()]))
+
+
+async def test_requests_outside_the_text_or_on_nothing_answer_empty(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """A position past the end, or on no name, gives no answer rather than an error; the
+    server then still answers a real request."""
+    path = tmp_path / "edge.yaml"
+    await open_document(client, path, YAML)
+    nowhere = [types.Position(line=500, character=3), types.Position(line=0, character=400),
+               position(YAML, "tether: 1")]
+    for where in nowhere:
+        assert await client.text_document_hover_async(types.HoverParams(
+            text_document=identifier(path), position=where)) is None
+        assert await client.text_document_definition_async(types.DefinitionParams(
+            text_document=identifier(path), position=where)) in ([], None)
+        assert await client.text_document_prepare_rename_async(types.PrepareRenameParams(
+            text_document=identifier(path), position=where)) is None
+        with pytest.raises(JsonRpcException, match="no node id here"):
+            await client.text_document_rename_async(types.RenameParams(
+                text_document=identifier(path), position=where, new_name="x"))
+    found = await client.text_document_definition_async(types.DefinitionParams(
+        text_document=identifier(path), position=position(YAML, "needs: [draft]", offset=9)))
+    assert isinstance(found, list) and len(found) == 1

@@ -76,9 +76,15 @@ def did_change(ls: TetherServer, params: types.DidChangeTextDocumentParams) -> N
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: TetherServer, params: types.DidSaveTextDocumentParams) -> None:
-    # files this one embeds may have changed on disk: check again even if the text did not
-    ls.documents.close(params.text_document.uri)
-    ls.publish(params.text_document.uri, None)
+    # a file on disk changed: the saved document, and every open one that embeds a
+    # sub-workflow (it may be this file), are checked again even if their text did not change
+    saved = params.text_document.uri
+    for uri, analysis in ls.documents.all():
+        known = analysis.known
+        embeds = known is not None and any(n.workflow for n in known.nodes.values())
+        if uri == saved or embeds:
+            ls.documents.close(uri)
+            ls.publish(uri, None)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
