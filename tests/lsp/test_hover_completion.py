@@ -157,6 +157,10 @@ async def test_yaml_completion_of_ids_paths_tasks_and_keys(
     await open_document(client, path, YAML)
     cases = {
         "    needs: [": ["refund", "review"],
+        "    needs: [refund, ": ["refund", "review"],
+        "    loop: {to: ": ["refund", "review"],
+        "    with: {to: ": [],  # an argument called `to` takes no node id
+        "    switch: {on: x, cases: {a: [refund], b: [": ["refund", "review"],
         '    with: {x: "{{ inputs.': ["amount"],
         '    with: {x: "{{ nodes.refund.output.': ["id", "amount"],
         '    with: {x: "{{ nodes.review.output.': ["approved", "note"],

@@ -35,7 +35,10 @@ from tether.lsp.paths import ROOTS, Field, fields_after, path_before
 from tether.lsp.positions import Lines
 from tether.lsp.tasks import project_tasks
 
-_YAML_NEEDS = re.compile(r"^\s*(?:-\s+)?(?:needs|to|default|handoffs)\s*:\s*(?:\[[^\]]*)?"
+_YAML_NEEDS = re.compile(r"(?:^\s*(?:-\s+)?|[{,]\s*)(?:needs|default|handoffs)\s*:\s*"
+                         r"(?:\[[^\]]*)?[A-Za-z0-9_-]*$"
+                         r"|(?:^\s*|\bloop\s*:\s*\{(?:[^{}]*,)?\s*)to\s*:\s*[A-Za-z0-9_-]*$"
+                         r"|\bcases\s*:\s*\{(?:[^{}]*,)?\s*[^\s:{},]+\s*:\s*(?:\[[^\]]*)?"
                          r"[A-Za-z0-9_-]*$")
 _YAML_CASE = re.compile(r"^\s*[^\s:#]+\s*:\s*\[[^\]]*$|^\s*[^\s:#]+\s*:\s*[A-Za-z0-9_-]*$")
 _YAML_ITEM = re.compile(r"^(\s*)-\s+[A-Za-z0-9_-]*$")
@@ -96,7 +99,7 @@ def _node_ids(analysis: Analysis, line: int, before: str) -> list[types.Completi
 def _wants_node_id(analysis: Analysis, line: int, before: str) -> bool:
     if analysis.syntax == "flow":
         return bool(_FLOW_NEEDS.search(before))
-    if _YAML_NEEDS.match(before):
+    if _YAML_NEEDS.search(before):
         return True
     owners = _yaml_owners(analysis.lines, line, len(before) - len(before.lstrip()) + 1)
     if _YAML_ITEM.match(before):
