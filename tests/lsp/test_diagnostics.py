@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -227,3 +228,34 @@ async def test_saving_a_sub_workflow_rechecks_the_open_workflow_that_embeds_it(
         assert [d.code for d in await wait_diagnostics(client, parent.resolve().as_uri())] \
             == codes
         close_document(client, child)
+
+
+async def test_a_burst_of_edits_ends_with_the_diagnostics_of_the_last_text(
+        client: LanguageClient, tmp_path: Path) -> None:
+    """Twenty edits sent without waiting (typo, fix, typo, ...; the last one a typo of its
+    own): whatever was checked on the way, the diagnostics that remain are the last text's."""
+    text = "workflow burst\ntask fetch = http.get()\ntask parse = text.parse() after fetch\n"
+    path = tmp_path / "burst.flow"
+    assert await open_document(client, path, text) == []
+    uri = path.resolve().as_uri()
+    where = position(text, "fetch", occurrence=1)
+    typo = types.Range(start=where, end=types.Position(line=where.line,
+                                                       character=where.character + 5))
+    words = ["fecth", "fetch"] * 9 + ["fetch", "fetchh"]
+    for version, word in enumerate(words, start=2):
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(range=typo, text=word)]))
+        typo = types.Range(start=where, end=types.Position(
+            line=where.line, character=where.character + len(word)))
+
+    async def settled() -> list[types.Diagnostic]:
+        while True:
+            found = list(client.diagnostics.get(uri, ()))
+            if any("`fetchh`" in d.message for d in found):
+                return found
+            await asyncio.sleep(0.05)
+
+    final = await asyncio.wait_for(settled(), 120)
+    assert [d.code for d in final] == ["E301"]
+    assert final[0].message.startswith("node `parse` needs `fetchh`")

@@ -7,6 +7,7 @@ again) and its diagnostics published with the document's version.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -41,19 +42,54 @@ class TetherServer(LanguageServer):
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.documents = Documents()
         self.shut_down = False  # a `shutdown` request came before `exit`: exit 0, else 1
+        self._running: set[str] = set()  # documents being checked
+        self._dirty: set[str] = set()  # ... and edited since their check began
+        self._published: dict[str, str] = {}  # the text whose diagnostics were published
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (checked now if it changed)."""
         document = self.workspace.get_text_document(uri)
         return self.documents.update(uri, path_of(uri), document.source)[0]
 
-    def publish(self, uri: str, version: int | None) -> None:
-        """Check the document and publish its diagnostics."""
-        document = self.workspace.get_text_document(uri)
-        analysis, fresh = self.documents.update(uri, path_of(uri), document.source)
-        if fresh:
-            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=uri, version=version, diagnostics=reporting.diagnostics_of(analysis)))
+    async def check(self, uri: str, *, force: bool = False) -> None:
+        """Check the document's latest text and publish its diagnostics.
+
+        The check runs on a worker thread so that the event loop keeps reading the client's
+        messages meanwhile; edits that arrive during a check are not checked one by one:
+        when it ends, the latest text is checked (a burst of keystrokes costs two checks,
+        not one per keystroke). Only the diagnostics of the latest text are published.
+        """
+        if force:
+            self._published.pop(uri, None)
+        if uri in self._running:
+            self._dirty.add(uri)
+            return
+        self._running.add(uri)
+        loop = asyncio.get_running_loop()
+        try:
+            while uri in self.workspace.text_documents:
+                self._dirty.discard(uri)
+                document = self.workspace.get_text_document(uri)
+                text, version = document.source, document.version
+                analysis, _ = await loop.run_in_executor(
+                    None, self.documents.update, uri, path_of(uri), text)
+                if uri not in self.workspace.text_documents:
+                    return  # closed meanwhile: its diagnostics were cleared
+                if uri in self._dirty:
+                    continue  # edited meanwhile: check the newer text instead
+                if self._published.get(uri) != text:
+                    self._published[uri] = text
+                    self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                        uri=uri, version=version,
+                        diagnostics=reporting.diagnostics_of(analysis)))
+                return
+        finally:
+            self._running.discard(uri)
+
+    def forget(self, uri: str) -> None:
+        """Drop what is known of a closed document."""
+        self.documents.close(uri)
+        self._published.pop(uri, None)
 
 
 server = TetherServer()
@@ -65,17 +101,17 @@ def shutdown(ls: TetherServer, params: None) -> None:
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-def did_open(ls: TetherServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri, params.text_document.version)
+async def did_open(ls: TetherServer, params: types.DidOpenTextDocumentParams) -> None:
+    await ls.check(params.text_document.uri, force=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-def did_change(ls: TetherServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri, params.text_document.version)
+async def did_change(ls: TetherServer, params: types.DidChangeTextDocumentParams) -> None:
+    await ls.check(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-def did_save(ls: TetherServer, params: types.DidSaveTextDocumentParams) -> None:
+async def did_save(ls: TetherServer, params: types.DidSaveTextDocumentParams) -> None:
     # a file on disk changed: the saved document, and every open one that embeds a
     # sub-workflow (it may be this file), are checked again even if their text did not change
     saved = params.text_document.uri
@@ -84,12 +120,12 @@ def did_save(ls: TetherServer, params: types.DidSaveTextDocumentParams) -> None:
         embeds = known is not None and any(n.workflow for n in known.nodes.values())
         if uri == saved or embeds:
             ls.documents.close(uri)
-            ls.publish(uri, None)
+            await ls.check(uri, force=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: TetherServer, params: types.DidCloseTextDocumentParams) -> None:
-    ls.documents.close(params.text_document.uri)
+    ls.forget(params.text_document.uri)
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
