@@ -201,6 +201,10 @@ async def test_flow_completion_of_ids_paths_and_tasks(
         "output x = {{ nodes.refund.output.": ["id", "amount"],
         "output x = {{ inputs.": ["amount"],
         "task more = ": ["billing.refund", "notify"],
+        "switch pick after refund on {{ inputs.amount }}\n    case big: ":
+            ["refund", "review", "notify"],
+        "switch pick after refund on {{ inputs.amount }}\n    default ":
+            ["refund", "review", "notify"],
     }
     version = 1
     for typed, wanted in cases.items():
@@ -208,5 +212,6 @@ async def test_flow_completion_of_ids_paths_and_tasks(
         text = FLOW + typed + "\n"
         await change_document(client, path, version, [
             types.TextDocumentContentChangeWholeDocument(text=text)])
-        where = types.Position(line=text.count("\n") - 1, character=len(typed))
+        where = types.Position(line=text.count("\n") - 1,
+                               character=len(typed.split("\n")[-1]))
         assert sorted(await labels(client, path, where)) == sorted(wanted), typed

@@ -142,8 +142,9 @@ async def test_definition_and_references_of_a_node_id(
     assert without is not None and len(without) == expected - 1
 
 
+@pytest.mark.parametrize("syntax", ["yaml", "flow"])
 async def test_definition_of_a_task_and_of_a_sub_workflow(
-        client: LanguageClient, tmp_path: Path) -> None:
+        client: LanguageClient, tmp_path: Path, syntax: str) -> None:
     """`task:` leads to the Python `def` of the project's task module (never imported: the
     module raises at import); `workflow:` leads to the file."""
     (tmp_path / "pyproject.toml").write_text('[tool.tether]\ntasks = ["jobs/tasks.py"]\n')
@@ -155,7 +156,10 @@ async def test_definition_of_a_task_and_of_a_sub_workflow(
     (tmp_path / "child.yaml").write_text("tether: 1\nname: child\nnodes:\n  a: {noop: true}\n")
     text = ("tether: 1\nname: parent\nnodes:\n  pay: {task: billing.refund, with: {amount: 1}}"
             "\n  sub: {workflow: child.yaml, needs: [pay]}\n")
-    path = tmp_path / "parent.yaml"
+    if syntax == "flow":
+        text = ('workflow parent\ntask pay = billing.refund(amount: 1)\n'
+                'workflow sub = "child.yaml" after pay\n')
+    path = tmp_path / f"parent.{syntax}"
     await open_document(client, path, text)
     found = await client.text_document_definition_async(types.DefinitionParams(
         text_document=identifier(path), position=position(text, "billing.refund", offset=3)))

@@ -17,7 +17,7 @@ from pygls.lsp.server import LanguageServer
 
 from tether.lsp import completion, hover, navigation, reporting
 from tether.lsp.analysis import Analysis, Documents
-from tether.lsp.graph import GRAPH_COMMAND, graph_preview
+from tether.lsp.graph import GRAPH_COMMAND, NoGraph, graph_preview
 
 NAME = "tether"
 
@@ -195,7 +195,7 @@ def graph_command(ls: TetherServer, *arguments: object) -> str:
         raise JsonRpcInvalidParams(f"{GRAPH_COMMAND} takes the document's URI")
     try:
         return graph_preview(ls.analysis(arguments[0]))
-    except ValueError as exc:
+    except NoGraph as exc:
         raise JsonRpcInvalidParams(str(exc)) from exc
 
 
