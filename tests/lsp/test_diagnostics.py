@@ -119,10 +119,13 @@ def types_path(uri: str) -> str:
 
 async def test_columns_count_utf16_units_on_a_line_with_non_ascii_text(
         client: LanguageClient, tmp_path: Path) -> None:
-    """A typo after an emoji and accented text is underlined at its UTF-16 columns."""
+    """A typo after an emoji and accented text is underlined at its UTF-16 columns (in a
+    folder whose name the URI escapes)."""
     text = ('tether: 1\nname: unicode\nnodes:\n  fetch: {task: http.get}\n'
             '  parse: {title: "résumé 🎉", task: text.parse, needs: [fecth]}\n')
-    path = tmp_path / "unicode.yaml"
+    folder = tmp_path / "dossier d'été"  # a URI with escapes: %20, %27, %C3%A9
+    folder.mkdir()
+    path = folder / "unicode.yaml"
     published = await open_document(client, path, text)
     (diag,) = published
     assert diag.code == "E301"

@@ -1,8 +1,9 @@
 """The language server's wiring: pygls features, each one call into the modules beside it.
 
-``tether lsp`` runs :func:`serve` over stdio. Documents are synchronised incrementally; every
-change is checked at once (see :mod:`tether.lsp.analysis`: an unchanged text is not checked
-again) and its diagnostics published with the document's version.
+``tether lsp`` runs :func:`serve` over stdio. Documents are synchronised incrementally; a
+change is checked on a worker thread (edits arriving meanwhile are folded into one check of
+the latest text, see :meth:`TetherServer.check`; an unchanged text is not checked again) and
+its diagnostics published with the document's version.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
 
 from tether.lsp import completion, hover, navigation, reporting
 from tether.lsp.analysis import Analysis, Documents
@@ -24,8 +26,8 @@ NAME = "tether"
 
 def path_of(uri: str) -> Path:
     """The file a ``file:`` URI names (other schemes: the path part, for a name)."""
-    parsed = urlparse(uri)
-    return Path(unquote(parsed.path))
+    path = to_fs_path(uri)
+    return Path(path) if path is not None else Path(unquote(urlparse(uri).path))
 
 
 class TetherServer(LanguageServer):
@@ -45,6 +47,8 @@ class TetherServer(LanguageServer):
         self._running: set[str] = set()  # documents being checked
         self._dirty: set[str] = set()  # ... and edited since their check began
         self._published: dict[str, str] = {}  # the text whose diagnostics were published
+        # open documents by the URI the client gave (pygls's workspace normalises its keys)
+        self._open: set[str] = set()
 
     def analysis(self, uri: str) -> Analysis:
         """The analysis of the document's current text (checked now if it changed)."""
@@ -67,13 +71,13 @@ class TetherServer(LanguageServer):
         self._running.add(uri)
         loop = asyncio.get_running_loop()
         try:
-            while uri in self.workspace.text_documents:
+            while uri in self._open:
                 self._dirty.discard(uri)
                 document = self.workspace.get_text_document(uri)
                 text, version = document.source, document.version
                 analysis, _ = await loop.run_in_executor(
                     None, self.documents.update, uri, path_of(uri), text)
-                if uri not in self.workspace.text_documents:
+                if uri not in self._open:
                     return  # closed meanwhile: its diagnostics were cleared
                 if uri in self._dirty:
                     continue  # edited meanwhile: check the newer text instead
@@ -86,8 +90,13 @@ class TetherServer(LanguageServer):
         finally:
             self._running.discard(uri)
 
+    def opened(self, uri: str) -> None:
+        """Note that the client opened a document."""
+        self._open.add(uri)
+
     def forget(self, uri: str) -> None:
         """Drop what is known of a closed document."""
+        self._open.discard(uri)
         self.documents.close(uri)
         self._published.pop(uri, None)
 
@@ -102,6 +111,7 @@ def shutdown(ls: TetherServer, params: None) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 async def did_open(ls: TetherServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.opened(params.text_document.uri)
     await ls.check(params.text_document.uri, force=True)
 
 
