@@ -9,6 +9,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 from tests.lsp.conftest import change_document, identifier, open_document, position
 
+from tether.cli.authoring import workflow_schema
 from tether.compiler.references import RUN_FIELDS
 from tether.diagnostics.codes import lookup
 
@@ -185,10 +186,14 @@ async def test_yaml_completion_of_ids_paths_tasks_and_keys(
     text = YAML.replace("    needs: [review]\n", "    needs: [review]\n    ret\n")
     await change_document(client, path, version, [
         types.TextDocumentContentChangeWholeDocument(text=text)])
+    schema = workflow_schema()
     found = await labels(client, path, position(text, "    ret", offset=7))
+    assert set(found) == set(schema["$defs"]["NodeSpec"]["properties"])
     assert {"retry", "with", "needs", "when", "for_each"} <= set(found)
-    found = await labels(client, path, position(text, "nodes:") )
-    assert {"tether", "name", "inputs", "nodes", "output"} <= set(found)
+    found = await labels(client, path, position(text, "nodes:"))
+    assert set(found) == set(schema["properties"])
+    found = await labels(client, path, position(text, "      reason: check", offset=6))
+    assert set(found) == set(schema["$defs"]["ApprovalSpec"]["properties"])
 
 
 async def test_flow_completion_of_ids_paths_and_tasks(

@@ -13,7 +13,9 @@ does not parse yet (the index of ids comes from its latest readable state):
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Any
 
 from lsprotocol import types
 from pydantic import BaseModel
@@ -126,13 +128,21 @@ def _keys(analysis: Analysis, line: int, before: str) -> list[types.CompletionIt
     model = _model_at(_yaml_owners(analysis.lines, line, len(found.group(1)) + 1))
     if model is None:
         return []
-    items = []
-    for name, info in model.model_fields.items():
-        key = info.alias or name
-        items.append(types.CompletionItem(
-            label=key, kind=types.CompletionItemKind.Property, insert_text=f"{key}: ",
-            detail=f"{model.__name__}.{key}", documentation=info.description))
-    return items
+    schema = _schema()
+    properties = (schema if model is WorkflowDoc else schema["$defs"][model.__name__]).get(
+        "properties", {})
+    return [types.CompletionItem(label=key, kind=types.CompletionItemKind.Property,
+                                 insert_text=f"{key}: ", detail=f"{model.__name__}.{key}",
+                                 documentation=spec.get("description"))
+            for key, spec in properties.items()]
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    """The JSON Schema ``tether schema`` prints (made once)."""
+    from tether.cli.authoring import workflow_schema
+
+    return workflow_schema()
 
 
 def _yaml_owners(lines: Lines, line: int, indent: int) -> list[str]:
