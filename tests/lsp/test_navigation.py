@@ -153,7 +153,8 @@ async def test_definition_of_a_task_and_of_a_sub_workflow(
         'from tether import task\nraise SystemExit("never import me")\n\n\n'
         '@task("billing.refund")\ndef refund(amount: float) -> dict[str, float]:\n'
         '    """Give money back."""\n    return {"amount": amount}\n')
-    (tmp_path / "child.yaml").write_text("tether: 1\nname: child\nnodes:\n  a: {noop: true}\n")
+    (tmp_path / "child.yaml").write_text("tether: 1\nname: child\nnodes:\n  a: {noop: true}\n"
+                                         "output: {done: true}\n")
     text = ("tether: 1\nname: parent\nnodes:\n  pay: {task: billing.refund, with: {amount: 1}}"
             "\n  sub: {workflow: child.yaml, needs: [pay]}\n")
     if syntax == "flow":
@@ -170,6 +171,10 @@ async def test_definition_of_a_task_and_of_a_sub_workflow(
         text_document=identifier(path), position=position(text, "child.yaml", offset=2)))
     assert isinstance(found, list)
     assert [loc.uri for loc in found] == [(tmp_path / "child.yaml").resolve().as_uri()]
+    shown = await client.text_document_hover_async(types.HoverParams(
+        text_document=identifier(path), position=position(text, "sub", offset=1)))
+    assert shown is not None and isinstance(shown.contents, types.MarkupContent)
+    assert "output: `done`: sub-workflow output" in shown.contents.value
 
 
 @pytest.mark.parametrize(("name", "text"), [("outline.yaml", YAML), ("outline.flow", FLOW)])

@@ -82,7 +82,9 @@ def node_summary(analysis: Analysis, node_id: str, tasks: dict[str, TaskInfo]) -
         lines.append(f"title: {node.title}")
     lines.append("needs: " + (", ".join(f"`{n}`" for n in node.needs) if node.needs
                               else "nothing"))
-    fields = output_fields(node, tasks.get(node.task or ""))
+    location = analysis.workflow.location
+    fields = output_fields(node, tasks.get(node.task or ""),
+                           location.parent if location is not None else None)
     if fields:
         lines.append("output: " + ", ".join(f"`{f.name}`: {f.type}" for f in fields))
     return "  \n".join(lines)

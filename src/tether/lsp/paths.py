@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from tether.compiler.references import RUN_FIELDS
 from tether.dsl.ast import Workflow
@@ -66,8 +67,12 @@ class Field:
     doc: str | None = None
 
 
-def output_fields(node: NodeSpec, task: TaskInfo | None) -> list[Field]:
-    """The keys of a node's output where something declares them."""
+def output_fields(node: NodeSpec, task: TaskInfo | None,
+                  base: Path | None = None) -> list[Field]:
+    """The keys of a node's output where something declares them (a sub-workflow's are
+    the keys of its file's ``output`` mapping, read relative to ``base``)."""
+    if node.workflow is not None and base is not None:
+        return [Field(key, "sub-workflow output") for key in _sub_outputs(base / node.workflow)]
     if node.approval is not None and node.approval.form:
         return [Field(k, spec.type, spec.description) for k, spec in node.approval.form.items()]
     if node.agent is not None and isinstance(node.agent.output, dict):
@@ -78,6 +83,27 @@ def output_fields(node: NodeSpec, task: TaskInfo | None) -> list[Field]:
     if task is not None:
         return [Field(name, kind) for name, kind in task.fields]
     return []
+
+
+_outputs: dict[Path, tuple[float, tuple[str, ...]]] = {}
+
+
+def _sub_outputs(path: Path) -> tuple[str, ...]:
+    """The keys of the ``output`` mapping of a workflow file (cached by modification time;
+    none when it cannot be read)."""
+    from tether.dsl.loader import read_workflow
+
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return ()
+    cached = _outputs.get(path)
+    if cached is None or cached[0] != mtime:
+        child, _ = read_workflow(path)
+        output = child.doc.output if child is not None else None
+        cached = _outputs[path] = (mtime, tuple(map(str, output)) if isinstance(output, dict)
+                                   else ())
+    return cached[1]
 
 
 def item_fields(node: NodeSpec) -> list[Field]:
@@ -114,7 +140,8 @@ def fields_after(parts: list[str], workflow: Workflow, reader: str | None,
         return [Field("output", "the node's output"), Field("status", "the node's status")]
     if root == "nodes" and rest[1:] == ["output"] and rest[0] in workflow.nodes:
         node = workflow.nodes[rest[0]]
-        return output_fields(node, tasks.get(node.task or ""))
+        base = workflow.location.parent if workflow.location is not None else None
+        return output_fields(node, tasks.get(node.task or ""), base)
     return []
 
 
