@@ -10,9 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lsprotocol import types
-from pytest_lsp import LanguageClient
-from tests.lsp.conftest import (
+from lsp_support import (
     change_document,
     close_document,
     open_document,
@@ -20,6 +18,8 @@ from tests.lsp.conftest import (
     server_env,
     wait_diagnostics,
 )
+from lsprotocol import types
+from pytest_lsp import LanguageClient
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lsp_support import change_document, identifier, open_document, position
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from tests.lsp.conftest import change_document, identifier, open_document, position
 
 from tether.cli.authoring import workflow_schema
 from tether.compiler.references import RUN_FIELDS

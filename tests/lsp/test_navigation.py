@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lsp_support import apply_edits, identifier, open_document, position
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
-from tests.lsp.conftest import apply_edits, identifier, open_document, position
 
 from tether.compiler import compile
 from tether.compiler.graph_render import to_mermaid
