@@ -147,12 +147,15 @@ class Documents:
         return analysis, True
 
     def get(self, uri: str) -> Analysis | None:
+        """The latest analysis of ``uri``, if any."""
         return self._latest.get(uri)
 
     def close(self, uri: str) -> None:
+        """Forget ``uri`` (its next update is checked afresh)."""
         self._latest.pop(uri, None)
 
     def all(self) -> list[tuple[str, Analysis]]:
+        """Every (URI, analysis) known."""
         return list(self._latest.items())
 
 

@@ -106,22 +106,26 @@ server = TetherServer()
 
 @server.feature(types.SHUTDOWN)
 def shutdown(ls: TetherServer, params: None) -> None:
+    """The client will exit next: remember it, for the exit code."""
     ls.shut_down = True
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 async def did_open(ls: TetherServer, params: types.DidOpenTextDocumentParams) -> None:
+    """A document was opened: check it and publish its diagnostics."""
     ls.opened(params.text_document.uri)
     await ls.check(params.text_document.uri, force=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 async def did_change(ls: TetherServer, params: types.DidChangeTextDocumentParams) -> None:
+    """A document was edited: check its latest text."""
     await ls.check(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 async def did_save(ls: TetherServer, params: types.DidSaveTextDocumentParams) -> None:
+    """A document was saved: check it, and the open documents that may embed it."""
     # a file on disk changed: the saved document, and every open one that embeds a
     # sub-workflow (it may be this file), are checked again even if their text did not change
     saved = params.text_document.uri
@@ -135,6 +139,7 @@ async def did_save(ls: TetherServer, params: types.DidSaveTextDocumentParams) ->
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: TetherServer, params: types.DidCloseTextDocumentParams) -> None:
+    """A document was closed: forget it and clear its diagnostics."""
     ls.forget(params.text_document.uri)
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
@@ -143,6 +148,7 @@ def did_close(ls: TetherServer, params: types.DidCloseTextDocumentParams) -> Non
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
     code_action_kinds=[types.CodeActionKind.QuickFix]))
 def code_action(ls: TetherServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """The quick fixes of the diagnostics the client asks about."""
     uri = params.text_document.uri
     return reporting.quick_fixes(uri, ls.analysis(uri), list(params.context.diagnostics))
 
@@ -150,6 +156,7 @@ def code_action(ls: TetherServer, params: types.CodeActionParams) -> list[types.
 @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
 def document_symbol(ls: TetherServer,
                     params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+    """The outline of the document."""
     return navigation.symbols(ls.analysis(params.text_document.uri))
 
 
@@ -161,12 +168,14 @@ def _cursor(ls: TetherServer, uri: str, position: types.Position) -> tuple[Analy
 
 @server.feature(types.TEXT_DOCUMENT_DEFINITION)
 def definition(ls: TetherServer, params: types.DefinitionParams) -> list[types.Location]:
+    """Where the name under the cursor is defined."""
     uri = params.text_document.uri
     return navigation.definition(uri, *_cursor(ls, uri, params.position))
 
 
 @server.feature(types.TEXT_DOCUMENT_REFERENCES)
 def references(ls: TetherServer, params: types.ReferenceParams) -> list[types.Location]:
+    """Every place the node id under the cursor is written."""
     uri = params.text_document.uri
     return navigation.references(uri, *_cursor(ls, uri, params.position),
                                  params.context.include_declaration)
@@ -174,11 +183,14 @@ def references(ls: TetherServer, params: types.ReferenceParams) -> list[types.Lo
 
 @server.feature(types.TEXT_DOCUMENT_PREPARE_RENAME)
 def prepare_rename(ls: TetherServer, params: types.PrepareRenameParams) -> types.Range | None:
+    """The range a rename at the cursor would change (None: nothing to rename)."""
     return navigation.prepare_rename(*_cursor(ls, params.text_document.uri, params.position))
 
 
 @server.feature(types.TEXT_DOCUMENT_RENAME)
 def rename(ls: TetherServer, params: types.RenameParams) -> types.WorkspaceEdit:
+    """Rename the node id under the cursor everywhere (refused with an error when the
+    new name is taken or is no id)."""
     uri = params.text_document.uri
     try:
         return navigation.rename(uri, *_cursor(ls, uri, params.position), params.new_name)
@@ -188,6 +200,7 @@ def rename(ls: TetherServer, params: types.RenameParams) -> types.WorkspaceEdit:
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover_feature(ls: TetherServer, params: types.HoverParams) -> types.Hover | None:
+    """What to show for the cursor's place."""
     return hover.hover(*_cursor(ls, params.text_document.uri, params.position))
 
 
@@ -195,6 +208,7 @@ def hover_feature(ls: TetherServer, params: types.HoverParams) -> types.Hover | 
     trigger_characters=[".", " ", "[", ",", "'", '"']))
 def completion_feature(ls: TetherServer,
                        params: types.CompletionParams) -> types.CompletionList:
+    """The completions at the cursor."""
     return completion.complete(*_cursor(ls, params.text_document.uri, params.position))
 
 
