@@ -208,8 +208,20 @@ def hover_feature(ls: TetherServer, params: types.HoverParams) -> types.Hover | 
     trigger_characters=[".", " ", "[", ",", "'", '"']))
 def completion_feature(ls: TetherServer,
                        params: types.CompletionParams) -> types.CompletionList:
-    """The completions at the cursor."""
-    return completion.complete(*_cursor(ls, params.text_document.uri, params.position))
+    """The completions at the cursor.
+
+    Completion comes with every keystroke: it reads the current text around the cursor and
+    the names of the latest analysis, without checking the text again (the check of the
+    edit is under way on its worker thread).
+    """
+    uri = params.text_document.uri
+    latest = ls.documents.get(uri)
+    if latest is None:
+        return completion.complete(*_cursor(ls, uri, params.position))
+    text = ls.workspace.get_text_document(uri).source
+    current = Analysis(latest.path, text, latest.syntax, None, [], known=latest.known)
+    line, column = current.lines.cursor(params.position)
+    return completion.complete(current, line, column)
 
 
 @server.command(GRAPH_COMMAND)
