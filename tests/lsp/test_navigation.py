@@ -62,33 +62,41 @@ output text = {{ nodes.draft.output.text }}
 def hand_renamed(text: str, old: str, new: str) -> str:
     """The file an author would write with node ``old`` called ``new`` (a hyphenated id is
     read as ``nodes['new']``)."""
-    text = text.replace(f"nodes.{old}.", f"nodes['{new}'].").replace(
-        f"nodes['{old}']", f"nodes['{new}']")
     import re
 
+    dotted = f"nodes.{new}." if new.isidentifier() else f"nodes['{new}']."
+    text = text.replace(f"nodes.{old}.", dotted).replace(f"nodes['{old}']", f"nodes['{new}']")
     return re.sub(rf"(?<![\w'.-]){old}(?![\w'-])", new, text)
 
 
+RENAMES = [("draft", "draft-v2", "nodes.draft", len("nodes.d")),
+           ("critique", "critic", "nodes['critique']", len("nodes['c"))]
+
+
 @pytest.mark.parametrize(("name", "text"), [("review.yaml", YAML), ("review.flow", FLOW)])
+@pytest.mark.parametrize(("old", "new", "needle", "offset"), RENAMES)
 async def test_a_rename_gives_the_plan_of_the_hand_renamed_file(
-        client: LanguageClient, tmp_path: Path, name: str, text: str) -> None:
-    """Renaming `draft` (from a template read) edits needs/after, switch cases, loop.to and
-    every template; the result compiles to the fingerprint of the file renamed by hand."""
+        client: LanguageClient, tmp_path: Path, name: str, text: str, old: str, new: str,
+        needle: str, offset: int) -> None:
+    """Renaming from a template read (`nodes.draft`, `nodes['critique']`) edits needs/after,
+    switch cases, loop.to and every template; the result compiles to the fingerprint of the
+    file renamed by hand."""
+    if needle not in text:
+        needle, offset = f"nodes.{old}", len("nodes.") + 1
     path = tmp_path / name
     assert await open_document(client, path, text) == []
-    where = position(text, "nodes.draft", offset=len("nodes.d"))
+    where = position(text, needle, offset=offset)
     prepared = await client.text_document_prepare_rename_async(types.PrepareRenameParams(
         text_document=identifier(path), position=where))
     assert isinstance(prepared, types.Range)
     edit = await client.text_document_rename_async(types.RenameParams(
-        text_document=identifier(path), position=where, new_name="draft-v2"))
+        text_document=identifier(path), position=where, new_name=new))
     assert edit is not None and edit.changes is not None
     renamed = apply_edits(text, edit.changes[path.resolve().as_uri()])
     (tmp_path / "renamed").mkdir()
     (tmp_path / "renamed" / name).write_text(renamed, encoding="utf-8")
     (tmp_path / "by_hand").mkdir()
-    (tmp_path / "by_hand" / name).write_text(hand_renamed(text, "draft", "draft-v2"),
-                                             encoding="utf-8")
+    (tmp_path / "by_hand" / name).write_text(hand_renamed(text, old, new), encoding="utf-8")
     (tmp_path / "original").mkdir()
     (tmp_path / "original" / name).write_text(text, encoding="utf-8")
     fingerprint = compile(tmp_path / "renamed" / name).fingerprint
