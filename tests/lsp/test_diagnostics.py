@@ -153,14 +153,23 @@ async def test_an_edit_gets_fresh_diagnostics_and_fixing_it_clears_them(
     assert published == []
 
 
+FIXABLE = {
+    "yaml": ('tether: 1\nname: fixes\ninputs:\n  amount: {type: number}\nnodes:\n'
+             '  fetch: {task: http.get, with: {x: "{{ inputs.amout }}"}}\n'
+             '  parse: {task: text.parse, needs: [fecth]}\n'),
+    "flow": ('workflow fixes\ninput amount: number\n'
+             'task fetch = http.get(x: {{ inputs.amout }})\n'
+             'task parse = text.parse() after fecth\n'),
+}
+
+
+@pytest.mark.parametrize("syntax", ["yaml", "flow"])
 async def test_a_did_you_mean_becomes_a_quick_fix_that_fixes_the_file(
-        client: LanguageClient, tmp_path: Path) -> None:
+        client: LanguageClient, tmp_path: Path, syntax: str) -> None:
     """The quick fix of E301 and E402 replaces exactly the misspelt name; applied, the file
     checks clean."""
-    text = ('tether: 1\nname: fixes\ninputs:\n  amount: {type: number}\nnodes:\n'
-            '  fetch: {task: http.get, with: {x: "{{ inputs.amout }}"}}\n'
-            '  parse: {task: text.parse, needs: [fecth]}\n')
-    path = tmp_path / "fixes.yaml"
+    text = FIXABLE[syntax]
+    path = tmp_path / f"fixes.{syntax}"
     published = await open_document(client, path, text)
     assert sorted(str(d.code) for d in published) == ["E301", "E402"]
     actions = await client.text_document_code_action_async(types.CodeActionParams(
@@ -181,7 +190,7 @@ async def test_a_did_you_mean_becomes_a_quick_fix_that_fixes_the_file(
         lines[edit.range.start.line] = (line[:edit.range.start.character] + edit.new_text
                                         + line[edit.range.end.character:])
         fixed = "\n".join(lines)
-    assert "inputs.amount" in fixed and "needs: [fetch]" in fixed
+    assert "inputs.amount" in fixed and "fecth" not in fixed and "amout" not in fixed
     assert await change_document(client, path, 2, [
         types.TextDocumentContentChangeWholeDocument(text=fixed)]) == []
 

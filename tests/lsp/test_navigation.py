@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from lsp_support import apply_edits, identifier, open_document, position
+from lsp_support import apply_edits, identifier, open_document, position, server_env
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
@@ -215,7 +217,10 @@ async def test_the_graph_command_returns_the_mermaid_text_of_tether_graph(
     await open_document(client, path, text)
     mermaid = await client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="tether.graph", arguments=[path.resolve().as_uri()]))
-    assert mermaid == to_mermaid(compile(path))
+    drawn = subprocess.run([sys.executable, "-m", "tether", "graph", str(path)],
+                           capture_output=True, text=True, env=server_env(), timeout=300)
+    assert drawn.returncode == 0, drawn.stderr
+    assert mermaid == drawn.stdout == to_mermaid(compile(path))
     broken = tmp_path / f"broken{path.suffix}"
     await open_document(client, broken, text.replace("critique", "critic", 1))
     with pytest.raises(JsonRpcException, match="has errors"):
