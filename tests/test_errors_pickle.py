@@ -105,6 +105,13 @@ def _samples() -> dict[str, Any]:
                     ConfigError("bad --auth"), BadRequest("comment", "too long"),
                     Conflict("finished"), NotFound("no run"), FleetUnavailable("no worker"),
                     LinkError("expired", expired=True)]
+    try:
+        from tether.lsp.graph import NoGraph
+        from tether.lsp.navigation import RenameRefused
+    except ImportError:  # the lsp extra is not installed
+        pass
+    else:
+        samples += [NoGraph("no graph: x.yaml has errors"), RenameRefused("no node id here")]
     return {f"{type(s).__module__}.{type(s).__qualname__}": s for s in samples}
 
 

@@ -43,6 +43,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.serve",
     "tether.cli.schedules",
     "tether.cli.fleet",
+    "tether.cli.lsp",
 )
 
 EXIT_OK = 0
