@@ -40,7 +40,8 @@ Catch a family to handle every member of it: the CLI maps the families to exit c
 table. The families are disjoint: every public exception has exactly one. Members defined
 elsewhere: ``tether.web``'s ``ConfigError`` and ``BadRequest`` (usage), ``NotFound`` (not
 found), ``Conflict`` and ``FleetUnavailable`` (run state), ``tether.testing``'s
-``ScriptError`` (definition), the attempt's ``StopAtBoundary`` (run state).
+``ScriptError`` (definition), the attempt's ``StopAtBoundary`` (run state), ``tether.lsp``'s
+``NoGraph`` (definition) and ``RenameRefused`` (usage).
 
 Every exception carries structured fields (``execution_id``, ``node_id``, ...) and builds its
 message from them. :class:`InterruptSignal` is not an error: it derives from ``BaseException``

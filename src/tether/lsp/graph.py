@@ -5,13 +5,13 @@ from __future__ import annotations
 from tether.compiler.compile import Compiler
 from tether.compiler.graph_render import to_mermaid
 from tether.diagnostics.render import summary
-from tether.errors import TetherError
+from tether.errors import DefinitionError
 from tether.lsp.analysis import Analysis
 
 GRAPH_COMMAND = "tether.graph"
 
 
-class NoGraph(TetherError):
+class NoGraph(DefinitionError):
     """The document has errors, so no plan (and no graph) can be built from it."""
 
 

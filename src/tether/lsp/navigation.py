@@ -14,7 +14,7 @@ from lsprotocol import types
 
 from tether.diagnostics import Span
 from tether.dsl.document import NODE_ID_RE
-from tether.errors import TetherError
+from tether.errors import UsageError
 from tether.lsp.analysis import Analysis, Occurrence, Role
 from tether.lsp.positions import span_contains
 from tether.lsp.tasks import project_tasks
@@ -22,7 +22,7 @@ from tether.lsp.tasks import project_tasks
 _IDENTIFIER_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-class RenameRefused(TetherError):
+class RenameRefused(UsageError):
     """A rename the server will not make (an invalid or taken id, nothing under the cursor)."""
 
 
