@@ -11,7 +11,16 @@ from typing import Any
 
 import agent_tasks
 import pytest
-from runs_support import TASKS, agent, agent_rows, calls, run_json, tether_cli, write_workflow
+from runs_support import (
+    TASKS,
+    agent,
+    agent_rows,
+    calls,
+    run_json,
+    tether_cli,
+    url_for,
+    write_workflow,
+)
 
 from tether import Runner
 from tether.stores.open import open_checkpointer
@@ -104,26 +113,33 @@ def test_per_turn_limit_lets_a_reply_of_exactly_the_limit_run(
     assert calls(log) == ["echo"] * 5
 
 
+_BYTES = ("SELECT SUM(LENGTH(state) + COALESCE(LENGTH(node_input), 0) "
+          "+ COALESCE(LENGTH(node_output), 0) + COALESCE(LENGTH(interrupt_context), 0) "
+          "+ LENGTH(iteration_counters)) FROM checkpoints WHERE execution_id = ")
+
+
 def _stored_bytes(url: str, execution_id: str) -> int:
-    """The bytes of every JSON column of the run's checkpoint rows, as stored."""
-    with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
-        (total,) = connection.execute(
-            "SELECT SUM(LENGTH(state) + COALESCE(LENGTH(node_input), 0) "
-            "+ COALESCE(LENGTH(node_output), 0) + COALESCE(LENGTH(interrupt_context), 0) "
-            "+ LENGTH(iteration_counters)) FROM checkpoints WHERE execution_id = ?",
-            (execution_id,)).fetchone()
-    return int(total)
+    """The characters of every JSON column of the run's checkpoint rows, as stored."""
+    if url.startswith("sqlite:///"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:
+            (total,) = connection.execute(_BYTES + "?", (execution_id,)).fetchone()
+        return int(total)
+    import psycopg
+
+    base, _, schema = url.partition("?schema=")
+    with psycopg.connect(base) as connection:
+        connection.execute(f'SET search_path TO "{schema}"')
+        row = connection.execute(_BYTES + "%s", (execution_id,)).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
-def _bytes_per_call(tmp_path: Path, calls_in_turn: int) -> float:
-    directory = tmp_path / str(calls_in_turn)
-    directory.mkdir()
-    url = f"sqlite:///{directory / 'tether.db'}"
+def _bytes_per_call(directory: Path, url: str, calls_in_turn: int) -> float:
     with ScriptedModelServer([ScriptedReply(tool_calls=echoes(calls_in_turn)),
                               ScriptedReply(text="ok")]) as server:
         path = write_workflow(directory, {"payer": {"agent": agent(
             "openai", server, prompt="{{ inputs.request }}", tools=["shop.echo"],
-            max_tool_calls={"per_turn": 1000})}})
+            max_tool_calls={"per_turn": 1000})}}, name=f"turn{calls_in_turn}")
         with open_checkpointer(url) as store:
             result = Runner(path, store, TOOLS).run({"request": "go"})
             assert result.status == "completed", result.error
@@ -131,12 +147,14 @@ def _bytes_per_call(tmp_path: Path, calls_in_turn: int) -> float:
     return _stored_bytes(url, result.execution_id) / calls_in_turn
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_turn_stores_bytes_per_call_that_do_not_grow_with_the_calls(
-        tmp_path: Path, log: Path) -> None:
+        tmp_path: Path, log: Path, backend: str, request: pytest.FixtureRequest) -> None:
     """50 and 200 calls of one reply: four times the calls, about the same bytes per call
     (storing the conversation again in each call's row made it about four times as many)."""
-    small = _bytes_per_call(tmp_path, 50)
-    large = _bytes_per_call(tmp_path, 200)
+    url = url_for(backend, tmp_path, request)
+    small = _bytes_per_call(tmp_path, url, 50)
+    large = _bytes_per_call(tmp_path, url, 200)
     assert large < 1.5 * small, (small, large)
 
 
