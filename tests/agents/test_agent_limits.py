@@ -4,6 +4,7 @@ not grow with N (a tool call's row holds what it adds, never the conversation ag
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from runs_support import (
     calls,
     run_json,
     tether_cli,
+    tool_results,
     url_for,
     write_workflow,
 )
@@ -217,3 +219,35 @@ def test_the_schema_offers_max_tool_calls_to_editors() -> None:
     assert set(limits["properties"]) == {"per_turn", "per_run"}
     assert limits["additionalProperties"] is False
     assert limits["properties"]["per_turn"]["minimum"] == 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_pause_in_the_middle_of_a_turn_keeps_the_results_before_it(
+        tmp_path: Path, server: ScriptedModelServer, log: Path, backend: str,
+        request: pytest.FixtureRequest) -> None:
+    """Six calls, the fourth pauses: resumed, the three before it keep their results (not run
+    again), the paused one runs with the answer, the two after it are answered "did not
+    run", and the model receives the six results in the reply's order."""
+    url = url_for(backend, tmp_path, request)
+    before = echoes(3)
+    after = tuple(ScriptedToolCall(name="shop_echo", arguments={"text": f"late {i}"})
+                  for i in range(2))
+    review = ScriptedToolCall(name="shop_review", arguments={"invoice": "INV-4"})
+    server.add_replies([ScriptedReply(tool_calls=(*before, review, *after)),
+                        ScriptedReply(text="Reviewed.")])
+    path = write_workflow(tmp_path, {"payer": {"agent": agent(
+        "anthropic", server, prompt="{{ inputs.request }}",
+        tools=["shop.echo", "shop.review"])}})
+    tools = {**TOOLS, "shop.review": agent_tasks.review}
+    with open_checkpointer(url) as store:
+        paused = Runner(path, store, tools).run({"request": "go"})
+        assert paused.status == "paused", paused.error
+        assert calls(log) == ["echo"] * 3 + ["review INV-4"]
+    with open_checkpointer(url) as store:  # another store handle: nothing kept in memory
+        done = Runner(path, store, tools).resume(paused.execution_id, {"approved": True})
+    assert done.status == "completed" and done.output == "Reviewed."
+    assert calls(log) == ["echo"] * 3 + ["review INV-4", "review INV-4"]
+    sent = tool_results(server, 1, "anthropic")
+    assert [r["content"] for r in sent[:3]] == [c.arguments["text"] for c in before]
+    assert json.loads(sent[3]["content"]) == {"invoice": "INV-4", "approved": True}
+    assert all("did not run" in r["content"] for r in sent[4:]) and len(sent) == 6
