@@ -158,12 +158,13 @@ class AgentState:
         """The messages, then the results of the current reply's answered calls."""
         history = Conversation.from_data(self.data.get("messages", []))
         calls = self.data.get("calls") or {}
-        if not calls or not history.messages:
+        if not calls:
             return history
-        last = history.messages[-1]
-        if not isinstance(last, AssistantMessage):
+        reply = next((m for m in reversed(history.messages) if isinstance(m, AssistantMessage)),
+                     None)
+        if reply is None:
             return history
-        results = [ToolResult.model_validate(calls[c.id]["result"]) for c in last.tool_calls
+        results = [ToolResult.model_validate(calls[c.id]["result"]) for c in reply.tool_calls
                    if isinstance(calls.get(c.id), dict) and calls[c.id].get("result")]
         return history.append(*results) if results else history
 
@@ -196,8 +197,17 @@ class AgentState:
         return entry
 
     def answered(self, call_id: str) -> bool:
+        """Whether the current reply's call ``call_id`` has its result (in its entry, or, as
+        earlier releases stored it, in the messages after the reply)."""
         entry = (self.data.get("calls") or {}).get(call_id)
-        return isinstance(entry, dict) and entry.get("result") is not None
+        if isinstance(entry, dict) and entry.get("result") is not None:
+            return True
+        for data in reversed(self.data.get("messages", [])):  # (none after the reply now)
+            if not isinstance(data, dict) or data.get("role") != "tool":
+                return False
+            if data.get("call_id") == call_id:
+                return True
+        return False
 
     @property
     def active(self) -> str | None:
