@@ -217,7 +217,7 @@ def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
 @execution_id_argument
 @click.option("--value", metavar="JSON", help='The answer, a JSON object: \'{"approved": true}\'.')
 @click.option("--node", metavar="NODE", help="The pending interrupt to answer, when several are "
-              "pending (its node id, or agent_path/node_id).")
+              "pending (its address as `tether pending` shows it, or its node id).")
 @click.option("--plan", "plan_source", type=click.Path(exists=True, dir_okay=False),
               help="Switch the run to this (compatible) workflow or plan.")
 @click.option("--enqueue", is_flag=True, help="Record the answer (or the request to "

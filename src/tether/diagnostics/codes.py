@@ -447,6 +447,12 @@ A model is `provider:name` (`openai:gpt-4.1-mini`) or a mapping with `provider` 
 and optionally `base_url` (an `http://` or `https://` URL) and `api_key_env` (an environment
 variable name).
 """),
+        _code("E913", "tool-call-limit-out-of-range", "a `max_tool_calls` bound below 1", """
+`max_tool_calls: {per_turn: N, per_run: M}` bounds the tool calls of an agent: `per_turn`
+the calls one reply of the model may ask for (default 64), `per_run` those of all its turns
+in one run of the node (no bound by default). Each is a whole number of at least 1. A model
+that asks for more fails the node with `ToolCallLimit`, before any of that reply's calls run.
+"""),
         _code("W100", "retry-not-idempotent", "a retried task is not marked idempotent", """
 A retried task runs again after a failure, so a side effect it committed before failing may
 happen twice. Mark the node `idempotent: true` (or wrap the side effect with

@@ -170,6 +170,19 @@ def _agent_schema(schema: dict[str, Any]) -> None:
     schema["required"] = [*schema.get("required", []), "max_turns"]
 
 
+class ToolCallLimitsSpec(_Model):
+    """The bounds on an agent's tool calls (each refused beyond, failing the node)."""
+
+    # (the bound is checked by the compiler, E913, rather than here: a clearer error)
+    per_turn: int | None = Field(
+        None, description="The most tool calls one reply of the model may ask for "
+        "(default 64).", json_schema_extra={"minimum": 1})
+    per_run: int | None = Field(
+        None, description="The most tool calls the agent may ask for in one run of its "
+        "node, over all its turns (default: no bound but max_turns * per_turn).",
+        json_schema_extra={"minimum": 1})
+
+
 class AgentSpec(_Model):
     """An LLM loop with tools, checkpointed before each model call and each tool call."""
 
@@ -194,6 +207,10 @@ class AgentSpec(_Model):
     )
     approve_tools: list[str] | None = Field(
         None, description="Tools whose every call waits for a human's approval."
+    )
+    max_tool_calls: ToolCallLimitsSpec | None = Field(
+        None, description="{per_turn, per_run}: the most tool calls the model may ask for in "
+        "one reply (default 64) and in one run of the node."
     )
 
 

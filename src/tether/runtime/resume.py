@@ -265,7 +265,7 @@ class Resumption:
                                   f"({names}); say which one to answer (node=..., --node)")
             return pending[0] if pending else None
         for candidate in pending:
-            if self.node in (candidate.address, candidate.node_id):
+            if candidate.names(self.node):
                 return candidate
         return None
 
@@ -327,7 +327,7 @@ class Resumption:
             self.attempt.token)
 
     def _names(self, decision: Decision) -> bool:
-        return self.node is None or self.node in (decision.node_id, decision.address)
+        return self.node is None or decision.names(self.node)
 
     def _failed_answered(self, plan: Plan, state: RunState, decisions: list[Decision],
                          ) -> tuple[Any, Decision] | None:

@@ -54,6 +54,8 @@ class PendingOut(BaseModel):
     workflow: str | None = None
     node_id: str
     agent_path: str
+    address: str = Field(description="where the run waits (an agent's tool call: "
+                         "agent:<node>/tool:<name>); what --node and the console show")
     reason: str
     context: Any
     waiting_since: datetime
@@ -65,7 +67,8 @@ class PendingOut(BaseModel):
         page = approval_url(p.execution_id, p.checkpoint_id)
         return cls(execution_id=p.execution_id, checkpoint_id=p.checkpoint_id,
                    workflow=workflow, node_id=p.node_id, agent_path=p.agent_path,
-                   reason=p.reason, context=p.context, waiting_since=p.created_at, url=page,
+                   address=p.address, reason=p.reason, context=p.context,
+                   waiting_since=p.created_at, url=page,
                    api="/api" + page)
 
 
