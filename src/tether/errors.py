@@ -22,6 +22,8 @@
     └── StoreError             the checkpoint store failed
         ├── SchemaVersionError the database schema is newer than this tether
         └── StoreUnavailable   the store could not be reached (after retrying where safe)
+    InvalidId                  (also a ValueError) an id a new run may not have
+    ValueTooLarge              a node's output larger than ``max_value_bytes``
 
     InterruptSignal (BaseException)  control flow: a node suspends for human input
 
@@ -292,3 +294,29 @@ class InterruptSignal(Picklable):
         self.node_id = node_id
         self.agent_path = agent_path
         super().__init__(reason)
+
+
+class InvalidId(TetherError, ValueError):
+    """An id that a new run (or checkpoint) may not have: ``what`` names the kind of id,
+    ``reason`` says what is wrong (see :func:`tether.runtime.ids.check_execution_id`). Ids
+    are data, never paths: ``/``, ``\\``, ``..``, whitespace, control characters and
+    non-ASCII look-alikes are refused on creation; ids already stored stay readable."""
+
+    def __init__(self, value: str, what: str, reason: str) -> None:
+        self.value = value
+        self.what = what
+        self.reason = reason
+        super().__init__(f"{what} {reason}")
+
+
+class ValueTooLarge(TetherError):
+    """A node's output (or a run's result) whose JSON text is larger than
+    ``max_value_bytes``: ``node_id`` names the node, ``size`` and ``limit`` are bytes."""
+
+    def __init__(self, node_id: str, size: int, limit: int) -> None:
+        self.node_id = node_id
+        self.size = size
+        self.limit = limit
+        super().__init__(f"the output of node '{node_id}' is {size:,} bytes of JSON, more "
+                         f"than max_value_bytes ({limit:,}); return a reference (a path, a "
+                         "URL, a key) to large data instead of the data")
