@@ -19,9 +19,11 @@ from datetime import datetime
 from typing import Any
 
 from tether.compiler.plan import Plan
-from tether.errors import CheckpointNotFound, ForkError, InputError, TetherError
+from tether.errors import CheckpointNotFound, ForkError, InputError, ResumeError, TetherError
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
+from tether.runtime.timer_answers import refuse_after_timeout
+from tether.runtime.timer_rules import refuse_human_answer
 from tether.status import RUN_END, RunStatus
 from tether.stores.base import Checkpointer
 from tether.stores.queueing import CancelOutcome
@@ -289,6 +291,7 @@ class Console:
         """Validate and record an answer; exactly one of any number of concurrent callers
         gets :class:`Recorded` (the store's claim), the others :class:`AlreadyAnswered`."""
         view = self.approval(execution_id, checkpoint_id)
+        self._refuse_after_deadline(view)
         if view.pending is None:
             return self._answered(view.decision)
         comment = (comment or "").strip() or None
@@ -308,6 +311,18 @@ class Console:
         assert decision is not None
         self.fleet.answered(execution_id)
         return Recorded(decision, self.fleet.can_run)
+
+    def _refuse_after_deadline(self, view: ApprovalView) -> None:
+        """Conflict for an approval whose deadline passed: answered by its timeout, or
+        still waiting for a worker to apply it (the timeout wins: docs/decisions.md)."""
+        try:
+            if view.decision is not None:
+                refuse_after_timeout(view.decision)
+            plan = self.plan_of(view.run) if view.pending is not None else None
+            if plan is not None and view.pending is not None:
+                refuse_human_answer(view.run.execution_id, plan, view.pending)
+        except ResumeError as exc:
+            raise Conflict(str(exc)) from None
 
     def _decision(self, execution_id: str, checkpoint_id: str) -> Decision | None:
         return next((d for d in self.store.decisions(execution_id)
