@@ -306,6 +306,18 @@ sub-workflows are embedded, and sub-workflows nested more than 32 levels deep. T
 the chain of files that leads to the limit. Use `for_each` on one node for a large fan-out
 instead of many nodes, and flatten deep chains of files.
 """),
+        _code("E706", "workflow-outside-project", "a sub-workflow path that leaves the project", """
+A `workflow:` path must resolve, symlinks followed, inside the directory of the workflow that
+names it or inside the project root: `root` under `[tool.tether]` in the nearest
+`pyproject.toml` (relative to that file), by default the directory holding `pyproject.toml`;
+without one, only the workflow's own directory. A path elsewhere (`../../elsewhere/x.yaml`,
+an absolute path, a symlink pointing out) is refused and the file is not read, so checking a
+pull request never prints files of the machine that checks it.
+"""),
+        _code("E707", "not-a-workflow-file", "`workflow:` names a file that is not a workflow", """
+The file parsed, but it is not a workflow (no `tether:` key at its top, or not a mapping).
+Nothing it holds is shown: it may be a configuration or credentials file.
+"""),
         _code("E800", "invalid-secret", "a secret name that is not valid, or declared twice", """
 `secrets:` lists the names of the secrets a workflow reads. A name is written like an
 environment variable, because that is where its value comes from: upper-case letters, digits
