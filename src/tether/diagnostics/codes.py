@@ -482,6 +482,28 @@ would change nothing. (An approval without a form is a plain gate: resuming it i
 decision.) Guard
 the next step with it (`when: "{{ nodes.<id>.output.approved }}"`) or pass it on.
 """),
+        _code("E420", "template-include", "a template that includes another template", """
+Templates are text of the workflow file, rendered by a sandbox that has no files to read:
+`{% include %}` would fail when the node runs. Write the text where it is used, or build it in
+a task.
+"""),
+        _code("E421", "template-import", "a template that imports macros from another template", """
+`{% import %}` and `{% from ... import %}` read another template, which the sandbox does not
+have: they would fail when the node runs. Define the macro in the same template, or compute
+the value in a task.
+"""),
+        _code("E422", "template-extends", "a template that extends another template", """
+`{% extends %}` reads a base template, which the sandbox does not have: it would fail when the
+node runs. Write the whole text in the template.
+"""),
+        _code("E423", "attr-filter", "the `attr` filter, which the sandbox refuses", """
+`x|attr(name)` reads an attribute whose name may be computed, where no check can see which
+one; the sandbox refuses the filter. Read attributes with `.name` or `['name']`.
+"""),
+        _code("E424", "attr-private", "`attr` naming a private attribute", """
+`x|attr('__class__')` (any name starting with an underscore) reaches for what the sandbox
+never gives a template, as `x.__class__` does (E408).
+"""),
     )
 }
 
