@@ -311,12 +311,14 @@ class InvalidId(TetherError, ValueError):
 
 class ValueTooLarge(TetherError):
     """A node's output (or a run's result) whose JSON text is larger than
-    ``max_value_bytes``: ``node_id`` names the node, ``size`` and ``limit`` are bytes."""
+    ``max_value_bytes``: ``node_id`` names the unit (None: the workflow's output), ``size``
+    and ``limit`` are bytes."""
 
-    def __init__(self, node_id: str, size: int, limit: int) -> None:
+    def __init__(self, node_id: str | None, size: int, limit: int) -> None:
         self.node_id = node_id
         self.size = size
         self.limit = limit
-        super().__init__(f"the output of node '{node_id}' is {size:,} bytes of JSON, more "
-                         f"than max_value_bytes ({limit:,}); return a reference (a path, a "
-                         "URL, a key) to large data instead of the data")
+        what = f"the output of node '{node_id}'" if node_id else "the workflow's output"
+        super().__init__(f"{what} is {size:,} bytes of JSON, more than max_value_bytes "
+                         f"({limit:,}); return a reference to large data (a path, a URL, a "
+                         "key) instead of the data")
