@@ -87,6 +87,27 @@ def test_the_workflows_output_is_capped_too(store: Checkpointer, tmp_path: Path)
     assert runner.run({"n": 10}).status == "completed"
 
 
+FANNED = """
+tether: 1
+name: fanned
+nodes:
+  each:
+    task: t.big
+    for_each: "{{ range(8) | list }}"
+    with: {n: 200, char: x}
+"""
+
+
+def test_a_for_each_whose_list_is_over_the_cap_fails_though_each_element_fits(
+        store: Checkpointer, tmp_path: Path) -> None:
+    runner = tether.Runner(write_workflow(tmp_path, FANNED), store, tasks=TASKS,
+                           max_value_bytes=1000)
+    result = runner.run()
+    assert result.status == "failed"
+    error = result.state["nodes"]["each"]["error"]
+    assert error["type"] == "ValueTooLarge" and "node 'each' is 1,625 bytes" in error["message"]
+
+
 def test_check_size_measures_bytes_only_near_the_limit() -> None:
     check_size("x" * 250, 1000, "n")  # a quarter of the limit: never measured
     check_size("é" * 500, 1000, "n")
