@@ -66,23 +66,33 @@ def _every_channel_refuses(server: Server, project: Project, eid: str, cid: str,
 
 def test_an_answer_after_the_deadline_is_refused_before_and_after_the_timeout_applies(
         auth_server: Server, module_project: Project) -> None:
+    """The attacker holds valid CSRF tokens (taken from a pause without a deadline: a token
+    belongs to a browser, not to a page) and posts anyway; the pages themselves show the
+    refusal instead of a form."""
     browser = _signed_in(auth_server)
     outsider = httpx.Client(base_url=auth_server.url, timeout=20)
     try:
+        open_eid, open_cid = module_project.pause()
+        open_link = auth_server.post(approval_path(open_eid, open_cid) + "/link", {})
+        mine = _csrf(browser, approval_path(open_eid, open_cid, api=False))
+        theirs = _csrf(outsider, open_link.json()["url"][len(auth_server.url):])
         for on_timeout in ("fail", "skip", "{approved: false}"):
             eid, cid = _timed_out_pause(module_project, on_timeout)
             minted = auth_server.post(approval_path(eid, cid) + "/link", {"recipient": "Eve"})
             assert minted.status_code == 200
             link = minted.json()["url"][len(auth_server.url):]
-            channels = ((browser, _csrf(browser, approval_path(eid, cid, api=False))),
-                        (outsider, link, _csrf(outsider, link)))
+            channels = ((browser, mine), (outsider, link, theirs))
             # the deadline passed, no worker applied the timeout yet: the row still waits
             assert module_project.store.list_pending(eid)
+            shown = outsider.get(link).text
+            assert 'id="timed-out"' in shown and 'class="answer"' not in shown
             _every_channel_refuses(auth_server, module_project, eid, cid, *channels)
             assert module_project.store.decisions(eid) == []
             fire_due(module_project.store)  # the timeout applies: fail, skip or its answer
             [decision] = module_project.store.decisions(eid)
             assert decision.resolver == "timeout"
+            shown = browser.get(approval_path(eid, cid, api=False)).text
+            assert "timed out at" in shown and 'class="answer"' not in shown
             _every_channel_refuses(auth_server, module_project, eid, cid, *channels)
             assert module_project.store.decisions(eid) == [decision]
     finally:

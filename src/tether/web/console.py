@@ -102,6 +102,9 @@ class ApprovalView:
     decision: Decision | None
     form: Form
     is_approval: bool
+    timed_out: str | None = None
+    """Why no answer is taken any more: the approval's deadline passed (see docs/runtime.md,
+    Approval deadlines hold)."""
 
 
 @dataclass(frozen=True)
@@ -265,7 +268,22 @@ class Console:
             else None
         return ApprovalView(run, checkpoint_id, pending, decision,
                             Form(node.approval.form if node is not None else None),
-                            node is not None)
+                            node is not None, self._deadline_passed(run, plan, pending,
+                                                                    decision))
+
+    @staticmethod
+    def _deadline_passed(run: RunRecord, plan: Plan | None, pending: PendingInterrupt | None,
+                         decision: Decision | None) -> str | None:
+        """The refusal an answer gets after the approval's deadline, or None (the timeout
+        wins: answered by it, or still waiting for a worker to apply it)."""
+        try:
+            if decision is not None:
+                refuse_after_timeout(decision)
+            if plan is not None and pending is not None:
+                refuse_human_answer(run.execution_id, plan, pending)
+        except ResumeError as exc:
+            return str(exc)
+        return None
 
     def run_view(self, execution_id: str, after: str | None = None) -> RunView:
         run = self.get_run(execution_id)
@@ -312,17 +330,11 @@ class Console:
         self.fleet.answered(execution_id)
         return Recorded(decision, self.fleet.can_run)
 
-    def _refuse_after_deadline(self, view: ApprovalView) -> None:
-        """Conflict for an approval whose deadline passed: answered by its timeout, or
-        still waiting for a worker to apply it (the timeout wins: docs/decisions.md)."""
-        try:
-            if view.decision is not None:
-                refuse_after_timeout(view.decision)
-            plan = self.plan_of(view.run) if view.pending is not None else None
-            if plan is not None and view.pending is not None:
-                refuse_human_answer(view.run.execution_id, plan, view.pending)
-        except ResumeError as exc:
-            raise Conflict(str(exc)) from None
+    @staticmethod
+    def _refuse_after_deadline(view: ApprovalView) -> None:
+        """Conflict for an approval whose deadline passed (docs/decisions.md)."""
+        if view.timed_out is not None:
+            raise Conflict(view.timed_out)
 
     def _decision(self, execution_id: str, checkpoint_id: str) -> Decision | None:
         return next((d for d in self.store.decisions(execution_id)
