@@ -37,6 +37,15 @@ def test_pairs_and_escaped_backslashes_are_fine(tmp_path: Path, text: str) -> No
     assert [d for d in tether.check(path) if d.is_error] == []
 
 
+def test_yaml_says_what_is_wrong_with_the_escape(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text('tether: 1\nname: s\nnodes:\n  a:\n    task: t.done\n'
+                    '    with: {v: "\\ud800"}\n')
+    (error,) = tether.check(path)
+    assert (error.code, error.span.line, error.span.col) == ("E101", 6, 18)
+    assert error.help is not None and "both halves of its surrogate pair" in error.help
+
+
 def test_lone_surrogate_finds_the_first_unpaired_escape() -> None:
     assert lone_surrogate('"\\ud83d\\ude00"') is None
     assert lone_surrogate('"a\\ud800"') == 2
