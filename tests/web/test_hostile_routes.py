@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from web_support import Project, Server, served
 
 from tether.runtime import runner as runner_module
@@ -133,3 +135,18 @@ def test_routing_path_keeps_separators_of_a_segment_encoded() -> None:
     assert routing_path(b"/runs/%2e%2e/live") == "/runs/../live"
     assert routing_path(b"/runs/a%25b%5Cc%C3%A9") == "/runs/a%25b%5Cc\u00e9"
     assert routing_path(b"/runs/\xff") == "/runs/\ufffd"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60))
+def test_every_id_goes_through_a_link_and_back_whole(execution_id: str) -> None:
+    """Any id (old stores hold any printable text): its link is one path segment, and the
+    router gives the handler exactly that id back (route words and dots included)."""
+    from tether.web.urls import IdConvertor
+
+    path = run_url(execution_id) + "/live"
+    assert path.count("/") == 3
+    routed = routing_path(path.encode("ascii"))
+    _, runs, segment, live = routed.split("/")
+    assert (runs, live) == ("runs", "live")
+    assert IdConvertor().convert(segment) == execution_id
