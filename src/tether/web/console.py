@@ -349,6 +349,7 @@ class Console:
     def mint_link(self, execution_id: str, checkpoint_id: str,
                   recipient: str | None) -> MintedLink:
         view = self.approval(execution_id, checkpoint_id)
+        self._refuse_after_deadline(view)
         if view.pending is None:
             raise Conflict("this pause was already answered; a link to it would do nothing")
         recipient = (recipient or "").strip() or None
