@@ -140,6 +140,29 @@ def _kind_sites(node: NodeSpec, base: Path, node_id: str, in_loop: bool,
                    condition=True, setting=True)
 
 
+_REFUSED_MESSAGES = {
+    "E420": ("templates cannot `{% include %}` another template",
+             "a template has no files to read: write the text here, or build it in a task"),
+    "E421": ("templates cannot `{% {word} %}` macros from another template",
+             "define the macro in this template, or compute the value in a task"),
+    "E422": ("templates cannot `{% extends %}` another template",
+             "a template has no files to read: write the whole text here"),
+    "E423": ("the `attr` filter is refused",
+             "read the attribute with `.name` or `['name']`, which `check` can see"),
+    "E424": ("`attr('{word}')` reaches for a private attribute",
+             "the template sandbox refuses names starting with an underscore"),
+}
+
+
+def _report_refused(ctx: Context, site: Site, refused: tuple[tuple[str, str], ...]) -> None:
+    """E420-E424: what the runtime sandbox refuses, reported at the word that does it."""
+    for code, word in refused:
+        message, help_text = _REFUSED_MESSAGES[code]
+        ctx.report(code, message.replace("{word}", word),
+                   ctx.locate(site.path, site.text, word), node_id=site.reader,
+                   help=help_text)
+
+
 def check_templates(ctx: Context, graph: Graph) -> Reads:
     """Check every template; return the inputs and secrets that templates read."""
     reads = Reads()
@@ -174,6 +197,7 @@ def _check_site(ctx: Context, graph: Graph, site: Site, analysis: Analysis,
                    ctx.span(*site.path), node_id=node_id,
                    help="text around the expression, or several expressions, make a string, "
                    "which is always true")
+    _report_refused(ctx, site, analysis.refused)
     for name in analysis.unsafe:
         ctx.report("E408", f"templates cannot read private attributes such as `{name}`",
                    ctx.locate(site.path, site.text, name), node_id=node_id,

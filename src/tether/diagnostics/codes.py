@@ -306,6 +306,18 @@ sub-workflows are embedded, and sub-workflows nested more than 32 levels deep. T
 the chain of files that leads to the limit. Use `for_each` on one node for a large fan-out
 instead of many nodes, and flatten deep chains of files.
 """),
+        _code("E706", "workflow-outside-project", "a sub-workflow path that leaves the project", """
+A `workflow:` path must resolve, symlinks followed, inside the directory of the workflow that
+names it or inside the project root: `root` under `[tool.tether]` in the nearest
+`pyproject.toml` (relative to that file), by default the directory holding `pyproject.toml`;
+without one, only the workflow's own directory. A path elsewhere (`../../elsewhere/x.yaml`,
+an absolute path, a symlink pointing out) is refused and the file is not read, so checking a
+pull request never prints files of the machine that checks it.
+"""),
+        _code("E707", "not-a-workflow-file", "`workflow:` names a file that is not a workflow", """
+The file parsed, but it is not a workflow (no `tether:` key at its top, or not a mapping).
+Nothing it holds is shown: it may be a configuration or credentials file.
+"""),
         _code("E800", "invalid-secret", "a secret name that is not valid, or declared twice", """
 `secrets:` lists the names of the secrets a workflow reads. A name is written like an
 environment variable, because that is where its value comes from: upper-case letters, digits
@@ -486,6 +498,28 @@ The answer of an approval is its output. When the approval has a `form` and no t
 would change nothing. (An approval without a form is a plain gate: resuming it is the
 decision.) Guard
 the next step with it (`when: "{{ nodes.<id>.output.approved }}"`) or pass it on.
+"""),
+        _code("E420", "template-include", "a template that includes another template", """
+Templates are text of the workflow file, rendered by a sandbox that has no files to read:
+`{% include %}` would fail when the node runs. Write the text where it is used, or build it in
+a task.
+"""),
+        _code("E421", "template-import", "a template that imports macros from another template", """
+`{% import %}` and `{% from ... import %}` read another template, which the sandbox does not
+have: they would fail when the node runs. Define the macro in the same template, or compute
+the value in a task.
+"""),
+        _code("E422", "template-extends", "a template that extends another template", """
+`{% extends %}` reads a base template, which the sandbox does not have: it would fail when the
+node runs. Write the whole text in the template.
+"""),
+        _code("E423", "attr-filter", "the `attr` filter, which the sandbox refuses", """
+`x|attr(name)` reads an attribute whose name may be computed, where no check can see which
+one; the sandbox refuses the filter. Read attributes with `.name` or `['name']`.
+"""),
+        _code("E424", "attr-private", "`attr` naming a private attribute", """
+`x|attr('__class__')` (any name starting with an underscore) reaches for what the sandbox
+never gives a template, as `x.__class__` does (E408).
 """),
     )
 }

@@ -223,6 +223,9 @@ def _syntax_error(file: str, text: str, exc: yaml.MarkedYAMLError) -> Diagnostic
         where = f"line {context_mark.line + 1}, column {context_mark.column + 1}"
         help = next((h.replace("{where}", where) for key, h in _CONTEXT_HELP if key in context),
                     f"{context} starting at {where}")
+    if "Unicode character escape" in problem:  # \ud800: half of a surrogate pair
+        help = "a \\uXXXX escape must be a whole character: write the character itself, or " \
+            "both halves of its surrogate pair (\\ud83d\\ude00)"
     if mark is not None and text[mark.index:mark.index + 1] == "\t":
         problem = "a tab character cannot indent YAML"
         help = "indent with spaces"

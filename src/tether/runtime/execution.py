@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
-from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit
+from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit, ValueTooLarge
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import interrupted
@@ -41,7 +41,7 @@ from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
 from tether.runtime.triggers import gated_off, trigger_verdict
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
-from tether.runtime.values import dumps, to_json
+from tether.runtime.values import MAX_VALUE_BYTES, check_size, dumps, to_json
 from tether.status import FINISHED, CheckpointStatus, StepType, UnitStatus
 from tether.stores.records import PendingInterrupt, utc
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
@@ -77,6 +77,8 @@ class Session:
     secrets: SecretsView | None = None
     info: RunInfo | None = None
     park_timers: bool = False  # True: a timer parks its unit (workers); False: wait in place
+    max_value_bytes: int = MAX_VALUE_BYTES
+    """The cap on a unit's output and the run's result, in bytes of JSON (``ValueTooLarge``)."""
     inline: bool = True
     """Whether the only runnable unit's sync body may run in the event loop's thread (a
     worker driving several runs in one loop turns this off: bodies always run in threads)."""
@@ -308,8 +310,11 @@ class Level:
         masker = self.session.run.masker
         try:
             result = await execute(unit)
+            check_size(result.text, self.session.max_value_bytes, address)
         except (RenderError, NotJSONError, TemplateLimit) as exc:
             raise NodeFailure(self._masked(failure_of(exc, node.id))) from None
+        except ValueTooLarge as exc:  # not retried: the same task returns the same value
+            raise NodeFailure(NodeError("ValueTooLarge", str(exc), node.id)) from None
         except RunFailure as exc:
             raise NodeFailure(self._masked(_child_error(node, exc.error))) from None
         except NodeFailure as exc:
@@ -458,7 +463,10 @@ class Level:
             value = render(self.plan.output, namespace(self.plan, self.state.data,
                                                        run=self.session.info), "output",
                            self.session.budget)
-            output, _ = to_json(value, "the workflow's output")
+            output, text = to_json(value, "the workflow's output")
+            check_size(text, self.session.max_value_bytes, None)
+        except ValueTooLarge as exc:
+            raise RunFailure(NodeError("ValueTooLarge", str(exc), None)) from None
         except TemplateLimit as exc:
             raise RunFailure(failure_of(exc, None)) from None
         except (RenderError, NotJSONError) as exc:  # run-level: named by their own type

@@ -20,13 +20,13 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from tether.compiler.plan import TaskNode, WorkflowNode
-from tether.errors import InterruptSignal, TemplateLimit
+from tether.errors import InterruptSignal, TemplateLimit, ValueTooLarge
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import RenderError, failure_of, render
 from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, completed_entry
 from tether.runtime.units import Suspended, UnitResult
-from tether.runtime.values import dumps
+from tether.runtime.values import check_size, dumps
 from tether.status import CheckpointStatus, UnitStatus
 
 if TYPE_CHECKING:
@@ -79,7 +79,12 @@ class ForEach:
         if self.waiting:
             raise Suspended()
         outputs = [units[str(i)]["output"] for i in range(len(items))]
-        return UnitResult(outputs, dumps(outputs), None)
+        text = dumps(outputs)
+        try:  # each element was checked; their list may still be over the cap
+            check_size(text, level.session.max_value_bytes, node.id)
+        except ValueTooLarge as exc:
+            raise NodeFailure(NodeError("ValueTooLarge", str(exc), node.id)) from None
+        return UnitResult(outputs, text, None)
 
     async def _drain(self, items: list[Any], todo: list[int]) -> None:
         limit = self.level.session.max_concurrency
