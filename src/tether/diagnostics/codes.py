@@ -261,7 +261,10 @@ the input `array`, or give the list itself.
 """),
         _code("E503", "element-key", "`item` read with a key the elements do not have", """
 Where the elements of `for_each` are known (a literal list, a matrix's axes, a task's
-annotated return type with `--tasks`), `item.<key>` must be a key every element has.
+annotated return type with `--tasks`), `item.<key>` must be a key some element has. In a
+literal list whose elements have optional keys, read an optional key with a default:
+`item.name | default(item.python)`, `item.get('name', 'x')` or `'name' in item` (W108 warns of
+a bare read).
 """),
         _code("E600", "unknown-task", "the task is not registered", """
 With task modules given (`--tasks MODULE` or `[tool.tether] tasks = [...]` in
@@ -469,6 +472,12 @@ The answer of an approval is its output. When the approval has a `form` and no t
 would change nothing. (An approval without a form is a plain gate: resuming it is the
 decision.) Guard
 the next step with it (`when: "{{ nodes.<id>.output.approved }}"`) or pass it on.
+"""),
+        _code("W108", "optional-element-key", "a bare read of a key only some elements have", """
+The elements of a literal `for_each` list are mappings, and only some of them have the key
+read: the others fail at run time (an undefined value). Give a default
+(`item.name | default(item.python)`, `item.get('name', 'x')`) or test for it
+(`'name' in item`, `item.name is defined`); such a template is not reported.
 """),
     )
 }
