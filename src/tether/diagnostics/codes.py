@@ -131,6 +131,17 @@ expression giving a list), `include` is a list of combinations to add and `exclu
         _code("E212", "for-each-and-matrix", "a node with both `for_each` and `matrix`", """
 A matrix is a `for_each` over combinations; a node has one or the other.
 """),
+        _code("E213", "matrix-key", "an `exclude`/`include` key that is not an axis", """
+Every key of a matrix's `exclude` and `include` entries must be one of its axes. An
+`exclude` entry with another key matches no combination, so nothing is left out; an
+`include` entry with one adds a combination whose `item` has a key no other combination has
+(an `include` entry adds a whole combination; it does not extend the others). Fix the
+spelling (the help suggests the nearest axis), or add the axis.
+"""),
+        _code("E214", "matrix-duplicate", "a value listed twice in a matrix axis", """
+Each value of an axis multiplies the combinations: a value listed twice runs every one of
+its combinations twice. Remove the repetition (the note points at the first occurrence).
+"""),
         _code("E300", "duplicate-id", "two nodes have the same id", """
 Node ids are unique within a workflow. The note points at the first definition.
 """),

@@ -34,6 +34,7 @@ from tether.dsl.document import (
     SwitchSpec,
     WorkflowDoc,
 )
+from tether.dsl.matrix_checks import check_matrix_entries
 from tether.dsl.source import Path, RawDocument, SourceMap
 from tether.dsl.timer_checks import check_timers
 from tether.durations import DURATION_RE, MAX_SECONDS, DurationError, parse_duration
@@ -397,6 +398,7 @@ def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
                    "called at most N times")
     if isinstance(node.get("matrix"), dict):
         _check_matrix(mapper, node["matrix"], (*path, "matrix"))
+        check_matrix_entries(mapper.add, node_id, node["matrix"], (*path, "matrix"))
     if isinstance(node.get("timeout"), str) and "{{" not in node["timeout"]:
         _check_duration(mapper, node["timeout"], (*path, "timeout"))
     retry = node.get("retry")
