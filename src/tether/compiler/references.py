@@ -93,6 +93,10 @@ def sites(ctx: Context, graph: Graph) -> Iterator[Site]:
         for path, text in strings(node.matrix, (*base, "matrix")):
             yield Site(path, text, node_id, iteration=in_loop)
         yield from _kind_sites(node, base, node_id, in_loop, item)
+        if node.title is not None:
+            yield Site((*base, "title"), node.title, node_id, item=item, iteration=in_loop,
+                       stored=f"the title of node `{node_id}` (shown in progress and the "
+                       "console)")
         if node.approval is not None:
             approval = node.approval
             yield Site((*base, "approval", "reason"), approval.reason, node_id, iteration=in_loop,

@@ -39,6 +39,7 @@ from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, r
 from tether.runtime.secrets import SecretsView
 from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
+from tether.runtime.titles import shown_title
 from tether.runtime.triggers import gated_off, trigger_verdict
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
 from tether.runtime.values import dumps, to_json
@@ -219,7 +220,7 @@ class Level:
         if self.session.listener is None:
             return 0.0
         self.session.emit(Event("started", self.session.execution_id, node.id,
-                                self.agent_path, title=node.title))
+                                self.agent_path, title=shown_title(self, node)))
         return time.perf_counter()
 
     def _open(self, node: PlanNode, ready: Readiness) -> bool:
@@ -282,7 +283,8 @@ class Level:
     def _emit_finished(self, node: PlanNode, status: str, seconds: float) -> None:
         if self.session.listener is not None:
             self.session.emit(Event("finished", self.session.execution_id, node.id,
-                                    self.agent_path, status, seconds, node.title))
+                                    self.agent_path, status, seconds,
+                                    shown_title(self, node)))
 
     # -- units -------------------------------------------------------------------------------
     async def _in_place(self, node: PlanNode) -> Outcome:
