@@ -139,6 +139,13 @@ def _kind_sites(node: NodeSpec, base: Path, node_id: str, in_loop: bool,
     for key, value in (("concurrency", node.concurrency), ("timeout", node.timeout)):
         if isinstance(value, str) and (key == "concurrency" or "{{" in value):
             yield Site((*base, key), value, node_id, condition=True, setting=True)
+    approval = node.approval
+    if approval is not None and isinstance(approval.timeout, str) and "{{" in approval.timeout:
+        yield Site((*base, "approval", "timeout"), approval.timeout, node_id, condition=True,
+                   setting=True)
+    for key, text in (("sleep", node.sleep), ("sleep_until", node.sleep_until)):
+        if text is not None:
+            yield Site((*base, key), text, node_id, iteration=in_loop)
     if node.loop is not None and isinstance(node.loop.max_iterations, str):
         yield Site((*base, "loop", "max_iterations"), node.loop.max_iterations, node_id,
                    condition=True, setting=True)
