@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from tether.compiler.agents import callers_in_graph
 from tether.compiler.context import Context, Where
 from tether.compiler.graph import Graph
+from tether.compiler.needs_reads import check_needs_read
 from tether.compiler.secrets import check_secret
 from tether.diagnostics import Span
 from tether.dsl.document import AgentSpec, NodeSpec
@@ -21,7 +22,7 @@ from tether.suggest import did_you_mean
 from tether.templating import ENV
 
 NODE_FIELDS = ("output", "status")
-ROOTS = ("inputs", "nodes", "secrets", "item", "iteration", "run")
+ROOTS = ("inputs", "nodes", "secrets", "item", "iteration", "run", "needs")
 RUN_FIELDS = ("id", "workflow", "started_at", "attempt", "parent_id")
 
 
@@ -262,6 +263,8 @@ def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
             reads.nodes.append((site, ref))
     elif ref.root == "run":
         _check_run_read(ctx, ref, span, reader)
+    elif ref.root == "needs":
+        check_needs_read(ctx, ref, span, reader)
     elif ref.root == "item":
         if site.in_when:
             ctx.report("E406", "`item` is not defined in `when`: `when` is decided once for "

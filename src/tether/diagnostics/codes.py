@@ -142,6 +142,13 @@ spelling (the help suggests the nearest axis), or add the axis.
 Each value of an axis multiplies the combinations: a value listed twice runs every one of
 its combinations twice. Remove the repetition (the note points at the first occurrence).
 """),
+        _code("E215", "needs-read", "a read of `needs` that cannot work", """
+`needs` is one object over the statuses of the reading node's `needs`: `needs.statuses`
+(each need's status, by id), `needs.all_success` (every need completed: the "all green"
+join) and `needs.failed` (the ids of the needs that failed or whose own needs failed). It is
+read only by a node with `needs`, only with those fields, and `needs.statuses.<id>` only for
+one of its needs. One node's status or output is `nodes.<id>.status` / `nodes.<id>.output`.
+"""),
         _code("E300", "duplicate-id", "two nodes have the same id", """
 Node ids are unique within a workflow. The note points at the first definition.
 """),

@@ -35,6 +35,7 @@ from tether.runtime.executors import execute
 from tether.runtime.foreach import ForEach
 from tether.runtime.invoke import Bodies, NodeFailure
 from tether.runtime.journal import Journal
+from tether.runtime.needs import NeedsView
 from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, render, truthy
 from tether.runtime.secrets import SecretsView
 from tether.runtime.settings import count_setting
@@ -318,9 +319,12 @@ class Level:
         """The names a template of ``node`` reads."""
         if iteration is None and node.loops:
             iteration = self.state.counter(node.loops[0])
-        return namespace(self.plan, self.state.data, item=item, has_item=has_item,
-                         iteration=iteration, secrets=self.session.secrets,
-                         run=self.session.info)
+        names = namespace(self.plan, self.state.data, item=item, has_item=has_item,
+                          iteration=iteration, secrets=self.session.secrets,
+                          run=self.session.info)
+        if node.needs:
+            names["needs"] = NeedsView(self.state.data["nodes"], node.needs)
+        return names
 
     def answers(self, path: StatePath) -> list[Any]:
         """The answers given to the unit at ``path`` (for its ``interrupt()`` calls)."""
