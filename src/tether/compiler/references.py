@@ -208,6 +208,7 @@ def _available(name: str, what: str, known: list[str]) -> str:
 
 
 _PYTHON_ONLY = re.compile(r"~")
+_DASHED_READ = re.compile(r"\bnodes\.([A-Za-z][\w]*(?:-[A-Za-z_][\w]*)+)")
 
 
 def syntax_error_offset(text: str, message: str = "") -> int | None:
@@ -285,10 +286,26 @@ def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
                        node_id=reader, help="`iteration` counts the passes of the enclosing loop")
     elif ref.root in analysis_calls(site) and ref.root not in ENV.globals:
         report_unknown_function(ctx, ref.root, span, reader)
-    elif ref.root not in ENV.globals:
+    elif ref.root not in ENV.globals and not _dashed_id_part(site.text, ref.root):
         ctx.report("E401", f"unknown name `{ref.root}`", span, node_id=reader,
-                   help=did_you_mean(ref.root, ROOTS)
-                   or "templates read `inputs.<name>`, `nodes.<id>.output` and `run.<field>`")
+                   help=_unknown_name_help(ref, site))
+
+
+def _unknown_name_help(ref: Reference, site: Site) -> str:
+    if ref.root == "matrix":  # GitHub Actions' `matrix.os`
+        axis = ref.attrs[0] if ref.attrs else "<axis>"
+        where = "" if site.item else " (in a node with `matrix:`)"
+        return f"a matrix combination is `item`{where}: write `item.{axis}`"
+    return did_you_mean(ref.root, ROOTS) or \
+        "templates read `inputs.<name>`, `nodes.<id>.output` and `run.<field>`"
+
+
+def _dashed_id_part(text: str, name: str) -> bool:
+    """Whether ``name`` is a part of a dashed node id (``nodes.coverage-combine``), which
+    Jinja2 reads as a subtraction: the unknown node is reported (E403, with the subscript to
+    write), not each part after a dash as an unknown name."""
+    return any(name in match.group(1).split("-")[1:]
+               for match in _DASHED_READ.finditer(text))
 
 
 def analysis_calls(site: Site) -> tuple[str, ...]:
@@ -381,9 +398,17 @@ def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
                    help="a node's output exists only after it ran")
         return False
     ctx.report("E404", f"node `{reader}` reads `{target}`, which is not upstream of it",
-               span, node_id=reader,
-               help=f"add `{target}` to the `needs` of `{reader}` so it runs first")
+               span, node_id=reader, help=_not_upstream_help(graph, target, reader))
     return False
+
+
+def _not_upstream_help(graph: Graph, target: str, reader: str) -> str:
+    """Add the need, unless ``target`` runs after ``reader``: that need would be a cycle."""
+    if not graph.is_upstream(reader, target):
+        return f"add `{target}` to the `needs` of `{reader}` so it runs first"
+    how = "needs" if reader in graph.needs.get(target, ()) else "runs after"
+    return (f"`{target}` {how} `{reader}`, so it cannot also run before it (that would be a "
+            f"cycle): read `{target}` in a node that needs it, or in the workflow's `output`")
 
 
 def _check_broken_read(ctx: Context, graph: Graph, target: str, reader: str | None,
