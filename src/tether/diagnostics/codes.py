@@ -460,7 +460,9 @@ variable name).
         _code("W100", "retry-not-idempotent", "a retried task is not marked idempotent", """
 A retried task runs again after a failure, so a side effect it committed before failing may
 happen twice. Mark the node `idempotent: true` (or wrap the side effect with
-`@tether.idempotent`); write `idempotent: false` to say the repetition is safe.
+`@tether.idempotent`); write `idempotent: false` to say the repetition is safe. A poll
+(`until`) is not reported: its `retry` bounds the calls (E210 requires it), and calling the
+task again is what polling means.
 """),
         _code("W101", "unused-input", "an input no template reads", """
 The input is declared but never read. Remove it, or read it where it was meant to be used.
@@ -476,7 +478,8 @@ The secret is declared but never read. Remove it, or read it where it was meant 
 """),
         _code("W104", "switch-without-default", "a switch without `default`", """
 When the value of `on` matches no case, none of the switch's nodes run and nothing says so.
-Add `default: [...]`, for example a `fail:` node naming the unexpected value.
+Add `default: [...]`, for example a `fail:` node naming the unexpected value, or write
+`default: null` (`.flow`: `default null`) to say that no default is needed.
 """),
         _code("W105", "maybe-skipped-read", "a read of a node that may be skipped", """
 The node read has a `when` guard (or belongs to a case of a switch), so it may be skipped;
