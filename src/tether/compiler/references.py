@@ -386,7 +386,9 @@ def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
                    or f"did you mean `nodes.{target}.output.{field}`?")
         return False
     if reader is None or reader in graph.cyclic or target in graph.cyclic:
-        return reader is None
+        # upstream is not judged while a cycle stands (E302 says why), but the read is kept:
+        # its field (E604) and what it reads (W105, W106) are checked in the same pass
+        return True
     if site.callers or reader in ctx.called:
         return _check_called_read(ctx, graph, site, target, span)
     if graph.is_upstream(target, reader) or graph.share_loop(target, reader):
