@@ -118,3 +118,20 @@ def test_flow_and_yaml_compile_to_one_plan(tmp_path: Path) -> None:
     flow_path = _write(tmp_path, FLOW, "gated.flow")
     assert tether.check(flow_path) == []
     assert tether.compile(flow_path).fingerprint == tether.compile(yaml_path).fingerprint
+
+
+def test_fmt_writes_a_template_timeout_that_reads_back(tmp_path: Path) -> None:
+    """`tether fmt --to flow` of the YAML gives a `.flow` file with the same plan (a bare
+    template would not read back: the clause takes a duration or a string)."""
+    import os
+    import subprocess
+    import sys
+
+    yaml_path = _write(tmp_path, WORKFLOW)
+    result = subprocess.run([sys.executable, "-m", "tether", "fmt", "--to", "flow",
+                             str(yaml_path)], capture_output=True, text=True, timeout=120,
+                            check=False, env=dict(os.environ))
+    assert result.returncode == 0, result.stderr
+    assert 'timeout "{{ inputs.approval_timeout }}"' in result.stdout
+    flow_path = _write(tmp_path, result.stdout, "converted.flow")
+    assert tether.compile(flow_path).fingerprint == tether.compile(yaml_path).fingerprint
