@@ -21,7 +21,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from tether.compiler.context import Context
+from tether.compiler.context import Context, Where
 from tether.compiler.references import Reads, Site
 from tether.dsl.document import NodeSpec
 from tether.dsl.expressions import Reference, analyse
@@ -78,10 +78,17 @@ def check_shapes(ctx: Context, reads: Reads, tasks: Tasks | None) -> None:
         known = _element_keys(ctx, node, tasks)
         if known is not None:
             elements[node_id] = known
+    got: set[Site] = set()  # sites whose `item.get('key')` calls were checked
     for site, ref in reads.items:
         found = elements.get(site.reader or "")
-        if found is not None and ref.attrs:
-            _check_item_key(ctx, site, ref, found)
+        if found is None or not ref.attrs:
+            continue
+        if ref.attrs[0] == "get" and found.keys is not None and "get" not in found.keys:
+            if site not in got:
+                got.add(site)
+                _check_get_keys(ctx, site, found)
+            continue
+        _check_item_key(ctx, site, ref, found)
     if tasks is not None:
         for site, ref in reads.nodes:
             _check_output_field(ctx, site, ref, tasks)
@@ -183,23 +190,34 @@ _GUARD = re.compile(r"\|\s*d(?:efault)?\b|\.get\s*\(|\bin\s+item\b|\bis\s+(?:not
 
 
 def _check_item_key(ctx: Context, site: Site, ref: Reference, found: _Elements) -> None:
-    key, keys, shown = ref.attrs[0], found.keys, f"item.{ref.attrs[0]}"
+    key, keys = ref.attrs[0], found.keys
     if keys is not None and key not in keys and key in _METHODS:
-        got = _GET_KEY.search(site.text) if key == "get" else None
-        if got is None or got.group(1) in keys:
-            return
-        key = got.group(1)
-        shown = f"item.get('{key}')"
+        return
     if keys is not None and key in keys:
         if found.lacking and key in found.lacking and not _GUARD.search(site.text):
             _warn_optional(ctx, site, ref, key, found)
         return
+    _report_key(ctx, site, f"item.{key}", key, found,
+                ctx.locate_name(site.path, site.text, ref))
+
+
+def _check_get_keys(ctx: Context, site: Site, found: _Elements) -> None:
+    """``item.get('key', ...)``: each literal key must be one some element has."""
+    for match in _GET_KEY.finditer(site.text):
+        key = match.group(1)
+        if found.keys is not None and key not in found.keys:
+            span = ctx.at_offset(site.path, site.text, match.start(), match.end() - match.start())
+            _report_key(ctx, site, f"item.get('{key}')", key, found, span)
+
+
+def _report_key(ctx: Context, site: Site, shown: str, key: str, found: _Elements,
+                span: Where) -> None:
+    keys = found.keys
     message = f"`{shown}`: {found.what} have no key `{key}`" if keys is not None else \
         f"`{shown}`: {found.what} have no keys"
     help = (did_you_mean(key, sorted(keys)) or "their keys: " + ", ".join(
         f"`{k}`" for k in sorted(keys))) if keys else "read `item` itself"
-    ctx.report("E503", message, ctx.locate_name(site.path, site.text, ref),
-               node_id=site.reader, help=help)
+    ctx.report("E503", message, span, node_id=site.reader, help=help)
 
 
 def _warn_optional(ctx: Context, site: Site, ref: Reference, key: str,
