@@ -12,12 +12,12 @@ FIELDS = ("statuses", "all_success", "failed")
 """The fields of ``needs`` (the runtime's :data:`tether.runtime.needs.FIELDS`)."""
 
 
-def check_needs_read(ctx: Context, ref: Reference, span: Where, reader: str | None) -> None:
+def check_needs_read(ctx: Context, ref: Reference, span: Where, reader: str | None,
+                     needs: list[str]) -> None:
     """Report a read of ``needs`` outside a node with needs, of a field it lacks, or of
-    the status of a node that is not one of the reader's needs."""
-    node = ctx.workflow.nodes.get(reader) if reader is not None else None
-    needs = list(node.needs or ()) if node is not None else []
-    if not needs:
+    the status of a node that is not one of the reader's ``needs`` (as the plan has them:
+    a switch's case nodes need the switch)."""
+    if reader is None or not needs:
         where = f"node `{reader}` has no `needs`" if reader is not None else \
             "the workflow's output belongs to no node"
         ctx.report("E215", f"`needs` is read where {where}", span, node_id=reader,

@@ -265,7 +265,7 @@ def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
     elif ref.root == "run":
         _check_run_read(ctx, ref, span, reader)
     elif ref.root == "needs":
-        check_needs_read(ctx, ref, span, reader)
+        check_needs_read(ctx, ref, span, reader, graph.needs.get(reader or "", []))
     elif ref.root == "item":
         if site.in_when:
             ctx.report("E406", "`item` is not defined in `when`: `when` is decided once for "
