@@ -145,3 +145,27 @@ def test_needs_without_needs_is_an_error(tmp_path: Path) -> None:
     assert [(d.code, d.node_id, d.message) for d in tether.check(path) if d.code == "E215"] \
         == [("E215", "test", "`needs` is read where node `test` has no `needs`"),
             ("E215", None, "`needs` is read where the workflow's output belongs to no node")]
+
+
+def test_a_case_node_sees_its_switch_among_its_needs(tmp_path: Path) -> None:
+    """The compiler and the runtime agree on what `needs` holds: a switch's case nodes need
+    the switch, though no `needs:` says so."""
+    path = tmp_path / "switch.yaml"
+    path.write_text("""\
+tether: 1
+name: switch_needs
+inputs:
+  tier: {type: string}
+nodes:
+  route:
+    switch:
+      on: "{{ inputs.tier }}"
+      cases: {gold: [gold]}
+      default: null
+  gold:
+    task: t.report
+    with: {route: "{{ needs.statuses.route }}", green: "{{ needs.all_success }}"}
+""", encoding="utf-8")
+    assert tether.check(path, tasks=TASKS) == []
+    result = tether.Runner(path, tether.InMemoryCheckpointer(), TASKS).run({"tier": "gold"})
+    assert result.state["nodes"]["gold"]["output"] == {"route": "completed", "green": True}
