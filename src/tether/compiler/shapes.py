@@ -133,12 +133,11 @@ def _note(ctx: Context, name: str) -> Any:
 
 class _Elements(NamedTuple):
     """What is known of the elements: the keys some element has (None: they are not
-    mappings), the keys every element has, how many lack each optional key, and what they
-    are (for the message)."""
+    mappings), what they are (for the message), how many elements lack each optional key,
+    and how many there are."""
 
     keys: set[str] | None
     what: str
-    always: frozenset[str] | None = None
     lacking: Mapping[str, int] | None = None
     total: int = 0
 
@@ -175,17 +174,18 @@ def _literal_elements(items: list[Any]) -> _Elements:
     """The keys of a literal list of mappings: a key some element lacks is optional (read
     it with ``default``, ``get`` or ``in``), not unknown."""
     some: set[str] = set().union(*(set(i) for i in items))
-    always = frozenset(set.intersection(*(set(i) for i in items)))
+    always = set.intersection(*(set(i) for i in items))
     lacking = {k: sum(1 for i in items if k not in i) for k in some - always}
-    return _Elements(some, "the elements of the `for_each` list", always, lacking, len(items))
+    return _Elements(some, "the elements of the `for_each` list", lacking, len(items))
 
 
 # Mapping methods a template may call on `item` (``item.get('name', 'x')``).
 _METHODS = frozenset({"get", "items", "keys", "values"})
-# What makes a read of an optional key safe: Jinja2's `default` filter (or its alias `d`),
-# a `get`, a membership or definedness test in the same template.
 # ``item.get('name'`` names its key as a literal: checked like ``item.name``.
 _GET_KEY = re.compile(r"\bitem\.get\(\s*['\"]([^'\"]*)['\"]")
+# What makes a read of an optional key safe: Jinja2's `default` filter (or its alias `d`),
+# a `get`, a membership or definedness test in the same template (a textual test, so that a
+# guarded read is never reported).
 _GUARD = re.compile(r"\|\s*d(?:efault)?\b|\.get\s*\(|\bin\s+item\b|\bis\s+(?:not\s+)?defined\b")
 
 
