@@ -161,3 +161,17 @@ def test_a_guarded_read_of_a_key_some_element_has_never_raises_e503(
     other = always[0] if always else key
     template = data.draw(st.sampled_from(_GUARDED)) % {"k": key, "a": other}
     assert _codes(tmp_path, _one_node(elements, template)) == []
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(elements=st.lists(_ELEMENT, min_size=1, max_size=8), data=st.data())
+def test_a_read_of_a_key_no_element_has_is_always_e503(
+        tmp_path: Path, elements: list[dict[str, str]], data: st.DataObject) -> None:
+    """The converse: however the read is guarded, a key that no element has is reported,
+    and only that (no W108 beside it)."""
+    missing = data.draw(st.sampled_from(["nmae", "pyhton", "arch", "tox_env"]))
+    template = data.draw(st.sampled_from(_GUARDED + ["{{ item.%(k)s }}"])) % {
+        "k": missing, "a": missing}
+    codes = [code for code, _ in _codes(tmp_path, _one_node(elements, template))]
+    assert codes and set(codes) == {"E503"}
