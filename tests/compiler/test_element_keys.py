@@ -171,7 +171,7 @@ def test_a_read_of_a_key_no_element_has_is_always_e503(
     """The converse: however the read is guarded, a key that no element has is reported,
     and only that (no W108 beside it)."""
     missing = data.draw(st.sampled_from(["nmae", "pyhton", "arch", "tox_env"]))
-    template = data.draw(st.sampled_from(_GUARDED + ["{{ item.%(k)s }}"])) % {
+    template = data.draw(st.sampled_from([*_GUARDED, "{{ item.%(k)s }}"])) % {
         "k": missing, "a": missing}
     codes = [code for code, _ in _codes(tmp_path, _one_node(elements, template))]
     assert codes and set(codes) == {"E503"}

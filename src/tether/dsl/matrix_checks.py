@@ -47,7 +47,11 @@ def _check_entry(add: Add, node_id: str, extra: str, entry: dict[str, Any], axes
                   else f"so `item.{key}` exists in the combination it adds only")
         add("E213", f"`{key}` in an `{extra}` entry of the matrix of node `{node_id}` is not "
             f"an axis, {effect}", (*path, key), key=True,
-            help=did_you_mean(str(key), axes) or f"the axes: {shown}")
+            help=_with_axes(did_you_mean(str(key), axes), shown))
+
+
+def _with_axes(close: str | None, shown: str) -> str:
+    return f"{close} (the axes: {shown})" if close else f"the axes: {shown}"
 
 
 def _check_repeats(add: Add, node_id: str, axis: str, values: list[Any], path: Path) -> None:
