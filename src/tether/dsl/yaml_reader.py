@@ -167,6 +167,8 @@ class _Walker:
                       given: frozenset[str]) -> dict[str, Any]:
         if not (self.aliases and self.expansion is None and id(source) in self.seen and
                 self.used < len(self.aliases)):
+            if self.aliases:
+                self.seen.add(id(source))  # an anchor written in the merge: met from now on
             return self.mapping(source, path, depth + 1, given)
         alias = self.aliases[self.used]
         self.used += 1
