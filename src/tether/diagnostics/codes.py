@@ -149,6 +149,12 @@ join) and `needs.failed` (the ids of the needs that failed or whose own needs fa
 read only by a node with `needs`, only with those fields, and `needs.statuses.<id>` only for
 one of its needs. One node's status or output is `nodes.<id>.status` / `nodes.<id>.output`.
 """),
+        _code("E216", "matrix-exclude-value", "an `exclude` value its axis does not list", """
+An `exclude` entry leaves out the combinations matching every key it gives. A value that its
+axis does not list (`exclude: [{os: windows}]` where `os: [linux, macos]`) matches no
+combination, so nothing is left out. Fix the value (the help lists the axis's values and the
+nearest one). Axes and values given as templates are checked when the node runs.
+"""),
         _code("E300", "duplicate-id", "two nodes have the same id", """
 Node ids are unique within a workflow. The note points at the first definition.
 """),
