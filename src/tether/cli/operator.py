@@ -146,7 +146,7 @@ def _report_paused(result: RunResult, store: Checkpointer | None) -> None:
         click.echo("context: " + dumps(interrupt.context))
         example = dumps({"approved": True})
         form = _form_of(store, result.execution_id, interrupt) if store else None
-        if form:
+        if form is not None:  # an empty form takes `{}`, not an example of another form
             example = dumps({f.name: _example(f) for f in form if f.required}
                             or {f.name: _example(f) for f in form})
         which = f" --node {shell_quote(node)}" if len(result.pending) > 1 else ""

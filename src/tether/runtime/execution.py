@@ -35,10 +35,12 @@ from tether.runtime.executors import execute
 from tether.runtime.foreach import ForEach
 from tether.runtime.invoke import Bodies, NodeFailure
 from tether.runtime.journal import Journal
+from tether.runtime.needs import NeedsView
 from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, render, truthy
 from tether.runtime.secrets import SecretsView, masked_error
 from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
+from tether.runtime.titles import shown_title
 from tether.runtime.triggers import gated_off, trigger_verdict
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
 from tether.runtime.values import MAX_VALUE_BYTES, check_size, dumps, to_json
@@ -221,7 +223,7 @@ class Level:
         if self.session.listener is None:
             return 0.0
         self.session.emit(Event("started", self.session.execution_id, node.id,
-                                self.agent_path, title=node.title))
+                                self.agent_path, title=shown_title(self, node)))
         return time.perf_counter()
 
     def _open(self, node: PlanNode, ready: Readiness) -> bool:
@@ -284,7 +286,8 @@ class Level:
     def _emit_finished(self, node: PlanNode, status: str, seconds: float) -> None:
         if self.session.listener is not None:
             self.session.emit(Event("finished", self.session.execution_id, node.id,
-                                    self.agent_path, status, seconds, node.title))
+                                    self.agent_path, status, seconds,
+                                    shown_title(self, node)))
 
     # -- units -------------------------------------------------------------------------------
     async def _in_place(self, node: PlanNode) -> Outcome:
@@ -338,9 +341,12 @@ class Level:
         """The names a template of ``node`` reads."""
         if iteration is None and node.loops:
             iteration = self.state.counter(node.loops[0])
-        return namespace(self.plan, self.state.data, item=item, has_item=has_item,
-                         iteration=iteration, secrets=self.session.secrets,
-                         run=self.session.info)
+        names = namespace(self.plan, self.state.data, item=item, has_item=has_item,
+                          iteration=iteration, secrets=self.session.secrets,
+                          run=self.session.info)
+        if node.needs:
+            names["needs"] = NeedsView(self.state.data["nodes"], node.needs)
+        return names
 
     def answers(self, path: StatePath) -> list[Any]:
         """The answers given to the unit at ``path`` (for its ``interrupt()`` calls)."""
