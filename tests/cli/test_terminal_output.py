@@ -104,7 +104,8 @@ def test_hostile_ids_outputs_and_errors_print_literally_through_every_command(
     assert "\\u001b[31mred" in paused.stdout and "[link=https://evil.example]" in paused.stdout
     hint = next(line for line in paused.stdout.splitlines() if "resume with:" in line)
     assert hint_arguments(hint, "resume with: ") == [
-        "tether", "resume", RUN_ID, "--value", '{"approved": true}']
+        "tether", "resume", RUN_ID, "--value", '{"approved": true}', "--tasks",
+        "hostile_tasks.py"]  # the modules given, so the hint works in a fresh shell
 
     pending = tether(project, "pending")
     assert_inert(pending)
@@ -117,7 +118,8 @@ def test_hostile_ids_outputs_and_errors_print_literally_through_every_command(
     assert f"failed run {RUN_ID} at node 'b': RuntimeError: {printable(HOSTILE)}" \
         in failed.stdout
     hint = next(line for line in failed.stderr.splitlines() if "fix the cause" in line)
-    assert hint_arguments(hint, "fix the cause, then: ") == ["tether", "resume", RUN_ID]
+    assert hint_arguments(hint, "fix the cause, then: ") == [
+        "tether", "resume", RUN_ID, "--tasks", "hostile_tasks.py"]
 
     runs = tether(project, "runs")
     assert_inert(runs)
