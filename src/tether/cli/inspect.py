@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tether.cli.operator import answer_example, execution_id_argument, json_option
+from tether.cli.operator import (
+    answer_example,
+    execution_id_argument,
+    hint_options,
+    json_option,
+)
 from tether.cli.options import check_id_option, db_option, open_store
 from tether.cli.terminal import console, dumps, printable, shell_quote, shorten, text, when
 from tether.status import RunStatus
@@ -251,7 +256,7 @@ def pending(db: str, as_json: bool) -> None:
         several = sum(1 for o in rows if o.execution_id == p.execution_id) > 1
         which = f" --node {shell_quote(where)}" if several else ""
         click.echo(f"    answer: tether resume {shell_quote(p.execution_id)}{which} "
-                   f"--value {shell_quote(answer_example(store, p))}")
+                   f"--value {shell_quote(answer_example(store, p))}{hint_options((), db)}")
     for a in answered:
         click.echo(f"{printable(a.run.execution_id)}  {printable(a.answered[-1].address)}  "
                    f"answered {when(a.answered[-1].created_at)}, not continued yet")

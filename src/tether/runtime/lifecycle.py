@@ -16,7 +16,10 @@ lacks some (or ``leave=True``)      records the answer (the atomic claim), puts 
                                     commands that would continue it (exit code 5)
 ==================================  ===================================================
 
-The answer stays recorded and the run stays on its queue either way, so the commands named
+Before either, a paused run resumed without a value that waits only for sleeps not due yet
+is refused with :class:`~tether.errors.TimerNotDue` (nothing changed; exit code 4), so a
+resume never sits in a process until a timer is due. The answer stays recorded and the run
+stays on its queue either way, so the commands named
 finish the job whenever they are run: ``tether worker --queue Q --tasks MODULE`` (claims it)
 or ``tether resume ID --tasks MODULE`` (continues it here, no value needed). A live worker is
 one heard from within two leases (what ``tether workers`` lists).
@@ -78,7 +81,12 @@ def route(runner: Runner, store: Checkpointer, run: RunRecord, answer: Answer, *
     here; otherwise the answer is recorded, the run is on its queue and the result (status
     ``queued``, or ``running`` when a live attempt holds it and applies the answer) says
     who continues it. Raises :class:`NotContinued` when nothing live can."""
-    missing = tuple(sorted(task_names(runner.plan_for(run, plan)) - set(runner.tasks)))
+    chosen = runner.plan_for(run, plan)
+    if answer.value is None and run.status == RunStatus.PAUSED:
+        # waiting only for sleeps not due: say when, change nothing (continuing here would
+        # sit in this process until then; a worker fires the timer when it is due)
+        not_due(run.execution_id, chosen, store.list_pending(run.execution_id))
+    missing = tuple(sorted(task_names(chosen) - set(runner.tasks)))
     if not missing and not leave:
         return None
     if plan is not None:
