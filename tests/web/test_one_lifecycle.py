@@ -49,16 +49,19 @@ def _tether(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
                           env=_env(), capture_output=True, text=True, timeout=120)
 
 
-def _shell(project: Project, command: str) -> subprocess.CompletedProcess[str]:
-    """``command`` exactly as printed, in a fresh shell in the project's directory, with
-    ``tether`` on the PATH as it is for a user."""
+def _shell_env(project: Project) -> dict[str, str]:
+    """A user's environment: ``tether`` on the PATH (this interpreter's)."""
     bindir = project.root / "bin"
     bindir.mkdir(exist_ok=True)
     launcher = bindir / "tether"
     launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m tether "$@"\n')
     launcher.chmod(0o755)
-    env = {**_env(), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run(["bash", "-c", command], cwd=project.root, env=env,
+    return {**_env(), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def _shell(project: Project, command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` exactly as printed, in a fresh shell in the project's directory."""
+    return subprocess.run(["bash", "-c", command], cwd=project.root, env=_shell_env(project),
                           capture_output=True, text=True, timeout=120)
 
 
@@ -207,3 +210,31 @@ def test_a_failed_resume_hint_and_the_consoles_resume_reach_a_worker(
     assert resumed.status_code == 202, resumed.text
     assert "A live worker of queue 'default' continues the run" in resumed.json()["detail"]
     wait_for(lambda: _status(lc_project, eid) == "completed", "the worker to resume it", 90)
+
+
+def test_the_console_says_who_continues_an_answered_run_and_a_worker_started_later_does(
+        lc_project: Project, console: Server) -> None:
+    """Answered in a console with no worker anywhere: the run page says no live worker
+    serves queue `default` and names the command to start; that command, started later as
+    printed (MODULE filled in), continues the run."""
+    eid, cid = lc_project.pause(amount=12)
+    assert console.post(approval_path(eid, cid), ANSWER).status_code == 200
+    page = console.get(run_url(eid)).text
+    assert "Answered; waiting to be continued." in page
+    assert "No live worker serves queue &#39;default&#39;" in page
+    command = "tether worker --queue default --tasks MODULE"
+    assert command in page
+    assert _status(lc_project, eid) == "paused"
+    log = (lc_project.root / "late-worker.log").open("wb")
+    late = subprocess.Popen(["bash", "-c", "exec " + command.replace(
+        "MODULE", str(lc_project.tasks)) + f" --db '{lc_project.db}' --poll 0.1"],
+        cwd=lc_project.root, env=_shell_env(lc_project), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: _status(lc_project, eid) == "completed" or late.poll() is not None,
+                 "the late worker", 90)
+        assert _status(lc_project, eid) == "completed", \
+            (lc_project.root / "late-worker.log").read_text()
+    finally:
+        late.send_signal(signal.SIGTERM)
+        late.wait(60)
+        log.close()
