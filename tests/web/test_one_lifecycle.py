@@ -193,7 +193,7 @@ def test_the_pending_hint_with_a_live_worker_leaves_the_run_to_it(
                 if eid in line and "answer: " in line).partition("answer: ")[2]
     left = _shell(lc_project, hint)
     assert left.returncode == 0, left.stdout + left.stderr
-    assert "left to the 1 live worker(s) of queue 'default'" in left.stdout
+    assert "left to the workers of queue 'default' to continue (1 live: " in left.stdout
     wait_for(lambda: _status(lc_project, eid) == "completed", "the worker to finish it", 90)
 
 
@@ -238,3 +238,23 @@ def test_the_console_says_who_continues_an_answered_run_and_a_worker_started_lat
         late.send_signal(signal.SIGTERM)
         late.wait(60)
         log.close()
+
+
+def test_a_run_started_on_another_queue_names_that_queue_in_its_hints(
+        lc_project: Project) -> None:
+    """`tether run --queue urgent`: the run belongs to `urgent`; resumed where its tasks are
+    not importable and no worker of `urgent` is live, it exits 5 naming a worker of that
+    queue (a live worker of `default` would not do)."""
+    started = _tether(lc_project, "run", "review.yaml", "--input", "amount=250", "--queue",
+                      "urgent", "--tasks", str(lc_project.tasks), "--db", lc_project.db, "-q")
+    assert started.returncode == 4, started.stderr
+    eid = _paused_id(started.stdout)
+    run = lc_project.store.get_run(eid)
+    assert run is not None and run.queue == "urgent"
+    refused = _tether(lc_project, "resume", eid, "--value", '{"approved": true, "limit": 1}',
+                      "--db", lc_project.db)
+    assert refused.returncode == 5, refused.stderr
+    assert "tether worker --queue urgent --tasks MODULE" in refused.stderr
+    empty = _tether(lc_project, "run", "review.yaml", "--input", "amount=1", "--queue", " ",
+                    "--db", lc_project.db)
+    assert empty.returncode == 2 and "queue name cannot be empty" in empty.stderr

@@ -155,9 +155,9 @@ nodes:
 
 def test_a_worker_fires_the_timeout_of_a_run_paused_in_place_and_continues_it(
         shared_url: str, fleet_of: Callable[[str], Fleet], tmp_path: Path) -> None:
-    """`tether run` pauses at an approval with a 1 s timeout (no queue: it ran in place). A
-    worker fires the timeout once it is due, takes the run into its queue and finishes it:
-    the approval is skipped, `after` runs once."""
+    """`tether run` pauses at an approval with a 1 s timeout (it ran in place, and belongs to
+    queue `default` as every run does). A worker of that queue fires the timeout once it is
+    due and finishes the run: the approval is skipped, `after` runs once."""
     import subprocess
     import sys
 
@@ -171,7 +171,7 @@ def test_a_worker_fires_the_timeout_of_a_run_paused_in_place_and_continues_it(
     store = open_checkpointer(shared_url)
     try:
         run = store.get_run("timed-1")
-        assert run is not None and run.queue is None
+        assert run is not None and run.queue == "default"
         fleet.start(1)
         wait_for(lambda: (r := store.get_run("timed-1")) is not None
                  and r.status == "completed", 60, "the worker to fire the timeout")

@@ -208,13 +208,16 @@ def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any
 @click.option("--execution-id", callback=check_id_option("an execution id"),
               help="Use this execution id (1 to 200 printable characters) instead of a "
               "new one.")
+@click.option("--queue", default="default", show_default=True, metavar="NAME",
+              help="The queue the run belongs to: its workers continue the run once it is "
+              "answered elsewhere, or if this process dies.")
 @run_tasks_option
 @db_option
 @json_option
 @quiet_option
 def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
-        execution_id: str | None, tasks: tuple[str, ...], db: str, as_json: bool,
-        quiet: bool) -> None:
+        execution_id: str | None, queue: str, tasks: tuple[str, ...], db: str,
+        as_json: bool, quiet: bool) -> None:
     """Run a workflow file or a compiled plan (.json) to completion or its first pause.
 
     Imports and runs the task modules (--tasks, else [tool.tether] tasks in the nearest
@@ -227,7 +230,10 @@ def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
     if not quiet and not as_json:
         click.echo(f"running {printable(runner.plan.name)} ({runner.plan.fingerprint[:12]})",
                    err=True)
-    report(runner.run(inputs, execution_id), as_json, store, hint_options(tasks, db))
+    if not queue.strip():
+        raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
+    report(runner.run(inputs, execution_id, queue=queue), as_json, store,
+           hint_options(tasks, db))
 
 
 @click.command()

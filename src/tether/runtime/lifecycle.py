@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tether.errors import AlreadyResumed, NotContinued, ResumeError
+from tether.errors import NotContinued, ResumeError
 from tether.runtime.context import Resume
 from tether.runtime.plans import PlanSource, task_names
 from tether.runtime.results import RunResult
@@ -81,6 +81,8 @@ def route(runner: Runner, store: Checkpointer, run: RunRecord, answer: Answer, *
     here; otherwise the answer is recorded, the run is on its queue and the result (status
     ``queued``, or ``running`` when a live attempt holds it and applies the answer) says
     who continues it. Raises :class:`NotContinued` when nothing live can."""
+    if run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        return None  # nothing to continue: the resume protocol says why (resume.py)
     chosen = runner.plan_for(run, plan)
     if answer.value is None and run.status == RunStatus.PAUSED:
         # waiting only for sleeps not due: say when, change nothing (continuing here would
@@ -93,7 +95,6 @@ def route(runner: Runner, store: Checkpointer, run: RunRecord, answer: Answer, *
         raise ResumeError(run.execution_id, "a plan switch (--plan) runs here: it needs the "
                           "run's tasks in this process (--tasks)")
     eid = run.execution_id
-    _refuse_finished(run)
     address = _record(runner, store, run, answer)
     fresh = store.get_run(eid) or run
     if _held(fresh):
@@ -108,22 +109,14 @@ def route(runner: Runner, store: Checkpointer, run: RunRecord, answer: Answer, *
     if workers:
         names = ", ".join(f"{w.host}/{w.pid}" for w in workers[:3])
         return RunResult(RunStatus.QUEUED, eid, message=(
-            f"{recorded}run {eid} is left to the {len(workers)} live worker(s) of queue "
-            f"'{where}' ({names}) to continue"))
+            f"{recorded}run {eid} is left to the workers of queue '{where}' to continue "
+            f"({len(workers)} live: {names})"))
     error = NotContinued(eid, where, missing, address)
     if leave:
         return RunResult(RunStatus.QUEUED, eid, message=(
-            f"{recorded}run {eid} is queued on '{where}', but no live worker serves that "
-            f"queue: {error.advice}"))
+            f"{recorded}run {eid} is left to the workers of queue '{where}' to continue, "
+            f"but none is live now: {error.advice}"))
     raise error
-
-
-def _refuse_finished(run: RunRecord) -> None:
-    if run.status == RunStatus.COMPLETED:
-        raise AlreadyResumed(run.execution_id)
-    if run.status == RunStatus.CANCELLED:
-        raise ResumeError(run.execution_id, "it was cancelled; a cancelled run never runs "
-                          "again (fork it to start over from a checkpoint)")
 
 
 def _record(runner: Runner, store: Checkpointer, run: RunRecord,
