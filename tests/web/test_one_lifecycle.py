@@ -258,3 +258,34 @@ def test_a_run_started_on_another_queue_names_that_queue_in_its_hints(
     empty = _tether(lc_project, "run", "review.yaml", "--input", "amount=1", "--queue", " ",
                     "--db", lc_project.db)
     assert empty.returncode == 2 and "queue name cannot be empty" in empty.stderr
+
+
+def test_a_tether_run_killed_mid_node_is_continued_by_a_worker_of_its_queue(
+        lc_project: Project, tmp_path: Path) -> None:
+    """`tether run` is SIGKILLed while its second node runs: the run (queue `default`, as
+    every run) is claimed by a standalone worker once the dead owner's lease expires and
+    finished; the committed first node never runs again."""
+    gate = tmp_path / "open"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tether", "run", "slow.yaml", "--input", f"gate={gate}",
+         "--tasks", str(lc_project.tasks), "--db", lc_project.db, "--execution-id",
+         "killed-1", "-q"], cwd=lc_project.root, env=_env(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: [r.node_id for r in lc_project.store.page("killed-1", None, 10)]
+                 == ["first"], "the run to reach its gate", 60)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    run = lc_project.store.get_run("killed-1")
+    assert run is not None and run.status == "running" and run.queue == "default"
+    worker = _Worker(lc_project)
+    try:
+        gate.write_text("open")
+        wait_for(lambda: _status(lc_project, "killed-1") == "completed",
+                 "a worker to recover the killed run", 120)
+    finally:
+        worker.stop()
+    nodes = [r.node_id for r in lc_project.store.page("killed-1", None, 20)]
+    assert nodes.count("first") == 1 and nodes.count("last") == 1, nodes
+    assert "(recovered): completed" in worker.log.read_text()
