@@ -251,7 +251,8 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
         _hand_to_workers(store, execution_id, answer, node, queue, plan_source)
         return
     runner = make_runner(None, store, tasks, quiet)
-    report(runner.resume(execution_id, answer, node=node, plan=plan_source), as_json, store)
+    report(runner.resume(execution_id, answer, node=node, plan=plan_source, channel="cli"),
+           as_json, store)
 
 
 def _calls_tasks(store: Checkpointer, execution_id: str) -> bool:
@@ -301,7 +302,8 @@ def _hand_to_workers(store: Checkpointer, execution_id: str, answer: Any, node: 
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
     run_id = printable(execution_id)
     if answer is not None:
-        answered = Runner(None, store, {}).answer(execution_id, answer, node=node)
+        answered = Runner(None, store, {}).answer(execution_id, answer, node=node,
+                                                  channel="cli")
         click.echo(f"answer recorded for '{printable(answered.address)}' of run {run_id}")
     elif run_record.status in ("completed", "cancelled"):
         raise TetherError(f"run {execution_id} is {run_record.status}: nothing to continue")

@@ -38,7 +38,7 @@ from tether.runtime.journal import Journal
 from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, render, truthy
 from tether.runtime.secrets import SecretsView
 from tether.runtime.settings import count_setting
-from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
+from tether.runtime.state import NodeError, RunState, SkipReason, completed_entry, unit_path
 from tether.runtime.triggers import gated_off, trigger_verdict
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
 from tether.runtime.values import dumps, to_json
@@ -231,10 +231,25 @@ class Level:
             ready.finished(node.id)
             return False
         if decision != UnitStatus.RUNNING:
-            self._set(node.id, {"status": decision, "output": None})
+            self._set(node.id, {"status": decision, "output": None,
+                                "reason": self._skip_reason(node, decision)})
             ready.finished(node.id)
             return False
         return True
+
+    def _skip_reason(self, node: PlanNode, decision: UnitStatus) -> str:
+        """Why :meth:`_decide` did not run ``node`` (kept in its entry for the history),
+        decided again in the same order, off the path of nodes that run."""
+        if decision == UnitStatus.UPSTREAM_FAILED:
+            return SkipReason.UPSTREAM_FAILED
+        status = self.state.status
+        if node.needs and trigger_verdict(node.trigger, [status(n) for n in node.needs]) \
+                != UnitStatus.RUNNING:
+            return SkipReason.TRIGGER_RULE
+        if node.id in self.plan.gates and gated_off(
+                self.plan, node, status, lambda n: self.state.unit(n).output):
+            return SkipReason.SWITCH
+        return SkipReason.WHEN
 
     def _decide(self, node: PlanNode) -> UnitStatus:
         """``running``, ``skipped`` or ``upstream_failed``: trigger rule, switch, then guard."""
@@ -271,9 +286,10 @@ class Level:
             self._emit_finished(node, UnitStatus.INTERRUPTED, seconds)
             return
         elif isinstance(outcome, NodeFailure):
-            self._fail(node, outcome.error)
+            self._fail(node, outcome.error, outcome.tries)
         else:
-            self._set(node.id, {"status": UnitStatus.SKIPPED, "output": None})
+            self._set(node.id, {"status": UnitStatus.SKIPPED, "output": None,
+                                "reason": SkipReason.TIMED_OUT})
             self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, "null")
         if self.session.listener is not None:
             self._emit_finished(node, self.state.status(node.id), seconds)
@@ -372,15 +388,19 @@ class Level:
             raise
         self.session.pending.append(pending)
 
-    def _fail(self, node: PlanNode, error: NodeError) -> None:
-        self.state.unit(node.id).fail(error)
+    def _fail(self, node: PlanNode, error: NodeError,
+              tries: tuple[dict[str, Any], ...] = ()) -> None:
+        self.state.unit(node.id).fail(error, tries)
         self.mark(("nodes", node.id))
         self.checkpoint(node.id, node, CheckpointStatus.FAILED, dumps(error.to_json()))
 
     def _complete(self, node: PlanNode, result: UnitResult) -> bool:
         """Record a completed node; return True if it restarted its loop."""
-        self._set(node.id, completed_entry(result.output),
-                  '{"status":"completed","output":' + result.text + "}")
+        if result.tries:  # it failed before: the entry keeps the attempts (the history's)
+            self._set(node.id, {**completed_entry(result.output), "attempts": list(result.tries)})
+        else:
+            self._set(node.id, completed_entry(result.output),
+                      '{"status":"completed","output":' + result.text + "}")
         if node.loop is None:  # (then nothing can have failed it since)
             self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, result.text,
                             result.node_input)

@@ -55,6 +55,7 @@ from tether.runtime.timer_rules import not_due, refuse_human_answer, wake_sleeps
 from tether.runtime.values import to_json
 from tether.status import RUN_END, RunStatus, UnitStatus
 from tether.stores.base import Checkpointer
+from tether.stores.events import AnswerChannel
 from tether.stores.owners import describe_owner, provably_dead
 from tether.stores.records import Decision, PendingInterrupt, RunRecord
 
@@ -118,7 +119,8 @@ class Resumption:
                  resume: Resume | Mapping[str, Any] | None, node: str | None,
                  plan: PlanSource | None, resolver: str | None = None,
                  comment: str | None = None, *, claimed: Claimed | None = None,
-                 pending: list[PendingInterrupt] | None = None, fired: bool = False) -> None:
+                 pending: list[PendingInterrupt] | None = None, fired: bool = False,
+                 channel: str | None = None) -> None:
         self.runner = runner
         self.store = store
         self.run = run
@@ -136,6 +138,10 @@ class Resumption:
             self.attempt.valid_until = claimed.valid_until
             self.attempt.watch_lost = claimed.on_lost
         self.fired = fired  # the value is a due timer's answer (fire_due), not a human's
+        self.channel = channel or (AnswerChannel.TIMER if fired else AnswerChannel.PYTHON)
+        """Through which door the answer came (recorded with the claim, for the history)."""
+        self.attempt.reason = "answered" if resume is not None else (
+            "claimed" if claimed is not None else "resumed")
         self.claimed = claimed is not None  # a worker's claim already holds the run
         self.pending: list[PendingInterrupt] = []
         self._pending_read = pending  # the pending rows, when the caller read them already
@@ -213,7 +219,7 @@ class Resumption:
             refuse_human_answer(self.execution_id, plan, target)
             self._validate(plan, target)
         claim = self.store.claim(target, self.answer, resolver=self.resolver,
-                                 comment=self.comment)
+                                 comment=self.comment, channel=self.channel)
         if claim is None:
             raise self._answered_first(target)
         return claim.pending
@@ -244,7 +250,7 @@ class Resumption:
         claim = self.store.claim(target, self.answer, owner=self.attempt.token,
                                  until=self.attempt.until(), now=now,
                                  steal_from=self._dead_holder(), resolver=self.resolver,
-                                 comment=self.comment)
+                                 comment=self.comment, channel=self.channel)
         if claim is None:
             raise self._answered_first(target)
         if claim.owned:

@@ -21,15 +21,27 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from tether.compiler.plan import Plan, WorkflowNode
 from tether.paths import StatePath, ensure_path, find_path
 from tether.status import FINISHED, NOT_OK, UnitStatus
 
-__all__ = ["NodeError", "RunState", "StatePath", "UnitState", "unit_path"]
+__all__ = ["NodeError", "RunState", "SkipReason", "StatePath", "UnitState", "unit_path"]
 
 _ERROR_KEYS = ("type", "message", "node_id")
+
+
+class SkipReason(StrEnum):
+    """Why a unit did not run (its entry's ``reason``, shown by the run's history)."""
+
+    WHEN = "when"  # its ``when:`` guard was false
+    TRIGGER_RULE = "trigger_rule"  # its trigger rule over its needs' statuses said no
+    UPSTREAM_FAILED = "upstream_failed"  # a need failed (status ``upstream_failed``)
+    SWITCH = "switch"  # a switch took another case
+    TIMED_OUT = "timed_out"  # an approval timed out with ``on_timeout: skip``
+    CANCELLED = "cancelled"  # the run was cancelled before it started (derived, not stored)
 
 
 @dataclass(frozen=True)
@@ -144,11 +156,14 @@ class UnitState:
         items: dict[str, Any] = self.data.setdefault("items", {})
         return items
 
-    def fail(self, error: NodeError) -> None:
-        """Failed with ``error``; the answers stay (a resume re-uses a claimed decision)."""
+    def fail(self, error: NodeError, tries: tuple[dict[str, Any], ...] = ()) -> None:
+        """Failed with ``error``; the answers stay (a resume re-uses a claimed decision).
+        ``tries``: its failed attempts (a node with a retry policy), kept as ``attempts``."""
         self.data["status"] = UnitStatus.FAILED
         self.data["error"] = error.to_json()
         self.data.pop("waiting", None)
+        if tries:
+            self.data["attempts"] = list(tries)
 
     def suspend(self, checkpoint_id: str) -> None:
         """Interrupted, waiting for the answer to the pause at ``checkpoint_id``."""

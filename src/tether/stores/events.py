@@ -43,6 +43,7 @@ class AnswerChannel(StrEnum):
     LINK = "link"
     API = "api"
     TIMER = "timer"
+    PYTHON = "python"  # Runner.resume / Runner.answer called by a program
 
 
 def new_event_id(now: float | None = None) -> str:

@@ -310,7 +310,7 @@ def answer(request: Request, execution_id: str, checkpoint_id: str, body: Answer
     the others get 409 naming who answered and when."""
     outcome = web_of(request).console.answer(
         execution_id, checkpoint_id, who, Button(body.decision) if body.decision else None,
-        body.values, body.comment)
+        body.values, body.comment, "api")
     match outcome:
         case Recorded(decision=decision, continued=continued):
             return AnswerOut(decision=DecisionOut.of(decision), continued=continued)

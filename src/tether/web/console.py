@@ -22,6 +22,7 @@ from tether.compiler.plan import Plan
 from tether.errors import CheckpointNotFound, ForkError, InputError, TetherError
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
+from tether.runtime.run_events import record_cancel
 from tether.status import RUN_END, RunStatus
 from tether.stores.base import Checkpointer
 from tether.stores.queueing import CancelOutcome
@@ -285,9 +286,10 @@ class Console:
     # -- acting ------------------------------------------------------------------------------
     def answer(self, execution_id: str, checkpoint_id: str, who: Identity,
                button: Button | None, values: Mapping[str, Any],
-               comment: str | None) -> Outcome:
+               comment: str | None, channel: str = "console") -> Outcome:
         """Validate and record an answer; exactly one of any number of concurrent callers
-        gets :class:`Recorded` (the store's claim), the others :class:`AlreadyAnswered`."""
+        gets :class:`Recorded` (the store's claim), the others :class:`AlreadyAnswered`.
+        ``channel`` (console, link or api) goes into the run's history with the answer."""
         view = self.approval(execution_id, checkpoint_id)
         if view.pending is None:
             return self._answered(view.decision)
@@ -301,7 +303,8 @@ class Console:
         if len(json.dumps(answer, ensure_ascii=False).encode()) > MAX_ANSWER_BYTES:
             return Invalid({"values": [f"an answer is at most {MAX_ANSWER_BYTES:,} bytes of "
                                        "JSON"]}, dict(values))
-        claimed = self.store.claim(view.pending, answer, resolver=who.name, comment=comment)
+        claimed = self.store.claim(view.pending, answer, resolver=who.name, comment=comment,
+                                   channel=channel)
         if claimed is None:
             return self._answered(self._decision(execution_id, checkpoint_id))
         decision = self._decision(execution_id, checkpoint_id)
@@ -367,6 +370,7 @@ class Console:
             raise NotFound(f"no run with execution id {execution_id!r}")
         if outcome == CancelOutcome.FINISHED:
             raise Conflict(f"run {execution_id!r} already ended")
+        record_cancel(self.store, execution_id, outcome, who.name, "console")
         log.info("run %s: cancel %s by %s", execution_id, outcome, who.name)
         return outcome
 

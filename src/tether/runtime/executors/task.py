@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from tether.compiler.plan import TaskNode
 from tether.runtime.context import UnitScope
@@ -49,7 +50,10 @@ class TaskExecutor:
                 return UnitResult(output, text, args)
             raise error from None  # (outside the handler, as call_task raises it)
         else:
+            tries: list[dict[str, Any]] = []
             output, text = await call_task(fn, node, args, scope, semaphore,
                                            level.session.bodies,
-                                           spent=time.monotonic() - started, timeout=timeout)
+                                           spent=time.monotonic() - started, timeout=timeout,
+                                           tries=tries)
+            return UnitResult(output, text, args, tuple(tries))
         return UnitResult(output, text, args)
