@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from tether.errors import TetherError
+from tether.runtime.history_text import describe
 from tether.stores.base import Checkpointer
 from tether.web import present
 from tether.web.auth import CSRF_COOKIE, Forbidden, Guard, Identity, Unauthenticated
@@ -43,7 +44,8 @@ def templates() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(run_url=run_url, approval_url=approval_url, quote_id=quote_id,
                        json_tree=present.json_tree, pretty_json=present.pretty_json,
-                       short=present.short, moment=present.moment, graph_svg=graph_svg)
+                       short=present.short, moment=present.moment, graph_svg=graph_svg,
+                       describe=describe)
     return env
 
 

@@ -19,7 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from tether.compiler.plan import Plan
-from tether.errors import CheckpointNotFound, ForkError, InputError, TetherError
+from tether.errors import CheckpointNotFound, ForkError, InputError, RunNotFound, TetherError
+from tether.runtime.history import History
+from tether.runtime.history_build import build_history
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
 from tether.runtime.run_events import record_cancel
@@ -196,6 +198,8 @@ class RunView:
     timeline_next: str | None
     timeline_after: str | None
     forkable: list[str] = field(default_factory=list)
+    history: History | None = None
+    """The page of the run's history the page shows (its graph states are ``statuses``)."""
 
     @property
     def finished(self) -> bool:
@@ -266,22 +270,25 @@ class Console:
                             Form(node.approval.form if node is not None else None),
                             node is not None)
 
+    def history(self, execution_id: str, after: str | None = None,
+                limit: int = TIMELINE_PAGE) -> History:
+        """One page of the run's history (the API's, ``tether show``'s)."""
+        try:
+            return build_history(self.store, execution_id, after, limit)
+        except RunNotFound:
+            raise NotFound(f"no run {execution_id!r}") from None
+
     def run_view(self, execution_id: str, after: str | None = None) -> RunView:
         run = self.get_run(execution_id)
         plan = self.plan_of(run)
-        last = self.store.latest_forkable(execution_id)
-        nodes = (last.state_snapshot.get("nodes") or {}) if last is not None else {}
-        statuses = {k: str(v.get("status", "pending")) for k, v in nodes.items()
-                    if isinstance(v, dict)}
-        if plan is not None and run.status == RunStatus.RUNNING:
-            _mark_running(plan, statuses)
+        history = self.history(execution_id, after)
+        statuses = {k: str(v.state) for k, v in history.nodes.items()}
         final = self.store.last_row(execution_id)
         output = _loads(final.node_output) if final is not None and \
             final.node_id == RUN_END and final.status == "completed" else None
         decisions = self.store.decisions(execution_id)
-        steps, nxt = timeline(self.store, execution_id, after, TIMELINE_PAGE, decisions)
         return RunView(run, plan, statuses, output, self.store.list_pending(execution_id),
-                       decisions, steps, nxt, after)
+                       decisions, [], history.next_after, after, history=history)
 
     # -- acting ------------------------------------------------------------------------------
     def answer(self, execution_id: str, checkpoint_id: str, who: Identity,
@@ -373,13 +380,3 @@ class Console:
         record_cancel(self.store, execution_id, outcome, who.name, "console")
         log.info("run %s: cancel %s by %s", execution_id, outcome, who.name)
         return outcome
-
-
-def _mark_running(plan: Plan, statuses: dict[str, str]) -> None:
-    """In a running run, nodes with no entry whose dependencies all finished are running
-    (or about to: a node's first checkpoint is written when it ends)."""
-    finished = {"completed", "skipped", "failed", "upstream_failed"}
-    for node in plan.nodes:
-        if node.id not in statuses and all(statuses.get(d) in finished
-                                           for d in node.waits_for):
-            statuses[node.id] = "running"

@@ -1,0 +1,59 @@
+"""The graph's view of a run's nodes (:class:`~tether.runtime.history.NodeView`), part of
+its history: each top-level node's state now, read from the newest folded state, with what
+the history's events add (abandoned attempts, attempts counted, skips of a cancelled run)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tether.runtime.history import EventKind, HistoryEvent, NodeState, NodeView
+from tether.runtime.state import SkipReason
+from tether.status import FINISHED, RunStatus, UnitStatus
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
+    from tether.stores.base import Checkpointer
+    from tether.stores.records import RunRecord
+
+_STATES = {status.value: NodeState(status.value) for status in UnitStatus}
+
+
+def _entries(store: Checkpointer, run: RunRecord) -> dict[str, Any]:
+    newest = store.get_last(run.execution_id)  # run_end too: it carries the last skips
+    nodes = newest.state_snapshot.get("nodes") if newest is not None else None
+    return nodes if isinstance(nodes, dict) else {}
+
+
+def _counts(events: list[HistoryEvent]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for event in events:
+        if event.kind == EventKind.NODE_STARTED and event.node and not event.agent_path:
+            counts[event.node] = counts.get(event.node, 0) + 1
+    return counts
+
+
+def node_views(store: Checkpointer, run: RunRecord, plan: Plan | None,
+               events: list[HistoryEvent], *, abandoned: bool) -> dict[str, NodeView]:
+    """Every top-level node of ``plan`` with its state now. ``abandoned``: the run's owner
+    is gone (dead, or its lease ran out), so a running run's runnable nodes are abandoned,
+    not running."""
+    if plan is None:
+        return {}
+    entries = _entries(store, run)
+    counts = _counts(events)
+    statuses = {k: str(v.get("status", UnitStatus.PENDING)) for k, v in entries.items()
+                if isinstance(v, dict)}
+    views: dict[str, NodeView] = {}
+    for node in plan.nodes:
+        entry = entries.get(node.id)
+        state = _STATES.get(statuses.get(node.id, UnitStatus.PENDING), NodeState.PENDING)
+        reason = entry.get("reason") if isinstance(entry, dict) else None
+        if state in (NodeState.PENDING, NodeState.RUNNING):
+            if run.status == RunStatus.CANCELLED:
+                state, reason = NodeState.SKIPPED, SkipReason.CANCELLED
+            elif run.status == RunStatus.RUNNING and all(
+                    statuses.get(d) in FINISHED for d in node.waits_for):
+                state = NodeState.ABANDONED if abandoned else NodeState.RUNNING
+        views[node.id] = NodeView(state=state, reason=reason, attempts=counts.get(node.id, 0),
+                                  title=node.title)
+    return views
