@@ -33,10 +33,9 @@ import json
 import time
 from typing import Any
 
-from tether.compiler.plan import Plan
 from tether.errors import RunNotFound, StoreError
 from tether.runtime.history import EventKind, History, HistoryEvent, NodeState
-from tether.runtime.history_nodes import node_views
+from tether.runtime.history_nodes import PlanOutline, node_views
 from tether.runtime.state import SkipReason
 from tether.status import FINISHED, RUN_END, RunStatus, StepType, UnitStatus
 from tether.stores.base import Checkpointer
@@ -58,14 +57,8 @@ def checkpoint_time(checkpoint_id: str) -> float:
         return 0.0
 
 
-def _plan(store: Checkpointer, run: RunRecord) -> Plan | None:
-    text = store.get_plan(run.plan_fingerprint)
-    if text is None:
-        return None
-    try:
-        return Plan.model_validate_json(text)
-    except ValueError:
-        return None
+def _plan(store: Checkpointer, run: RunRecord) -> PlanOutline | None:
+    return PlanOutline.read(store.get_plan(run.plan_fingerprint))
 
 
 def _entries(row: CheckpointRow) -> list[tuple[list[Any], Any]]:
@@ -112,7 +105,7 @@ def _top(address: str) -> str:
 class _Builder:
     """Walks one page of rows and the run's events in time order (see the module doc)."""
 
-    def __init__(self, run: RunRecord, plan: Plan | None, statuses: dict[str, str]) -> None:
+    def __init__(self, run: RunRecord, plan: PlanOutline | None, statuses: dict[str, str]) -> None:
         self.run = run
         self.plan = plan
         self.statuses = statuses  # top-level node -> status, as of the walk's position
@@ -146,7 +139,7 @@ class _Builder:
         floor = self.claim.created_at if self.claim is not None else self.last_time
         if agent_path or self.plan is None or _top(address) not in self.plan.by_id:
             return max(floor, self.last_time) if self.claim is None else floor
-        needs = [self.done_at[n] for n in self.plan.node(_top(address)).waits_for
+        needs = [self.done_at[n] for n in self.plan.by_id[_top(address)].waits_for
                  if n in self.done_at]
         return max([floor, *needs])
 
@@ -279,7 +272,7 @@ class _Builder:
         written with the next row)."""
         if self.plan is None or node_id not in self.plan.by_id:
             return written
-        needs = [self.done_at[n] for n in self.plan.node(node_id).waits_for
+        needs = [self.done_at[n] for n in self.plan.by_id[node_id].waits_for
                  if n in self.done_at]
         return min(written, max(needs)) if needs else written
 

@@ -4,6 +4,8 @@ the history's events add (abandoned attempts, attempts counted, skips of a cance
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.runtime.history import EventKind, HistoryEvent, NodeState, NodeView
@@ -11,9 +13,40 @@ from tether.runtime.state import SkipReason
 from tether.status import FINISHED, RunStatus, UnitStatus
 
 if TYPE_CHECKING:
-    from tether.compiler.plan import Plan
     from tether.stores.base import Checkpointer
     from tether.stores.records import RunRecord
+
+
+@dataclass(frozen=True)
+class OutlineNode:
+    """What a history needs of a plan node: its id, what it waits for, its title."""
+
+    id: str
+    waits_for: tuple[str, ...]
+    title: str | None
+
+
+@dataclass(frozen=True)
+class PlanOutline:
+    """The top-level nodes of a stored plan, in plan order, read straight from its JSON
+    (validating a 10,000-node plan as a :class:`~tether.compiler.plan.Plan` costs more than
+    the rest of a history page)."""
+
+    nodes: tuple[OutlineNode, ...]
+    by_id: dict[str, OutlineNode]
+
+    @classmethod
+    def read(cls, text: str | None) -> PlanOutline | None:
+        """The outline of a stored plan's JSON, or None when there is none to read."""
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+            nodes = tuple(OutlineNode(str(n["id"]), tuple(str(d) for d in n.get(
+                "waits_for") or ()), n.get("title")) for n in data["nodes"])
+        except (ValueError, TypeError, KeyError):
+            return None
+        return cls(nodes, {n.id: n for n in nodes})
 
 _STATES = {status.value: NodeState(status.value) for status in UnitStatus}
 
@@ -32,7 +65,7 @@ def _counts(events: list[HistoryEvent]) -> dict[str, int]:
     return counts
 
 
-def node_views(store: Checkpointer, run: RunRecord, plan: Plan | None,
+def node_views(store: Checkpointer, run: RunRecord, plan: PlanOutline | None,
                events: list[HistoryEvent], *, abandoned: bool) -> dict[str, NodeView]:
     """Every top-level node of ``plan`` with its state now. ``abandoned``: the run's owner
     is gone (dead, or its lease ran out), so a running run's runnable nodes are abandoned,
