@@ -45,3 +45,8 @@ def print_history(history: History) -> None:
                       str(event.attempt) if event.attempt is not None else "",
                       text(describe(event)), text(event.checkpoint_id or ""))
     out.print(table)
+    usage = history.usage
+    if usage is not None:
+        out.print(text(f"tokens: {usage.get('input_tokens', 0):,} in, "
+                       f"{usage.get('output_tokens', 0):,} out (every model call of the run "
+                       "so far)"))

@@ -138,6 +138,7 @@ class History(BaseModel):
         execution_id, workflow, status, created_at, inputs, error: the run.
         parent_execution_id, parent_checkpoint_id: the run and checkpoint it was forked from.
         nodes: every top-level node of the plan with its state now (the graph's).
+        usage: the tokens of every model call of the run so far (agents), if any.
         events: this page's events, in order.
         next_after: pass as ``after`` for the next page (None on the last page).
     """
@@ -153,6 +154,7 @@ class History(BaseModel):
     parent_execution_id: str | None = None
     parent_checkpoint_id: str | None = None
     nodes: dict[str, NodeView]
+    usage: dict[str, Any] | None = None
     events: list[HistoryEvent]
     next_after: str | None = None
 

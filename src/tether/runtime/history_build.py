@@ -35,7 +35,7 @@ from typing import Any
 
 from tether.errors import RunNotFound, StoreError
 from tether.runtime.history import EventKind, History, HistoryEvent, NodeState
-from tether.runtime.history_nodes import PlanOutline, node_views
+from tether.runtime.history_nodes import PlanOutline, newest_state, node_views
 from tether.runtime.state import SkipReason
 from tether.status import FINISHED, RUN_END, RunStatus, StepType, UnitStatus
 from tether.stores.base import Checkpointer
@@ -138,7 +138,7 @@ class _Builder:
         """When the node at ``address`` began (inferred: see the module docstring)."""
         floor = self.claim.created_at if self.claim is not None else self.last_time
         if agent_path or self.plan is None or _top(address) not in self.plan.by_id:
-            return max(floor, self.last_time) if self.claim is None else floor
+            return max(floor, self.last_time)  # nested: after the previous row, at least
         needs = [self.done_at[n] for n in self.plan.by_id[_top(address)].waits_for
                  if n in self.done_at]
         return max([floor, *needs])
@@ -423,12 +423,14 @@ def build_history(store: Checkpointer, execution_id: str, after: str | None = No
             builder.claim, builder.clean = item, False
     builder.finish(next_after is None, now)
     events = builder.events()
+    state = newest_state(store, run)
     return History(
         execution_id=run.execution_id, workflow=run.workflow, status=run.status,
         created_at=run.created_at, inputs=run.inputs, error=run.error,
         parent_execution_id=run.parent_execution_id,
         parent_checkpoint_id=run.parent_checkpoint_id,
-        nodes=node_views(store, run, plan, events, abandoned=_gone(run, now)),
+        nodes=node_views(state, run, plan, events, abandoned=_gone(run, now)),
+        usage=state.get("usage") if isinstance(state.get("usage"), dict) else None,
         events=events, next_after=next_after)
 
 

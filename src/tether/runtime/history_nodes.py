@@ -51,10 +51,11 @@ class PlanOutline:
 _STATES = {status.value: NodeState(status.value) for status in UnitStatus}
 
 
-def _entries(store: Checkpointer, run: RunRecord) -> dict[str, Any]:
-    newest = store.get_last(run.execution_id)  # run_end too: it carries the last skips
-    nodes = newest.state_snapshot.get("nodes") if newest is not None else None
-    return nodes if isinstance(nodes, dict) else {}
+def newest_state(store: Checkpointer, run: RunRecord) -> dict[str, Any]:
+    """The run's state after its newest row (its ``run_end`` too: it carries the last
+    skips)."""
+    newest = store.get_last(run.execution_id)
+    return newest.state_snapshot if newest is not None else {}
 
 
 def _counts(events: list[HistoryEvent]) -> dict[str, int]:
@@ -65,14 +66,15 @@ def _counts(events: list[HistoryEvent]) -> dict[str, int]:
     return counts
 
 
-def node_views(store: Checkpointer, run: RunRecord, plan: PlanOutline | None,
+def node_views(newest: dict[str, Any], run: RunRecord, plan: PlanOutline | None,
                events: list[HistoryEvent], *, abandoned: bool) -> dict[str, NodeView]:
-    """Every top-level node of ``plan`` with its state now. ``abandoned``: the run's owner
-    is gone (dead, or its lease ran out), so a running run's runnable nodes are abandoned,
-    not running."""
+    """Every top-level node of ``plan`` with its state now (``newest``: the run's newest
+    state). ``abandoned``: the run's owner is gone (dead, or its lease ran out), so a running
+    run's runnable nodes are abandoned, not running."""
     if plan is None:
         return {}
-    entries = _entries(store, run)
+    nodes = newest.get("nodes")
+    entries: dict[str, Any] = nodes if isinstance(nodes, dict) else {}
     counts = _counts(events)
     statuses = {k: str(v.get("status", UnitStatus.PENDING)) for k, v in entries.items()
                 if isinstance(v, dict)}
