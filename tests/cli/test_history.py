@@ -98,13 +98,25 @@ nodes:
     noop: true
 """
 
+GATED = """
+tether: 1
+name: gated
+nodes:
+  review:
+    approval: {reason: ship it}
+  after:
+    needs: [review]
+    noop: true
+"""
+
 DEADLINE = 120.0
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "hist_tasks.py").write_text(TASKS)
-    for name, text in (("retried", RETRIED), ("killed", KILLED), ("skips", SKIPS)):
+    for name, text in (("retried", RETRIED), ("killed", KILLED), ("skips", SKIPS),
+                       ("gated", GATED)):
         (tmp_path / f"{name}.yaml").write_text(text)
     return tmp_path
 
@@ -234,3 +246,21 @@ def test_skipped_nodes_show_why(project: Path, shared_url: str) -> None:
     assert failed["error"] == {"type": "RuntimeError", "message": "boom"}
     text = tether(project, shared_url, "show", eid).stdout
     assert "skipped: when" in text and "skipped: trigger_rule" in text
+
+
+def test_a_paused_run_cancelled_shows_the_request_and_its_never_started_nodes_skipped(
+        project: Path, shared_url: str) -> None:
+    """``tether cancel`` of a paused run: the pause, the cancel request (channel cli, done at
+    once), and the nodes that never ran skipped with the reason ``cancelled``."""
+    eid = start(project, shared_url, "gated")
+    cancelled = tether(project, shared_url, "cancel", eid)
+    assert cancelled.returncode == 0, cancelled.stderr
+    found = history(project, shared_url, eid)
+    assert found["status"] == "cancelled"
+    request = next(e for e in found["events"] if e["kind"] == "cancel_requested")
+    assert (request["channel"], request["status"]) == ("cli", "cancelled")
+    assert [e["kind"] for e in found["events"]].index("paused") < \
+        [e["kind"] for e in found["events"]].index("cancel_requested")
+    assert found["nodes"]["after"] == {"state": "skipped", "reason": "cancelled",
+                                       "attempts": 0, "title": None}
+    assert found["nodes"]["review"]["state"] == "interrupted"

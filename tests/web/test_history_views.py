@@ -64,6 +64,9 @@ def test_the_cli_the_api_and_the_run_page_show_one_history(
     # the page's table is drawn from the same events: one row each, the answer with its
     # channel and comment
     assert page.count('class="ev-row ') == len(from_api["events"])
+    graph = dict((node, state) for state, node in re.findall(
+        r'<g class="node st-([a-z_]+) k-[a-z]+" data-node="([^"]+)"', page))
+    assert graph == {n: v["state"] for n, v in from_api["nodes"].items()}
     assert 'data-channel="api"' in page and "fine" in page
 
 
