@@ -68,7 +68,8 @@ def test_kill_9_inside_an_agent_tool_shows_it_abandoned_then_completed(
     tools = [(e["kind"], e["detail"]) for e in events if e["kind"].startswith("tool_call")]
     arguments = {"arguments": {"invoice": "INV-9"}}
     assert tools == [("tool_call_started", arguments), ("tool_call_abandoned", arguments),
-                     ("tool_call_started", arguments), ("tool_call_completed", arguments)]
+                     ("tool_call_started", arguments),
+                     ("tool_call_completed", {**arguments, "result": "INV-9 done"})]
     claims = [e for e in events if e["kind"] == "claimed"]
     abandoned = next(e for e in events if e["kind"] == "tool_call_abandoned")
     assert len(claims) == 2 and claims[0]["pid"] == child.pid

@@ -215,7 +215,7 @@ class _Builder:
     # -- rows --------------------------------------------------------------------------------
     def on_row(self, row: CheckpointRow) -> None:
         entries = _entries(row)
-        self.close_tools(row)
+        self.close_tools(row, entries)
         self.note_skips(row, entries)
         step, at = str(row.step_type), row.created_at
         if step == StepType.NODE:
@@ -242,15 +242,20 @@ class _Builder:
             self.on_end(row)
         self.last_time = at
 
-    def close_tools(self, row: CheckpointRow) -> None:
-        """A later row of the agent that dispatched a tool call: the call returned."""
+    def close_tools(self, row: CheckpointRow, entries: list[tuple[list[Any], Any]]) -> None:
+        """A later row of the agent that dispatched a tool call: the call returned (its
+        result is in the conversation that row carries, when it carries one)."""
         for key, (tool, address) in list(self.open_tools.items()):
             agent = key.rpartition("/tool:")[0] or key
             if row.agent_path.startswith(agent) or row.step_type == StepType.RUN_END or \
                     (_top(row.node_id) == _top(tool.node_id) and not row.agent_path):
+                detail = {"arguments": _loads(tool.node_input)}
+                found = _tool_result(entries, key.rpartition("/tool:")[2])
+                if found is not None:
+                    detail["result"] = found
                 self.emit(EventKind.TOOL_CALL_COMPLETED, row.created_at, node=address,
                           agent_path=tool.agent_path, checkpoint_id=tool.checkpoint_id,
-                          detail={"arguments": _loads(tool.node_input)})
+                          detail=detail)
                 del self.open_tools[key]
 
     def note_skips(self, row: CheckpointRow, entries: list[tuple[list[Any], Any]]) -> None:
@@ -359,6 +364,17 @@ def _entry_of(row: CheckpointRow, entries: list[tuple[list[Any], Any]]) -> dict[
     for path, value in entries:
         if path[-len(suffix):] == suffix and isinstance(value, dict):
             return value
+    return None
+
+
+def _tool_result(entries: list[tuple[list[Any], Any]], name: str) -> Any:
+    """The newest result of tool ``name`` in the conversation a row carries, if it does."""
+    for path, value in entries:
+        if path == ["messages"] and isinstance(value, list):
+            for message in reversed(value):
+                if isinstance(message, dict) and message.get("role") == "tool" and \
+                        message.get("tool_name") in (name, name.replace(".", "_")):
+                    return message.get("content")
     return None
 
 
