@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tether.compiler.plan import Plan
-from tether.errors import LeaseLost, TetherError
+from tether.errors import LeaseLost, StoreError, TetherError
 from tether.runtime.answers import apply_decisions
 from tether.runtime.attempt import Attempt, StopAtBoundary
 from tether.runtime.context import RUN, RunContext
@@ -89,6 +89,9 @@ class Driver:
             raise
         except LeaseLost:
             record_lease_lost(self.attempt)
+            raise
+        except StoreError:  # (no event: the store is what failed)
+            self.attempt.release()
             raise
         except TetherError as exc:
             self._release(f"stopped: {type(exc).__name__}")
