@@ -8,16 +8,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tether.cli.terminal import console, shorten, text
+from tether.cli.terminal import console, printable, shorten, text
 from tether.runtime.history_text import describe
 
 if TYPE_CHECKING:
     from tether.runtime.history import History
 
 
+DETAIL_WIDTH = 90
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    """``rows`` as lines of left-aligned columns two spaces apart (a table of hundreds of
+    rows is formatted here in a few milliseconds; laying it out cell by cell costs more than
+    reading the history)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+            .rstrip() for row in rows]
+
+
 def print_history(history: History) -> None:
     """The header, then the timeline of one page of ``history``."""
-    from rich.table import Table
     from rich.text import Text
 
     out = console()
@@ -27,11 +38,7 @@ def print_history(history: History) -> None:
     if history.parent_execution_id:
         out.print(text(f"forked from {history.parent_execution_id} at "
                        f"{history.parent_checkpoint_id}"))
-    table = Table(box=None, pad_edge=False)
-    for column in ("time", "event", "node", "attempt"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("detail", no_wrap=True, overflow="ellipsis", max_width=90)
-    table.add_column("checkpoint", no_wrap=True)
+    rows: list[tuple[str, ...]] = [("time", "event", "node", "attempt", "detail", "checkpoint")]
     start = history.created_at
     for event in history.events:
         offset = (event.at - start).total_seconds() * 1000
@@ -41,10 +48,11 @@ def print_history(history: History) -> None:
         shown = f"{node} ({named})" if named else node
         if event.agent_path:
             shown = f"{event.agent_path} {shown}"
-        table.add_row(f"+{offset:,.0f} ms", text(event.kind), text(shown),
-                      str(event.attempt) if event.attempt is not None else "",
-                      text(describe(event)), text(event.checkpoint_id or ""))
-    out.print(table)
+        rows.append((f"+{offset:,.0f} ms", event.kind, printable(shown),
+                     str(event.attempt) if event.attempt is not None else "",
+                     shorten(describe(event), DETAIL_WIDTH), printable(event.checkpoint_id or "")))
+    for line in _aligned(rows):
+        out.print(text(line))
     usage = history.usage
     if usage is not None:
         out.print(text(f"tokens: {usage.get('input_tokens', 0):,} in, "
