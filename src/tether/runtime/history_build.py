@@ -36,8 +36,7 @@ from typing import Any
 from tether.errors import RunNotFound, StoreError
 from tether.runtime.history import EventKind, History, HistoryEvent, NodeState
 from tether.runtime.history_nodes import PlanOutline, newest_state, node_views
-from tether.runtime.state import SkipReason
-from tether.status import FINISHED, RUN_END, RunStatus, StepType, UnitStatus
+from tether.status import FINISHED, RUN_END, RunStatus, SkipReason, StepType, UnitStatus
 from tether.stores.base import Checkpointer
 from tether.stores.events import RunEvent, RunEventKind
 from tether.stores.owners import parse_owner, provably_dead

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tether.runtime.history import EventKind, HistoryEvent, NodeState, NodeView
-from tether.runtime.state import SkipReason
-from tether.status import FINISHED, RunStatus, UnitStatus
+from tether.status import FINISHED, RunStatus, SkipReason, UnitStatus
 
 if TYPE_CHECKING:
     from tether.stores.base import Checkpointer

@@ -21,27 +21,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from tether.compiler.plan import Plan, WorkflowNode
 from tether.paths import StatePath, ensure_path, find_path
-from tether.status import FINISHED, NOT_OK, UnitStatus
+from tether.status import FINISHED, NOT_OK, SkipReason, UnitStatus
 
 __all__ = ["NodeError", "RunState", "SkipReason", "StatePath", "UnitState", "unit_path"]
 
 _ERROR_KEYS = ("type", "message", "node_id")
-
-
-class SkipReason(StrEnum):
-    """Why a unit did not run (its entry's ``reason``, shown by the run's history)."""
-
-    WHEN = "when"  # its ``when:`` guard was false
-    TRIGGER_RULE = "trigger_rule"  # its trigger rule over its needs' statuses said no
-    UPSTREAM_FAILED = "upstream_failed"  # a need failed (status ``upstream_failed``)
-    SWITCH = "switch"  # a switch took another case
-    TIMED_OUT = "timed_out"  # an approval timed out with ``on_timeout: skip``
-    CANCELLED = "cancelled"  # the run was cancelled before it started (derived, not stored)
 
 
 @dataclass(frozen=True)
