@@ -109,6 +109,18 @@ nodes:
     noop: true
 """
 
+TIMED = """
+tether: 1
+name: timed
+nodes:
+  review:
+    approval: {reason: ship it, timeout: 1s, on_timeout: skip}
+  after:
+    needs: [review]
+    trigger: all_done
+    noop: true
+"""
+
 DEADLINE = 120.0
 
 
@@ -116,7 +128,7 @@ DEADLINE = 120.0
 def project(tmp_path: Path) -> Path:
     (tmp_path / "hist_tasks.py").write_text(TASKS)
     for name, text in (("retried", RETRIED), ("killed", KILLED), ("skips", SKIPS),
-                       ("gated", GATED)):
+                       ("gated", GATED), ("timed", TIMED)):
         (tmp_path / f"{name}.yaml").write_text(text)
     return tmp_path
 
@@ -264,3 +276,27 @@ def test_a_paused_run_cancelled_shows_the_request_and_its_never_started_nodes_sk
     assert found["nodes"]["after"] == {"state": "skipped", "reason": "cancelled",
                                        "attempts": 0, "title": None}
     assert found["nodes"]["review"]["state"] == "interrupted"
+
+
+def test_an_approval_that_times_out_shows_the_timer_answer_and_the_skip(
+        project: Path, shared_url: str) -> None:
+    """An approval with ``timeout: 1s, on_timeout: skip``, fired by ``tether resume`` once
+    due: the pause, the timer's answer (``timed_out``, channel ``timer``), the approval
+    skipped with the reason ``timed_out``, and the run completed."""
+    eid = start(project, shared_url, "timed")
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        resumed = tether(project, shared_url, "resume", eid, "--tasks", "hist_tasks.py", "-q")
+        if resumed.returncode == 0:
+            break
+        assert time.monotonic() < deadline, resumed.stderr
+        time.sleep(0.2)  # not due yet
+    found = history(project, shared_url, eid)
+    assert found["status"] == "completed"
+    kinds = [(e["kind"], e["node"]) for e in found["events"]
+             if e["kind"] in ("paused", "timed_out", "answered", "node_skipped")]
+    assert kinds == [("paused", "review"), ("timed_out", "review"),
+                     ("node_skipped", "review")]
+    timer = next(e for e in found["events"] if e["kind"] == "timed_out")
+    assert timer["channel"] == "timer"
+    assert found["nodes"]["review"]["reason"] == "timed_out"
