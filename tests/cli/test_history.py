@@ -300,3 +300,34 @@ def test_an_approval_that_times_out_shows_the_timer_answer_and_the_skip(
     timer = next(e for e in found["events"] if e["kind"] == "timed_out")
     assert timer["channel"] == "timer"
     assert found["nodes"]["review"]["reason"] == "timed_out"
+
+
+def test_a_worker_claim_names_the_worker(project: Path, shared_url: str) -> None:
+    """A run submitted to the queue and executed by ``tether worker``: its claim names the
+    worker (its id, whose pid is the worker process's) and the reason ``claimed``."""
+    submitted = tether(project, shared_url, "submit", "retried.yaml",
+                       "-i", f"marker={project / 'tries'}")
+    assert submitted.returncode == 0, submitted.stderr
+    eid = submitted.stdout.strip()
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tether", "worker", "--tasks", "hist_tasks.py", "--poll",
+         "0.1", "--db", shared_url], cwd=project, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, env=dict(os.environ))
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while history(project, shared_url, eid)["status"] != "completed":
+            assert time.monotonic() < deadline, "the worker never completed the run"
+            time.sleep(0.2)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(DEADLINE)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+    found = history(project, shared_url, eid)
+    (claim,) = [e for e in found["events"] if e["kind"] == "claimed"]
+    assert claim["reason"] == "claimed" and claim["pid"] == worker.pid
+    assert claim["worker"] and claim["worker"].split("@")[1].split("/")[1] == str(worker.pid)
+    assert found["events"][0]["kind"] == "run_created" and found["events"][0]["detail"] == {
+        "queue": "default"}

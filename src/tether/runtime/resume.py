@@ -75,12 +75,14 @@ class Claimed:
             (measured from before the claim was sent, as a renewal's is).
         on_lost: called with the reason, from whichever thread finds it out, once the
             attempt's lease is lost (``Attempt.watch_lost``).
+        worker: the claiming worker's id (``tether workers``), for the run's history.
     """
 
     token: str
     run: RunRecord
     valid_until: float
     on_lost: Callable[[str], None] | None = None
+    worker: str | None = None
 
 
 @dataclass
@@ -142,6 +144,7 @@ class Resumption:
         """Through which door the answer came (recorded with the claim, for the history)."""
         self.attempt.reason = "answered" if resume is not None else (
             "claimed" if claimed is not None else "resumed")
+        self.attempt.worker = claimed.worker if claimed is not None else None
         self.claimed = claimed is not None  # a worker's claim already holds the run
         self.pending: list[PendingInterrupt] = []
         self._pending_read = pending  # the pending rows, when the caller read them already
