@@ -93,3 +93,14 @@ StepTypeName = Literal[
 
 RUN_END = "run_end"
 """The ``node_id`` of the terminal row: a tombstone, not an address."""
+
+
+class SkipReason(StrEnum):
+    """Why a unit did not run (its entry's ``reason``, shown by the run's history)."""
+
+    WHEN = "when"  # its ``when:`` guard was false
+    TRIGGER_RULE = "trigger_rule"  # its trigger rule over its needs' statuses said no
+    UPSTREAM_FAILED = "upstream_failed"  # a need failed (status ``upstream_failed``)
+    SWITCH = "switch"  # a switch took another case
+    TIMED_OUT = "timed_out"  # an approval timed out with ``on_timeout: skip``
+    CANCELLED = "cancelled"  # the run was cancelled before it started (derived, not stored)

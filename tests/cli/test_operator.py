@@ -130,11 +130,15 @@ def test_pause_pending_resume_show_runs(project: Path) -> None:
 
     shown = json.loads(tether(project, "show", run_id, "--json").stdout)
     assert shown["status"] == "completed"
-    assert [c["node_id"] for c in shown["checkpoints"]] == [
-        "prepare", "review", "review", "apply", "run_end"]
-    assert [c["step_type"] for c in shown["checkpoints"]][1] == "hitl_pause"
+    events = shown["events"]
+    assert [e["node"] for e in events if e["kind"] == "node_completed"] == [
+        "prepare", "review", "apply"]
+    assert [(e["kind"], e["node"]) for e in events if e["kind"] in ("paused", "answered")] \
+        == [("paused", "review"), ("answered", "review")]
+    assert next(e for e in events if e["kind"] == "answered")["channel"] == "cli"
+    assert events[-1]["kind"] == "run_ended" and events[-1]["status"] == "completed"
     table = tether(project, "show", run_id)
-    assert table.returncode == 0 and "run_end" in table.stdout and "hitl_pause" in table.stdout
+    assert table.returncode == 0 and "run_ended" in table.stdout and "paused" in table.stdout
     runs = json.loads(tether(project, "runs", "--status", "completed", "--json").stdout)
     assert [r["execution_id"] for r in runs] == [run_id]
 
@@ -162,7 +166,8 @@ def test_fork_branches_a_new_run_and_leaves_the_original(project: Path) -> None:
     assert json.loads(forked.stdout)["output"]["code"] == "B"
     shown = json.loads(tether(project, "show", branch, "--json").stdout)
     assert shown["parent_execution_id"] == run_id
-    assert shown["checkpoints"][0]["step_type"] == "fork_origin"
+    forked = next(e for e in shown["events"] if e["kind"] == "forked")
+    assert forked["detail"] == {"source": run_id, "patch": {"inputs": {"code": "B"}}}
     assert tether(project, "show", run_id, "--json").stdout == before
 
 

@@ -148,7 +148,8 @@ def test_hostile_ids_outputs_and_errors_print_literally_through_every_command(
     as_json = tether(project, "show", RUN_ID, "--json")
     assert_inert(as_json)
     record = json.loads(as_json.stdout)
-    assert record["checkpoints"][0]["node_output"] == HOSTILE
+    assert next(e for e in record["events"] if e["kind"] == "node_completed")["detail"] \
+        == HOSTILE
     assert not (project / "PWNED").exists()
 
 

@@ -31,6 +31,7 @@ from harness import checks, launch
 from harness.tasks import canonical, read_effects
 
 from tether import open_checkpointer
+from tether.runtime.history_build import build_history
 from tether.stores.base import Checkpointer
 
 CLI_LEASE = 3.0  # the tether command's lease, set with TETHER_LEASE_SECONDS
@@ -183,6 +184,13 @@ def test_the_tether_command_of_a_stopped_owner_exits_1_naming_the_run(
         assert Counter(line["name"] for line in lines) == {"first": 1, "middle": 2, "last": 1}
         assert [line["name"] for line in lines if line["pid"] == holder.pid] == [
             "first", "middle"]
+        history = build_history(store, eid)  # the history tells it as it happened
+        assert [(e.kind, e.attempt) for e in history.events if e.node == "middle"] == [
+            ("node_started", 1), ("node_abandoned", 1), ("node_started", 2),
+            ("node_completed", 2)]
+        (lost,) = [e for e in history.events if e.kind == "lease_lost"]
+        assert lost.pid == holder.pid and lost.reason is not None
+        assert next(e.pid for e in history.events if e.kind == "claimed") == holder.pid
     finally:
         if holder.poll() is None:
             holder.kill()

@@ -19,6 +19,7 @@ from sqlalchemy import inspect, select
 import tether
 from tether.stores import schema, sql
 from tether.stores.base import Checkpointer
+from tether.stores.events import RunEvent, RunEventKind
 from tether.stores.migrations import MIGRATIONS, V1_METADATA, MigrationContext
 from tether.stores.open import open_checkpointer
 
@@ -151,6 +152,10 @@ def test_a_released_v1_database_upgrades_through_a_column_adding_migration_and_r
                 for name, found in _indexes(store).items()} == declared
         assert ("runs_claim_order", ("queue", "status", "priority", "created_at",
                                      "execution_id")) in declared["runs"]
+        # migration 8: run_events, as schema.py declares it, usable by the upgraded run
+        assert upgraded["run_events"] == sorted(c.name for c in schema.run_events.columns)
+        store.add_event(RunEvent(execution_id, RunEventKind.CLAIMED, data={"attempt": 2}))
+        assert [e.data for e in store.events(execution_id)] == [{"attempt": 2}]
 
         run = store.get_run(execution_id)
         assert run is not None and (run.status, run.attempt) == ("paused", 1)

@@ -190,7 +190,8 @@ def test_runs_filter_by_status_and_workflow_and_show_one_run(
     assert auth_server.get("/api/runs", params={"status": "sleepy"}).status_code == 422
     detail = auth_server.get(f"/api{run_url(eid)}").json()
     assert detail["inputs"] == {"amount": 10, "note": ""}
-    assert detail["nodes"] == {"prepare": "completed", "review": "interrupted"}
+    assert detail["nodes"] == {"prepare": "completed", "review": "interrupted",
+                               "finish": "pending"}  # every node of the plan
     assert [p["node_id"] for p in detail["pending"]] == ["review"]
     page = auth_server.get(f"/api{run_url(eid)}/checkpoints", params={"limit": 1}).json()
     assert [c["node_id"] for c in page["items"]] == ["prepare"]

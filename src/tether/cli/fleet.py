@@ -156,6 +156,10 @@ def cancel(execution_id: str, db: str) -> None:
     run_id = printable(execution_id)
     if outcome is None:
         raise RunNotFound(execution_id)
+    if outcome != CancelOutcome.FINISHED:
+        from tether.runtime.run_events import record_cancel
+
+        record_cancel(store, execution_id, outcome, None, "cli")
     if outcome == CancelOutcome.CANCELLED:
         click.echo(f"cancelled run {run_id} (nothing was executing it)")
     elif outcome == CancelOutcome.REQUESTED:

@@ -27,7 +27,6 @@ from tether.status import RunStatus
 
 if TYPE_CHECKING:
     from tether.stores.base import Checkpointer
-    from tether.stores.records import Checkpoint, RunRecord
 
 MAX_LIMIT = 100_000
 SHOW_PAGE = 200
@@ -94,132 +93,33 @@ def runs(status: str | None, stuck: bool, limit: int, db: str, as_json: bool) ->
 # --------------------------------------------------------------------------- show
 
 
-def _run_json(record: RunRecord, rows: list[Checkpoint], next_after: str | None,
-              titles: dict[str, str]) -> str:
-    return dumps({
-        "execution_id": record.execution_id, "workflow": record.workflow,
-        "status": record.status, "plan_fingerprint": record.plan_fingerprint,
-        "inputs": record.inputs, "error": record.error,
-        "parent_execution_id": record.parent_execution_id,
-        "checkpoints": [{
-            "checkpoint_id": c.checkpoint_id, "node_id": c.node_id,
-            "node_index": c.node_index, "step_type": c.step_type, "status": c.status,
-            "agent_path": c.agent_path, "created_at": c.created_at.isoformat(),
-            "node_input": c.node_input,
-            "title": titles.get(c.node_id.partition("/")[0]) if not c.agent_path else None,
-            "node_output": c.node_output, "iteration_counters": c.iteration_counters,
-            "interrupt_reason": c.interrupt_reason,
-            "parent_checkpoint_id": c.parent_checkpoint_id,
-        } for c in rows],
-        "next_after": next_after}, indent=2)
-
-
-def _print_header(record: RunRecord) -> None:
-    from rich.text import Text
-
-    out = console()
-    out.print(Text.assemble("run ", text(record.execution_id), "  workflow ",
-                            text(record.workflow), "  status ", text(record.status, "bold"),
-                            f"  plan {printable(record.plan_fingerprint[:12])}"))
-    out.print(text("inputs: " + shorten(record.inputs, 100)))
-    if record.parent_execution_id:
-        out.print(text(f"forked from {record.parent_execution_id} at "
-                       f"{record.parent_checkpoint_id}"))
-
-
-def _titles(store: Checkpointer, record: RunRecord) -> dict[str, str]:
-    """The ``title`` of each node of the run's stored plan that has one."""
-    from tether.compiler.plan import Plan
-
-    text = store.get_plan(record.plan_fingerprint)
-    if text is None:
-        return {}
-    try:
-        plan = Plan.model_validate_json(text)
-    except ValueError:
-        return {}
-    return {node.id: node.title for node in plan.nodes if node.title is not None}
-
-
-def _print_timeline(record: RunRecord, rows: list[Checkpoint],
-                    titles: dict[str, str] | None = None) -> None:
-    from rich.table import Table
-
-    titles = titles or {}
-    table = Table(box=None, pad_edge=False)
-    for title in ("time", "checkpoint", "node", "step", "status", "where"):
-        table.add_column(title, no_wrap=True)
-    table.add_column("output", no_wrap=True, overflow="ellipsis", max_width=48)
-    for c in rows:
-        offset = (c.created_at - record.created_at).total_seconds() * 1000
-        named = titles.get(c.node_id.partition("/")[0]) if not c.agent_path else None
-        shown = f"{c.node_id} ({named})" if named else c.node_id
-        table.add_row(f"+{offset:,.0f} ms", text(c.checkpoint_id[-12:]), text(shown),
-                      text(c.step_type), text(c.status), text(c.agent_path),
-                      text(_described(c) or ""))
-    console().print(table)
-    usage = rows[-1].state_snapshot.get("usage") if rows else None
-    if isinstance(usage, dict):
-        console().print(text(f"tokens: {usage.get('input_tokens', 0):,} in, "
-                             f"{usage.get('output_tokens', 0):,} out (every model call "
-                             "of the run so far)"))
-
-
-def _described(c: Checkpoint) -> str | None:
-    """What the output column says of a checkpoint: agents' turns and tool calls readably."""
-    if c.status == "interrupted":
-        return c.interrupt_reason
-    if c.step_type == "llm_call":
-        messages = c.state_snapshot.get("messages")
-        count = len(messages) if isinstance(messages, list) else 0
-        what = "model call failed: turns used up" if c.status == "failed" else "model call"
-        return f"{what} with {count} messages"
-    if c.step_type == "tool_call":
-        return "arguments " + shorten(c.node_input, 40)
-    if c.step_type == "handoff" and isinstance(c.node_output, dict):
-        return f"handed over to {c.node_output.get('to')}"
-    return shorten(c.node_output, 48)
-
-
-def read_page(store: Checkpointer, execution_id: str, after: str | None,
-              limit: int) -> tuple[list[Checkpoint], str | None]:
-    """One page of checkpoints and the ``--after`` of the next page (None on the last)."""
-    rows = store.page(execution_id, after, limit + 1)
-    if len(rows) > limit:
-        return rows[:limit], rows[limit - 1].checkpoint_id
-    return rows, None
-
-
 @click.command()
 @execution_id_argument
 @click.option("--limit", type=click.IntRange(1, MAX_LIMIT), default=SHOW_PAGE,
-              show_default=True, help="Show at most this many checkpoints.")
+              show_default=True, help="Show the events of at most this many checkpoints.")
 @click.option("--after", metavar="CHECKPOINT_ID", callback=check_id_option("a checkpoint id"),
               help="Start after this checkpoint (the next page).")
 @db_option
 @json_option
 def show(execution_id: str, limit: int, after: str | None, db: str, as_json: bool) -> None:
-    """Show a run and its checkpoint timeline, a page at a time."""
-    from tether.errors import RunNotFound
+    """Show a run's history (every attempt, skip, pause, answer, owner), a page at a time."""
+    from tether.cli.history_text import print_history
+    from tether.runtime.history_build import build_history
 
     store = open_store(db)
-    record = store.get_run(store.resolve_execution_id(execution_id))
-    if record is None:
-        raise RunNotFound(execution_id)
-    execution_id = record.execution_id
+    execution_id = store.resolve_execution_id(execution_id)
     if after is not None:
         after = store.resolve_checkpoint_id(execution_id, after)
-    rows, next_after = read_page(store, execution_id, after, limit)
+    history = build_history(store, execution_id, after, limit)
     if as_json:
-        click.echo(_run_json(record, rows, next_after, _titles(store, record)))
+        click.echo(history.to_json())
         return
-    _print_header(record)
-    _print_timeline(record, rows, _titles(store, record))
-    if record.error:
-        click.echo(f"error: {shorten(record.error, 200)}")
-    if next_after is not None:
+    print_history(history)
+    if history.error:
+        click.echo(f"error: {shorten(history.error, 200)}")
+    if history.next_after is not None:
         click.echo(f"more checkpoints: tether show {shell_quote(execution_id)} --after "
-                   f"{shell_quote(next_after)}", err=True)
+                   f"{shell_quote(history.next_after)}", err=True)
 
 
 # --------------------------------------------------------------------------- pending

@@ -278,7 +278,7 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     runner = make_runner(None, store, () if enqueue else tasks, quiet, load=not enqueue)
     try:
         result = runner.resume(execution_id, answer, node=node, plan=plan_source,
-                               leave=enqueue, queue=queue)
+                               leave=enqueue, queue=queue, channel="cli")
     except TimerNotDue as exc:
         click.echo(printable(exc), err=True)
         raise click.exceptions.Exit(EXIT_PAUSED) from None

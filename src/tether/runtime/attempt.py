@@ -63,6 +63,11 @@ class Attempt:
         """Called before each unit starts (a worker's cancel and shutdown checks); may raise
         :class:`StopAtBoundary`."""
         self._ticket = 0
+        self.reason = "started"
+        self.worker: str | None = None
+        """The worker driving this attempt, when one does (shown in the run's history)."""
+        """Why this attempt holds the run (its ``claimed`` event in the run's history):
+        started, resumed, answered, claimed (by a worker) or forked."""
 
     @property
     def owner(self) -> str | None:

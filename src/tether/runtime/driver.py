@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tether.compiler.plan import Plan
-from tether.errors import LeaseLost, TetherError
+from tether.errors import LeaseLost, StoreError, TetherError
 from tether.runtime.answers import apply_decisions
 from tether.runtime.attempt import Attempt, StopAtBoundary
 from tether.runtime.context import RUN, RunContext
@@ -31,6 +31,7 @@ from tether.runtime.idempotent import forget_locks
 from tether.runtime.journal import Journal
 from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
+from tether.runtime.run_events import record_claimed, record_lease_lost, record_released
 from tether.runtime.secrets import SecretsView, declared, masked_error, masker_for
 from tether.runtime.state import NodeError, RunState
 from tether.runtime.values import dumps
@@ -72,11 +73,14 @@ class Driver:
                 loop.call_soon_threadsafe(main.cancel)
 
             self.attempt.on_lost = stop
+        if self.journal is not None:
+            record_claimed(self.attempt)
         try:
             with self.attempt:
                 return await self._drive()
         except asyncio.CancelledError:
             if self.attempt.lost is not None:
+                record_lease_lost(self.attempt)
                 raise LeaseLost(self.execution_id, self.attempt.lost) from None
             self._stop()
             raise
@@ -84,9 +88,13 @@ class Driver:
             self._stop()
             raise
         except LeaseLost:
+            record_lease_lost(self.attempt)
             raise
-        except TetherError:
+        except StoreError:  # (no event: the store is what failed)
             self.attempt.release()
+            raise
+        except TetherError as exc:
+            self._release(f"stopped: {type(exc).__name__}")
             raise
         finally:
             self.attempt.on_lost = None
@@ -98,6 +106,12 @@ class Driver:
         running in threads return (an idempotent body records its result while the lease is
         held), then let the run go, so it can be resumed at once."""
         self.session.bodies.wait()
+        self._release("stopped")
+
+    def _release(self, why: str) -> None:
+        """Let the run go without ending it, and say so in its history."""
+        if self.journal is not None:
+            record_released(self.attempt, why)
         self.attempt.release()
 
     async def _drive(self) -> RunResult:
@@ -144,6 +158,7 @@ class Driver:
 
     def _paused(self) -> RunResult:
         assert self.journal is not None
+        record_released(self.attempt, "paused")
         pending = tuple(self.journal.store.list_pending(self.execution_id))
         return RunResult(RunStatus.PAUSED, self.execution_id, None, self._shown(self.state.data),
                          pending)

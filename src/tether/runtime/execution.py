@@ -39,7 +39,7 @@ from tether.runtime.needs import NeedsView
 from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, render, truthy
 from tether.runtime.secrets import SecretsView, masked_error
 from tether.runtime.settings import count_setting
-from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
+from tether.runtime.state import NodeError, RunState, SkipReason, completed_entry, unit_path
 from tether.runtime.titles import shown_title
 from tether.runtime.triggers import gated_off, trigger_verdict
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
@@ -235,10 +235,25 @@ class Level:
             ready.finished(node.id)
             return False
         if decision != UnitStatus.RUNNING:
-            self._set(node.id, {"status": decision, "output": None})
+            self._set(node.id, {"status": decision, "output": None,
+                                "reason": self._skip_reason(node, decision)})
             ready.finished(node.id)
             return False
         return True
+
+    def _skip_reason(self, node: PlanNode, decision: UnitStatus) -> str:
+        """Why :meth:`_decide` did not run ``node`` (kept in its entry for the history),
+        decided again in the same order, off the path of nodes that run."""
+        if decision == UnitStatus.UPSTREAM_FAILED:
+            return SkipReason.UPSTREAM_FAILED
+        status = self.state.status
+        if node.needs and trigger_verdict(node.trigger, [status(n) for n in node.needs]) \
+                != UnitStatus.RUNNING:
+            return SkipReason.TRIGGER_RULE
+        if node.id in self.plan.gates and gated_off(
+                self.plan, node, status, lambda n: self.state.unit(n).output):
+            return SkipReason.SWITCH
+        return SkipReason.WHEN
 
     def _decide(self, node: PlanNode) -> UnitStatus:
         """``running``, ``skipped`` or ``upstream_failed``: trigger rule, switch, then guard."""
@@ -275,9 +290,10 @@ class Level:
             self._emit_finished(node, UnitStatus.INTERRUPTED, seconds)
             return
         elif isinstance(outcome, NodeFailure):
-            self._fail(node, outcome.error)
+            self._fail(node, outcome.error, outcome.tries)
         else:
-            self._set(node.id, {"status": UnitStatus.SKIPPED, "output": None})
+            self._set(node.id, {"status": UnitStatus.SKIPPED, "output": None,
+                                "reason": SkipReason.TIMED_OUT})
             self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, "null")
         if self.session.listener is not None:
             self._emit_finished(node, self.state.status(node.id), seconds)
@@ -335,6 +351,14 @@ class Level:
         """``error`` without the run's secret strings."""
         masker = self.session.run.masker
         return error if masker is None else masked_error(masker, error)
+
+    def _masked_tries(self, tries: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+        """The failed attempts of a node (their errors may echo a secret) as they may be
+        stored: masked as values."""
+        masker = self.session.run.masker
+        if masker is None or not tries:
+            return tries
+        return tuple(masker.value(list(tries)))
 
     def names(self, node: PlanNode, *, item: Any = None, has_item: bool = False,
               iteration: int | None = None) -> dict[str, Any]:
@@ -405,16 +429,21 @@ class Level:
             raise
         self.session.pending.append(pending)
 
-    def _fail(self, node: PlanNode, error: NodeError) -> None:
+    def _fail(self, node: PlanNode, error: NodeError,
+              tries: tuple[dict[str, Any], ...] = ()) -> None:
         error = self._masked(error)
-        self.state.unit(node.id).fail(error)
+        self.state.unit(node.id).fail(error, self._masked_tries(tries))
         self.mark(("nodes", node.id))
         self.checkpoint(node.id, node, CheckpointStatus.FAILED, dumps(error.to_json()))
 
     def _complete(self, node: PlanNode, result: UnitResult) -> bool:
         """Record a completed node; return True if it restarted its loop."""
-        self._set(node.id, completed_entry(result.output),
-                  '{"status":"completed","output":' + result.text + "}")
+        if result.tries:  # it failed before: the entry keeps the attempts (the history's)
+            self._set(node.id, {**completed_entry(result.output),
+                                "attempts": list(self._masked_tries(result.tries))})
+        else:
+            self._set(node.id, completed_entry(result.output),
+                      '{"status":"completed","output":' + result.text + "}")
         if node.loop is None:  # (then nothing can have failed it since)
             self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, result.text,
                             result.node_input)

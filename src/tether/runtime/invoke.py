@@ -19,6 +19,7 @@ import contextvars
 import functools
 import inspect
 import json
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -33,10 +34,13 @@ from tether.runtime.values import to_json
 
 
 class NodeFailure(Picklable, Exception):
-    """A unit failed for good (retries exhausted, or a failure retrying cannot fix)."""
+    """A unit failed for good (retries exhausted, or a failure retrying cannot fix).
 
-    def __init__(self, error: NodeError) -> None:
+    ``tries``: the failed attempts of a node with a retry policy (see :func:`call_task`)."""
+
+    def __init__(self, error: NodeError, tries: tuple[dict[str, Any], ...] = ()) -> None:
         self.error = error
+        self.tries = tries
         super().__init__(error.message)
 
 
@@ -149,28 +153,45 @@ class Bodies:
 async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any],
                     scope: UnitScope, semaphore: asyncio.Semaphore | None,
                     bodies: Bodies, *, spent: float = 0.0,
-                    timeout: float | None = None) -> tuple[Any, str]:
+                    timeout: float | None = None,
+                    tries: list[dict[str, Any]] | None = None) -> tuple[Any, str]:
     """Run a task unit to its JSON result, retrying per the node's policy.
 
     ``semaphore`` bounds concurrent bodies; None means the call is inline (the only unit
     running). ``spent``: seconds of the node's ``timeout`` (computed, when it is an
     expression) already used (rendering its arguments) before the first attempt.
     Suspensions pass through at once; results that are not JSON fail the unit without
-    retrying (the same call would return the same value).
+    retrying (the same call would return the same value). ``tries`` collects each failed
+    attempt (:func:`failed_try`); a final failure carries them too.
     """
     attempts = node.retry.max_attempts if node.retry else 1
     last: BaseException | None = None
     for attempt in range(1, attempts + 1):
         limit = None if timeout is None else timeout - (spent if attempt == 1 else 0.0)
+        started = time.time()
         try:
             return await call_once(fn, node, args, scope, semaphore, bodies, limit,
                                    timeout=timeout)
         except BaseException as exc:
             last = retryable(exc)
-        if attempt < attempts and node.retry is not None:
-            await asyncio.sleep(node.retry.delay(attempt))
+        delay = node.retry.delay(attempt) if attempt < attempts and node.retry else None
+        if tries is not None:
+            tries.append(failed_try(attempt, last, node.id, started, delay))
+        if delay is not None:
+            await asyncio.sleep(delay)
     assert last is not None
-    raise failure(last, node, attempts) from None
+    error = failure(last, node, attempts)
+    error.tries = tuple(tries or ())
+    raise error from None
+
+
+def failed_try(attempt: int, exc: BaseException, node_id: str, started: float,
+               backoff: float | None) -> dict[str, Any]:
+    """One failed attempt as the node's state entry keeps it (``attempts``, for the run's
+    history): its number, error, start and end, and the backoff before the next one."""
+    return {"attempt": attempt, "error": NodeError.of(exc, node_id).to_json(),
+            "timed_out": isinstance(exc, TimeoutError), "started_at": started,
+            "ended_at": time.time(), "backoff": backoff}
 
 
 def failure(exc: BaseException, node: TaskNode, attempts: int = 1) -> NodeFailure:

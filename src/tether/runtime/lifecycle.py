@@ -60,6 +60,9 @@ class Answer:
     node: str | None = None
     resolver: str | None = None
     comment: str | None = None
+    channel: str | None = None
+    """How the answer arrived (an :class:`~tether.stores.events.AnswerChannel`), for the
+    run's history."""
 
 
 def run_queue(run: RunRecord) -> str:
@@ -126,7 +129,8 @@ def _record(runner: Runner, store: Checkpointer, run: RunRecord,
 
     if answer.value is not None:
         return Resumption(runner, store, run, answer.value, answer.node, None,
-                          answer.resolver, answer.comment).record().address
+                          answer.resolver, answer.comment,
+                          channel=answer.channel).record().address
     if run.status == RunStatus.PAUSED and not _answered_since_pause(store, run):
         pending = store.list_pending(run.execution_id)
         not_due(run.execution_id, runner.plan_for(run, None), pending)

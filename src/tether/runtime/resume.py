@@ -59,6 +59,7 @@ from tether.runtime.timer_rules import not_due, refuse_human_answer, wake_sleeps
 from tether.runtime.values import to_json
 from tether.status import RUN_END, RunStatus, UnitStatus
 from tether.stores.base import Checkpointer
+from tether.stores.events import AnswerChannel
 from tether.stores.owners import describe_owner, provably_dead
 from tether.stores.records import Decision, PendingInterrupt, RunRecord
 
@@ -78,12 +79,14 @@ class Claimed:
             (measured from before the claim was sent, as a renewal's is).
         on_lost: called with the reason, from whichever thread finds it out, once the
             attempt's lease is lost (``Attempt.watch_lost``).
+        worker: the claiming worker's id (``tether workers``), for the run's history.
     """
 
     token: str
     run: RunRecord
     valid_until: float
     on_lost: Callable[[str], None] | None = None
+    worker: str | None = None
 
 
 @dataclass
@@ -122,7 +125,8 @@ class Resumption:
                  resume: Resume | Mapping[str, Any] | None, node: str | None,
                  plan: PlanSource | None, resolver: str | None = None,
                  comment: str | None = None, *, claimed: Claimed | None = None,
-                 pending: list[PendingInterrupt] | None = None, fired: bool = False) -> None:
+                 pending: list[PendingInterrupt] | None = None, fired: bool = False,
+                 channel: str | None = None) -> None:
         self.runner = runner
         self.store = store
         self.run = run
@@ -140,6 +144,11 @@ class Resumption:
             self.attempt.valid_until = claimed.valid_until
             self.attempt.watch_lost = claimed.on_lost
         self.fired = fired  # the value is a due timer's answer (fire_due), not a human's
+        self.channel = channel or (AnswerChannel.TIMER if fired else AnswerChannel.PYTHON)
+        """Through which door the answer came (recorded with the claim, for the history)."""
+        self.attempt.reason = "answered" if resume is not None else (
+            "claimed" if claimed is not None else "resumed")
+        self.attempt.worker = claimed.worker if claimed is not None else None
         self.claimed = claimed is not None  # a worker's claim already holds the run
         self.pending: list[PendingInterrupt] = []
         self._pending_read = pending  # the pending rows, when the caller read them already
@@ -222,7 +231,7 @@ class Resumption:
             refuse_human_answer(self.execution_id, plan, target)
             self._validate(plan, target)
         claim = self.store.claim(target, self.answer, resolver=self.resolver,
-                                 comment=self.comment)
+                                 comment=self.comment, channel=self.channel)
         if claim is None:
             raise self._answered_first(target)
         return claim.pending
@@ -253,7 +262,7 @@ class Resumption:
         claim = self.store.claim(target, self.answer, owner=self.attempt.token,
                                  until=self.attempt.until(), now=now,
                                  steal_from=self._dead_holder(), resolver=self.resolver,
-                                 comment=self.comment)
+                                 comment=self.comment, channel=self.channel)
         if claim is None:
             raise self._answered_first(target)
         if claim.owned:

@@ -33,6 +33,7 @@ from tether.runtime.registry import resolve_tasks
 from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
 from tether.runtime.resume import Claimed, Prepared, Resumption
+from tether.runtime.run_events import record_forked
 from tether.runtime.state import RunState
 from tether.runtime.timer_answers import due_approval, fired_answer
 from tether.runtime.values import max_value_bytes as value_cap
@@ -109,11 +110,12 @@ class Runner:
     def resume(self, execution_id: str, resume: Resume | Mapping[str, Any] | None = None, *,
                node: str | None = None, plan: PlanSource | None = None,
                resolver: str | None = None, comment: str | None = None,
-               leave: bool = False, queue: str | None = None) -> RunResult:
+               leave: bool = False, queue: str | None = None,
+               channel: str | None = None) -> RunResult:
         """Resume a paused or interrupted run (see :meth:`aresume`)."""
         return run_sync(self.aresume(execution_id, resume, node=node, plan=plan,
                                      resolver=resolver, comment=comment, leave=leave,
-                                     queue=queue))
+                                     queue=queue, channel=channel))
 
     def fork(self, execution_id: str, checkpoint_id: str | None = None,
              state_patch: Mapping[str, Any] | None = None, *,
@@ -193,7 +195,8 @@ class Runner:
                       resolver: str | None = None, comment: str | None = None,
                       claimed: Claimed | None = None,
                       boundary: Callable[[], None] | None = None,
-                      leave: bool = False, queue: str | None = None) -> RunResult:
+                      leave: bool = False, queue: str | None = None,
+                      channel: str | None = None) -> RunResult:
         """Continue a run: answer one of its pending interrupts, or recover it after a crash.
 
         Who continues it is decided first (``lifecycle.route``): this process when it has
@@ -208,7 +211,9 @@ class Runner:
         ``StopAtBoundary``: the worker's cancel and shutdown checks).
 
         ``node`` names the interrupt to answer when several are pending; ``resolver`` and
-        ``comment`` are stored with the decision. Raises :class:`AlreadyResumed` when the run
+        ``comment`` are stored with the decision, ``channel`` (an
+        :class:`~tether.stores.events.AnswerChannel`; default ``python``) in the run's history.
+        Raises :class:`AlreadyResumed` when the run
         finished or another attempt holds it or answered first, :class:`ResumeError` when a
         paused run is resumed without a value (or a value is given to a run that is not
         waiting for one), :class:`ResumeValueError` when the values do not match an
@@ -218,7 +223,7 @@ class Runner:
         run = claimed.run if claimed is not None else self._run(store, execution_id)
         pending = store.list_pending(execution_id) if claimed is not None else None
         if claimed is None:
-            routed = route(self, store, run, Answer(resume, node, resolver, comment),
+            routed = route(self, store, run, Answer(resume, node, resolver, comment, channel),
                            plan=plan, leave=leave, queue=queue)
             if routed is not None:
                 return routed
@@ -227,7 +232,7 @@ class Runner:
             if timed_out is not None:  # its deadline passed: firing it is the resume
                 return await self.afire(timed_out, plan=plan)
         prepared = Resumption(self, store, run, resume, node, plan, resolver, comment,
-                              claimed=claimed, pending=pending).prepare()
+                              claimed=claimed, pending=pending, channel=channel).prepare()
         if isinstance(prepared, RunResult):
             return prepared
         prepared.attempt.boundary = boundary
@@ -262,13 +267,13 @@ class Runner:
 
     def answer(self, execution_id: str, resume: Resume | Mapping[str, Any], *,
                node: str | None = None, resolver: str | None = None,
-               comment: str | None = None) -> PendingInterrupt:
+               comment: str | None = None, channel: str | None = None) -> PendingInterrupt:
         """Record an answer to a pending interrupt (the atomic claim) without continuing
         the run here: a worker (or ``resume`` elsewhere) continues it. Returns the
         interrupt answered; raises as :meth:`aresume` does for a value."""
         store = self._store()
         return Resumption(self, store, self._run(store, execution_id), resume, node, None,
-                          resolver, comment).record()
+                          resolver, comment, channel=channel).record()
 
     async def _drive_prepared(self, execution_id: str, prepared: Prepared) -> RunResult:
         record = prepared.run
@@ -334,6 +339,8 @@ class Runner:
                     step_type=StepType.FORK_ORIGIN, status=CheckpointStatus.COMPLETED,
                     full=True, counters=state.counters,
                     parent_checkpoint_id=origin.checkpoint_id if origin else None)
+        record_forked(store, branch, execution_id, origin, state_patch, chosen)
+        attempt.reason = "forked"
         if leave:  # released: the first worker of its queue to claim it runs the branch
             attempt.release()
             return RunResult(RunStatus.QUEUED, branch, message=f"forked run {execution_id} "

@@ -25,9 +25,9 @@ from typing import Any
 
 from tether.compiler.plan import Plan, WorkflowNode
 from tether.paths import StatePath, ensure_path, find_path
-from tether.status import FINISHED, NOT_OK, UnitStatus
+from tether.status import FINISHED, NOT_OK, SkipReason, UnitStatus
 
-__all__ = ["NodeError", "RunState", "StatePath", "UnitState", "unit_path"]
+__all__ = ["NodeError", "RunState", "SkipReason", "StatePath", "UnitState", "unit_path"]
 
 _ERROR_KEYS = ("type", "message", "node_id")
 
@@ -144,11 +144,14 @@ class UnitState:
         items: dict[str, Any] = self.data.setdefault("items", {})
         return items
 
-    def fail(self, error: NodeError) -> None:
-        """Failed with ``error``; the answers stay (a resume re-uses a claimed decision)."""
+    def fail(self, error: NodeError, tries: tuple[dict[str, Any], ...] = ()) -> None:
+        """Failed with ``error``; the answers stay (a resume re-uses a claimed decision).
+        ``tries``: its failed attempts (a node with a retry policy), kept as ``attempts``."""
         self.data["status"] = UnitStatus.FAILED
         self.data["error"] = error.to_json()
         self.data.pop("waiting", None)
+        if tries:
+            self.data["attempts"] = list(tries)
 
     def suspend(self, checkpoint_id: str) -> None:
         """Interrupted, waiting for the answer to the pause at ``checkpoint_id``."""

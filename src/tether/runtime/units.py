@@ -28,6 +28,8 @@ class UnitResult(NamedTuple):
     output: Any
     text: str
     node_input: Any = None
+    tries: tuple[dict[str, Any], ...] = ()
+    """The failed attempts before this result (a node with a retry policy), oldest first."""
 
 
 class Suspended(Exception):

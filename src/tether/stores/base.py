@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from tether.stores import idprefix
+from tether.stores.events import RunEvent
 from tether.stores.idprefix import IdMatches
 from tether.stores.queueing import (
     CancelOutcome,
@@ -47,6 +48,7 @@ _EPOCH = datetime.fromtimestamp(0, tz=UTC)
 _MAX_AGE = timedelta(days=365 * 200)  # older than any run: prune nothing by underflow
 _Page = list[Checkpoint]  # (``list`` is a method name inside Checkpointer)
 _PageRows = list[CheckpointRow]
+_Events = list[RunEvent]
 
 
 class SeenCancel(NamedTuple):
@@ -326,10 +328,12 @@ class Checkpointer(abc.ABC):
     def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
               owner: str | None = None, until: float = 0.0, now: float = 0.0,
               steal_from: str | None = None, resolver: str | None = None,
-              comment: str | None = None) -> Claim | None:
+              comment: str | None = None, channel: str | None = None) -> Claim | None:
         """Claim one pending interrupt: in one transaction, delete its row and record the
         answer as a :class:`Decision` for its interrupted checkpoint; with ``owner``, also take
         the run's lease when it is free (as :meth:`acquire` would). None when the row is gone.
+        With ``channel`` (an :class:`~tether.stores.events.AnswerChannel`), the same
+        transaction records an ``answered`` run event naming it and ``resolver``.
 
         Exactly one of any number of concurrent claimers (threads or processes) of one pending
         row gets it: SQLite ``BEGIN IMMEDIATE`` then ``DELETE ... RETURNING`` (the database's
@@ -549,3 +553,13 @@ class Checkpointer(abc.ABC):
         store overrides this with a query that reads only those rows)."""
         return [r for r in self._rows(execution_id)
                 if after is None or r.checkpoint_id > after][:limit]
+
+    # -- run events (the history's rare facts; see stores/events.py) ---------------------------
+    @abc.abstractmethod
+    def add_event(self, event: RunEvent) -> None:
+        """Append one event to its run's history (its own transaction, not fenced)."""
+
+    @abc.abstractmethod
+    def events(self, execution_id: str, after: str | None = None,
+               limit: int = 10_000) -> _Events:
+        """The run's events with ``event_id > after``, oldest first, at most ``limit``."""

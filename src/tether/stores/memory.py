@@ -16,6 +16,7 @@ from typing import Any
 
 from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
+from tether.stores.events import RunEvent, answered_event
 from tether.stores.idprefix import IdMatches, select_matches
 from tether.stores.owners import describe_owner, lease_free, new_owner
 from tether.stores.queueing import (
@@ -60,6 +61,7 @@ class InMemoryCheckpointer(Checkpointer):
         self._schedules: dict[str, ScheduleRecord] = {}
         self._workers: dict[str, WorkerRecord] = {}
         self._queues: dict[str, QueueRecord] = {}
+        self._events: dict[str, list[RunEvent]] = {}  # by run, in event id order
 
     def __repr__(self) -> str:
         return "InMemoryCheckpointer()"
@@ -426,7 +428,7 @@ class InMemoryCheckpointer(Checkpointer):
     def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
               owner: str | None = None, until: float = 0.0, now: float = 0.0,
               steal_from: str | None = None, resolver: str | None = None,
-              comment: str | None = None) -> Claim | None:
+              comment: str | None = None, channel: str | None = None) -> Claim | None:
         with self._lock:
             waiting = self._pending.get(pending.execution_id, {})
             found = waiting.get(pending.address)
@@ -437,9 +439,26 @@ class InMemoryCheckpointer(Checkpointer):
                                 found.agent_path, _copy_json(answer), utc(time.time()),
                                 resolver, comment)
             self._decisions.setdefault(pending.execution_id, {})[found.checkpoint_id] = decision
+            if channel is not None:
+                self.add_event(answered_event(found, resolver, channel))
             owned = owner is not None and self._acquire(pending.execution_id, owner, until,
                                                         now, steal_from)
             return Claim(_copy_pending(found), owned)
+
+    # -- run events --------------------------------------------------------------------------
+    def add_event(self, event: RunEvent) -> None:
+        with self._lock:
+            found = self._events.setdefault(event.execution_id, [])
+            found.append(dataclasses.replace(event, data=_copy_json(event.data)))
+            found.sort(key=lambda e: e.event_id)
+
+    def events(self, execution_id: str, after: str | None = None,
+               limit: int = 10_000) -> list[RunEvent]:
+        with self._lock:
+            found = [dataclasses.replace(e, data=_copy_json(e.data))
+                     for e in self._events.get(execution_id, ())
+                     if after is None or e.event_id > after]
+        return found[:max(0, limit)]
 
     def decisions(self, execution_id: str) -> list[Decision]:
         with self._lock:
@@ -529,6 +548,7 @@ class InMemoryCheckpointer(Checkpointer):
                 self._ids.pop(execution_id, None)
                 self._pending.pop(execution_id, None)
                 self._decisions.pop(execution_id, None)
+                self._events.pop(execution_id, None)
             used = {r.plan_fingerprint for r in self._runs.values()}
             used |= {s.plan_fingerprint for s in self._schedules.values()}
             for fingerprint in [f for f in self._plans if f not in used]:

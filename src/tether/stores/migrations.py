@@ -264,7 +264,27 @@ def _v7_claim_order(ctx: MigrationContext) -> None:
             "(queue, status, priority DESC, created_at, execution_id)")
 
 
+_RUN_EVENTS_V8 = Table(
+    "run_events", MetaData(),
+    Column("execution_id", String(200), primary_key=True),
+    Column("event_id", String(64), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("owner", Text),
+    Column("actor", Text),
+    Column("channel", String(16)),
+    Column("data", Text, nullable=False),
+    sqlite_with_rowid=False)
+
+
+def _v8_run_events(ctx: MigrationContext) -> None:
+    """Version 8: ``run_events``, what happened to a run besides its checkpoints (claims,
+    releases, lost leases, answers with their channel, cancel requests, forks), for the run's
+    history. Only creates a table: older runs simply have no events."""
+    _RUN_EVENTS_V8.create(ctx.connection)
+
+
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v3_schedules, _v4_workers,
-                               _v6_queue_limits, _v7_claim_order]
+                               _v6_queue_limits, _v7_claim_order, _v8_run_events]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -191,8 +191,24 @@ queues = Table(
            "rate_limit * rate_window runs start in any window of that length"),
 )
 
+run_events = Table(
+    "run_events",
+    metadata,
+    Column("execution_id", String(200), primary_key=True, comment="the run"),
+    Column("event_id", String(64), primary_key=True,
+           comment="time-ordered (nanoseconds, then random): the order of the events"),
+    Column("kind", String(32), nullable=False, comment="claimed, released, lease_lost, "
+           "answered, cancel_requested or forked (stores/events.py)"),
+    Column("created_at", Float, nullable=False, comment="when it happened"),
+    Column("owner", Text, comment="the owner token of the attempt concerned, if any"),
+    Column("actor", Text, comment="who did it (an answer's resolver), if known"),
+    Column("channel", String(16), comment="an answer's channel: cli, console, link, api, timer"),
+    Column("data", Text, nullable=False, comment="the kind's details (JSON object)"),
+    sqlite_with_rowid=False,  # rows clustered by (execution_id, event_id): one B-tree
+)
+
 __all__ = [
     "MIGRATIONS", "SCHEMA_VERSION", "checkpoints", "decisions", "idempotency_cache",
-    "metadata", "pending_interrupts", "plans", "queues", "runs", "schedules", "schema_version",
-    "workers",
+    "metadata", "pending_interrupts", "plans", "queues", "run_events", "runs", "schedules",
+    "schema_version", "workers",
 ]

@@ -76,10 +76,12 @@ from tether.stores.schema import (
     idempotency_cache,
     pending_interrupts,
     plans,
+    run_events,
     runs,
     schedules,
     schema_version,
 )
+from tether.stores.sql_events import SQLEvents
 from tether.stores.sql_rows import SQLRows, row_written
 from tether.stores.statements import Statements, from_json, to_json
 
@@ -94,7 +96,7 @@ def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
         run.owner, run.plan_fingerprint, run.created_at)
 
 
-class SQLCheckpointer(SQLRows, SQLSchedules, Checkpointer):
+class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
     """Checkpointer over a SQL database; see the dialect subclasses.
 
     ``retry_seconds``: how long an operation waits for an unreachable database to come back
@@ -462,6 +464,8 @@ class SQLCheckpointer(SQLRows, SQLSchedules, Checkpointer):
                     idempotency_cache.c.execution_id.in_(chunk))).rowcount
                 connection.execute(delete(decisions).where(
                     decisions.c.execution_id.in_(chunk)))
+                connection.execute(delete(run_events).where(
+                    run_events.c.execution_id.in_(chunk)))
                 connection.execute(delete(runs).where(runs.c.execution_id.in_(chunk)))
             connection.execute(delete(plans).where(and_(
                 plans.c.fingerprint.not_in(select(runs.c.plan_fingerprint)),

@@ -32,6 +32,7 @@ from sqlalchemy.sql.elements import BindParameter
 
 from tether.errors import StoreError
 from tether.stores import listing
+from tether.stores.events import answered_event
 from tether.stores.records import (
     RUN_END,
     CheckpointRow,
@@ -44,7 +45,15 @@ from tether.stores.records import (
     utc,
 )
 from tether.stores.retry import transient
-from tether.stores.schema import checkpoints, decisions, idempotency_cache, pending_interrupts, runs
+from tether.stores.schema import (
+    checkpoints,
+    decisions,
+    idempotency_cache,
+    pending_interrupts,
+    run_events,
+    runs,
+)
+from tether.stores.sql_events import event_values
 from tether.stores.sql_ids import SQLIds
 from tether.stores.sql_leases import acquire_statement
 from tether.stores.statements import Statements, from_json, to_json
@@ -286,7 +295,7 @@ class SQLRows(SQLIds):
     def claim(self, pending: PendingInterrupt, answer: dict[str, Any], *,
               owner: str | None = None, until: float = 0.0, now: float = 0.0,
               steal_from: str | None = None, resolver: str | None = None,
-              comment: str | None = None) -> Claim | None:
+              comment: str | None = None, channel: str | None = None) -> Claim | None:
         """``DELETE ... RETURNING`` of the one pending row in a write transaction that first
         locks the run row (SQLite: BEGIN IMMEDIATE holds the database's write lock, so it is
         atomic across processes; PostgreSQL: ``FOR UPDATE`` on the run row, then the row lock
@@ -310,6 +319,9 @@ class SQLRows(SQLIds):
                           node_id=found.node_id, agent_path=found.agent_path,
                           value=to_json(answer) or "{}", resolver=resolver, comment=comment,
                           created_at=time.time())
+            if channel is not None:
+                self._execute(cursor, "insert_event", lambda: insert(run_events),
+                              **event_values(answered_event(found, resolver, channel)))
             owned = owner is not None and self._acquire(
                 cursor, "acquire", acquire_statement, execution_id, owner, until, now,
                 steal_from)

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
+from tether.runtime.history import History
 from tether.stores.queueing import CancelOutcome
 from tether.stores.records import Decision, PendingInterrupt, RunRecord
 from tether.web.app import web_of
@@ -317,6 +318,20 @@ def checkpoints(request: Request, execution_id: str, after: str | None = None,
                           next=nxt)
 
 
+@router.get("/runs/{execution_id:path}/history", response_model=History, responses=_ERRORS)
+def history(request: Request, execution_id: str, after: str | None = None,
+            limit: int = Query(200, ge=1, le=100_000), who: Identity = Reader) -> Response:
+    """The run's history (``tether show --json``, the same JSON): every node attempt (failed,
+    retried, timed out, abandoned, completed), skip with its reason, pause, answer (who,
+    through which channel), owner claim, release and lost lease, agent turn and tool call,
+    cancel and fork, in order; and each node's state now. Paged by checkpoint: pass
+    ``next_after`` back as ``after``."""
+    console = web_of(request).console
+    console.get_run(execution_id)
+    return Response(console.history(execution_id, after or None, limit).to_json(),
+                    media_type="application/json")
+
+
 # -- actions ------------------------------------------------------------------------------------
 @router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}/link",
              response_model=LinkOut, responses=_ERRORS)
@@ -335,7 +350,7 @@ def answer(request: Request, execution_id: str, checkpoint_id: str, body: Answer
     the others get 409 naming who answered and when."""
     outcome = web_of(request).console.answer(
         execution_id, checkpoint_id, who, Button(body.decision) if body.decision else None,
-        body.values, body.comment)
+        body.values, body.comment, "api")
     match outcome:
         case Recorded(decision=decision, continued=continued):
             return AnswerOut(decision=DecisionOut.of(decision), continued=continued)

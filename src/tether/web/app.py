@@ -29,6 +29,7 @@ from tether.errors import (
     TetherError,
     UsageError,
 )
+from tether.runtime.history_text import describe
 from tether.stores.base import Checkpointer
 from tether.web import present
 from tether.web.auth import CSRF_COOKIE, Forbidden, Guard, Identity, Unauthenticated
@@ -53,7 +54,8 @@ def templates() -> Environment:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(run_url=run_url, approval_url=approval_url, quote_id=quote_id,
                        json_tree=present.json_tree, pretty_json=present.pretty_json,
-                       short=present.short, moment=present.moment, graph_svg=graph_svg)
+                       short=present.short, moment=present.moment, graph_svg=graph_svg,
+                       describe=describe)
     return env
 
 

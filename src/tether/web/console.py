@@ -26,14 +26,18 @@ from tether.errors import (
     InputError,
     NotFoundError,
     ResumeError,
+    RunNotFound,
     RunStateError,
     TetherError,
     UsageError,
 )
 from tether.runtime.agent.answers import is_tool_approval
 from tether.runtime.fork_patch import refuse_ineffective_fork
+from tether.runtime.history import History
+from tether.runtime.history_build import build_history
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
+from tether.runtime.run_events import record_cancel
 from tether.runtime.timer_answers import refuse_after_timeout
 from tether.runtime.timer_rules import refuse_human_answer
 from tether.status import RUN_END, RunStatus
@@ -214,6 +218,8 @@ class RunView:
     timeline_after: str | None
     forkable: list[str] = field(default_factory=list)
     who_continues: str = ""  # a paused run: who continues it once answered (fleet.py)
+    history: History | None = None
+    """The page of the run's history the page shows (its graph states are ``statuses``)."""
 
     @property
     def finished(self) -> bool:
@@ -319,32 +325,37 @@ class Console:
             return str(exc)
         return None
 
+    def history(self, execution_id: str, after: str | None = None,
+                limit: int = TIMELINE_PAGE) -> History:
+        """One page of the run's history (the API's, ``tether show``'s)."""
+        try:
+            return build_history(self.store, execution_id, after, limit)
+        except RunNotFound:
+            raise NotFound(f"no run {execution_id!r}") from None
+
     def run_view(self, execution_id: str, after: str | None = None) -> RunView:
         run = self.get_run(execution_id)
         execution_id = run.execution_id
         after = self.checkpoint_id(execution_id, after) if after else None
         plan = self.plan_of(run)
-        last = self.store.latest_forkable(execution_id)
-        nodes = (last.state_snapshot.get("nodes") or {}) if last is not None else {}
-        statuses = {k: str(v.get("status", "pending")) for k, v in nodes.items()
-                    if isinstance(v, dict)}
-        if plan is not None and run.status == RunStatus.RUNNING:
-            _mark_running(plan, statuses)
+        history = self.history(execution_id, after)
+        statuses = {k: str(v.state) for k, v in history.nodes.items()}
         final = self.store.last_row(execution_id)
         output = _loads(final.node_output) if final is not None and \
             final.node_id == RUN_END and final.status == "completed" else None
         decisions = self.store.decisions(execution_id)
-        steps, nxt = timeline(self.store, execution_id, after, TIMELINE_PAGE, decisions)
         who = self.fleet.who_continues(run) if run.status == RunStatus.PAUSED else ""
         return RunView(run, plan, statuses, output, self.store.list_pending(execution_id),
-                       decisions, steps, nxt, after, who_continues=who)
+                       decisions, [], history.next_after, after, who_continues=who,
+                       history=history)
 
     # -- acting ------------------------------------------------------------------------------
     def answer(self, execution_id: str, checkpoint_id: str, who: Identity,
                button: Button | None, values: Mapping[str, Any],
-               comment: str | None) -> Outcome:
+               comment: str | None, channel: str = "console") -> Outcome:
         """Validate and record an answer; exactly one of any number of concurrent callers
-        gets :class:`Recorded` (the store's claim), the others :class:`AlreadyAnswered`."""
+        gets :class:`Recorded` (the store's claim), the others :class:`AlreadyAnswered`.
+        ``channel`` (console, link or api) goes into the run's history with the answer."""
         view = self.approval(execution_id, checkpoint_id)
         execution_id, checkpoint_id = view.run.execution_id, view.checkpoint_id
         self._refuse_after_deadline(view)
@@ -360,7 +371,8 @@ class Console:
         if len(json.dumps(answer, ensure_ascii=False).encode()) > MAX_ANSWER_BYTES:
             return Invalid({"values": [f"an answer is at most {MAX_ANSWER_BYTES:,} bytes of "
                                        "JSON"]}, dict(values))
-        claimed = self.store.claim(view.pending, answer, resolver=who.name, comment=comment)
+        claimed = self.store.claim(view.pending, answer, resolver=who.name, comment=comment,
+                                   channel=channel)
         if claimed is None:
             return self._answered(self._decision(execution_id, checkpoint_id))
         decision = self._decision(execution_id, checkpoint_id)
@@ -440,15 +452,6 @@ class Console:
             raise NotFound(f"no run with execution id {execution_id!r}")
         if outcome == CancelOutcome.FINISHED:
             raise Conflict(f"run {execution_id!r} already ended")
+        record_cancel(self.store, execution_id, outcome, who.name, "console")
         log.info("run %s: cancel %s by %s", execution_id, outcome, who.name)
         return outcome
-
-
-def _mark_running(plan: Plan, statuses: dict[str, str]) -> None:
-    """In a running run, nodes with no entry whose dependencies all finished are running
-    (or about to: a node's first checkpoint is written when it ends)."""
-    finished = {"completed", "skipped", "failed", "upstream_failed"}
-    for node in plan.nodes:
-        if node.id not in statuses and all(statuses.get(d) in finished
-                                           for d in node.waits_for):
-            statuses[node.id] = "running"

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from markupsafe import Markup, escape
 
 from tether.compiler.plan import ApprovalNode, Plan, TaskNode, WorkflowNode
+from tether.runtime.history import NodeView
 
 BOX_W, BOX_H, GAP_X, GAP_Y, PAD = 150, 34, 24, 36, 12
 MAX_LABEL = 20
@@ -43,9 +44,20 @@ def _kind(plan: Plan, node_id: str) -> str:
     return "node"
 
 
-def graph_svg(plan: Plan, statuses: Mapping[str, str]) -> Markup:
+def _note(views: Mapping[str, NodeView] | None, node_id: str) -> str:
+    view = views.get(node_id) if views is not None else None
+    if view is None:
+        return ""
+    reason = f" ({view.reason})" if view.reason else ""
+    attempts = f", {view.attempts} attempts" if view.attempts > 1 else ""
+    return reason + attempts
+
+
+def graph_svg(plan: Plan, statuses: Mapping[str, str],
+              views: Mapping[str, NodeView] | None = None) -> Markup:
     """The SVG of ``plan`` with each node coloured by ``statuses[node id]`` (``pending``
-    when absent)."""
+    when absent); ``views`` (the run's history) add why a node was skipped and its attempts
+    to its tooltip."""
     rows = layers(plan)
     width = max((len(r) for r in rows), default=1) * (BOX_W + GAP_X) - GAP_X + 2 * PAD
     height = len(rows) * (BOX_H + GAP_Y) - GAP_Y + 2 * PAD
@@ -81,7 +93,8 @@ def graph_svg(plan: Plan, statuses: Mapping[str, str]) -> Markup:
         parts.append(
             Markup(f'<g class="node st-{escape(status)} k-{_kind(plan, node_id)}" '
                    f'data-node="') + escape(node_id) + Markup('"><title>')
-            + escape(f"{node_id} ({_kind(plan, node_id)}): {status}") + Markup(
+            + escape(f"{node_id} ({_kind(plan, node_id)}): {status}{_note(views, node_id)}")
+            + Markup(
                 f'</title><rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6"/>'
                 f'<text x="{x + BOX_W // 2}" y="{y + BOX_H // 2 + 4}">')
             + escape(label) + Markup("</text></g>"))

@@ -131,7 +131,8 @@ async def _act(request: Request, execution_id: str, checkpoint_id: str, who: Ide
     values = view.form.read_post(_posted(form))
     comment = _text(form, "comment") or ""
     outcome = await run_in_threadpool(web.console.answer, execution_id, checkpoint_id, who,
-                                      _button(form), values, comment)
+                                      _button(form), values, comment,
+                                      "console" if link is None else "link")
     match outcome:
         case Recorded():
             if link is not None:

@@ -350,13 +350,14 @@ class Worker:
         slots = self._slots
         if slots is None:
             store.take_cancel_seen(execution_id, 0.0)  # an earlier attempt's reading
-            held = Claimed(claim.owner, claim.run, valid_until)
+            held = Claimed(claim.owner, claim.run, valid_until, worker=self.worker_id)
             self._track(execution_id,
                         asyncio.create_task(self._drive(runner, store, claim, held)), None)
             return
         slot = slots.take()
         slot.store.take_cancel_seen(execution_id, 0.0)
-        held = Claimed(claim.owner, claim.run, valid_until, self._lost_hook(claim))
+        held = Claimed(claim.owner, claim.run, valid_until, self._lost_hook(claim),
+                       worker=self.worker_id)
         future = asyncio.wrap_future(slot.submit(
             self._drive(slot.runner, slot.store, claim, held)))
         self._track(execution_id, future, lambda: slots.give(slot))

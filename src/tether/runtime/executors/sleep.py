@@ -102,7 +102,8 @@ class SleepExecutor:
         assert journal is not None
         due_at = row.due_at if row.due_at is not None else time.time()
         answer = timer_answer(due_at, time.time())
-        if journal.store.claim(row, answer, resolver=TIMER_RESOLVER) is not None:
+        if journal.store.claim(row, answer, resolver=TIMER_RESOLVER,
+                               channel="timer") is not None:
             return answer
         for decision in journal.store.decisions(journal.execution_id):
             if decision.checkpoint_id == row.checkpoint_id:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from tether.compiler.plan import TaskNode
 from tether.runtime.context import UnitScope
@@ -51,7 +52,9 @@ class TaskExecutor:
                 return UnitResult(output, text, stored)
             raise error from None  # (outside the handler, as call_task raises it)
         else:
+            tries: list[dict[str, Any]] = []
             output, text = await call_task(fn, node, args, scope, semaphore,
                                            level.session.bodies,
-                                           spent=time.monotonic() - started, timeout=timeout)
-        return UnitResult(output, text, stored)
+                                           spent=time.monotonic() - started, timeout=timeout,
+                                           tries=tries)
+            return UnitResult(output, text, stored, tuple(tries))
