@@ -31,13 +31,21 @@ def _paused(project: Path, *extra: str) -> str:
 
 
 def _printed_checkpoints(project: Path, run: str) -> list[str]:
-    """The checkpoint column of `tether show`'s table, as a user would copy it."""
+    """The checkpoint column of `tether show`'s history (its last column), as a user would
+    copy it, once each in order."""
     shown = tether(project, "show", run)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("time"))
-    return [re.split(r"\s+", line.strip())[2] for line in lines[header + 1:]
-            if line.startswith("+")]
+    found = [line.split()[-1] for line in lines[header + 1:] if line.startswith("+")]
+    ids = [f for f in found if re.fullmatch(r"[0-9a-f-]{12,36}", f)]
+    return list(dict.fromkeys(ids))
+
+
+def _checkpoint_ids(shown: str) -> list[str]:
+    """The checkpoint ids of `show --json`'s events, once each in order."""
+    return list(dict.fromkeys(e["checkpoint_id"] for e in json.loads(shown)["events"]
+                              if e["checkpoint_id"]))
 
 
 def _runs(project: Path) -> list[str]:
@@ -46,24 +54,23 @@ def _runs(project: Path) -> list[str]:
 
 
 def test_the_checkpoint_ids_show_prints_work_with_fork_and_show_after(project: Path) -> None:
-    """Every id in `tether show`'s checkpoint column is accepted by `fork --checkpoint`
-    and by `show --after`, and names the checkpoint it was printed for."""
+    """Every id in `tether show`'s checkpoint column, and its unique 12-character suffix
+    and 13-character prefix, is accepted by `fork --checkpoint` and by `show --after`, and
+    names the checkpoint it was printed for."""
     run = _paused(project)
-    full = [c["checkpoint_id"] for c in json.loads(
-        tether(project, "show", run, "--json").stdout)["checkpoints"]]
+    full = _checkpoint_ids(tether(project, "show", run, "--json").stdout)
     printed = _printed_checkpoints(project, run)
-    assert len(printed) == len(full) == 2 and all(len(p) < len(f) for p, f in
-                                                    zip(printed, full, strict=True))
-    after = tether(project, "show", run, "--after", printed[0], "--json")
-    assert after.returncode == 0, after.stderr
-    assert [c["checkpoint_id"] for c in json.loads(after.stdout)["checkpoints"]] == full[1:]
-    forked = tether(project, "fork", run, "--checkpoint", printed[0], "--tasks",
-                    "ops_tasks.py", "--json")
-    assert forked.returncode == 4, forked.stderr  # the branch asks for the approval again
-    branch = json.loads(forked.stdout)["execution_id"]
-    record = json.loads(tether(project, "show", branch, "--json").stdout)
-    assert (record["parent_execution_id"], record["checkpoints"][0]["parent_checkpoint_id"]) \
-        == (run, full[0])
+    assert printed == full and len(full) == 2
+    for given in (printed[0], full[0][-12:], full[0][:13]):
+        after = tether(project, "show", run, "--after", given, "--json")
+        assert after.returncode == 0, after.stderr
+        assert full[0] not in _checkpoint_ids(after.stdout)
+        forked = tether(project, "fork", run, "--checkpoint", given, "--tasks",
+                        "ops_tasks.py", "--json")
+        assert forked.returncode == 4, forked.stderr  # the branch asks for the approval again
+        branch = json.loads(forked.stdout)["execution_id"]
+        record = json.loads(tether(project, "show", branch, "--json").stdout)
+        assert (record["parent_execution_id"], record["parent_checkpoint_id"]) == (run, full[0])
 
 
 def test_an_execution_id_prefix_works_for_show_resume_fork_and_cancel(project: Path) -> None:

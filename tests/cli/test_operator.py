@@ -167,7 +167,8 @@ def test_fork_branches_a_new_run_and_leaves_the_original(project: Path) -> None:
     shown = json.loads(tether(project, "show", branch, "--json").stdout)
     assert shown["parent_execution_id"] == run_id
     forked = next(e for e in shown["events"] if e["kind"] == "forked")
-    assert forked["detail"] == {"source": run_id, "patch": {"inputs": {"code": "B"}}}
+    assert forked["detail"] == {"source": run_id, "patch": {
+        "inputs": {"code": "B"}, "nodes": {"prepare": {"status": "pending"}}}}
     assert tether(project, "show", run_id, "--json").stdout == before
 
 
