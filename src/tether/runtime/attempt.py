@@ -62,6 +62,8 @@ class Attempt:
         self.boundary: Callable[[], None] | None = None
         """Called before each unit starts (a worker's cancel and shutdown checks); may raise
         :class:`StopAtBoundary`."""
+        self.claimed = False
+        """Whether a worker's claim took the run for this attempt (a span event)."""
         self._ticket = 0
 
     @property

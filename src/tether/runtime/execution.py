@@ -26,6 +26,7 @@ from typing import Any
 
 from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit
+from tether.observability.observer import RunObserver
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import interrupted
@@ -80,6 +81,8 @@ class Session:
     inline: bool = True
     """Whether the only runnable unit's sync body may run in the event loop's thread (a
     worker driving several runs in one loop turns this off: bodies always run in threads)."""
+    observer: RunObserver | None = None
+    """The attempt's traces and metrics (None when neither is on: ``observability/``)."""
 
     def emit(self, event: Event) -> None:
         if self.listener is not None:
@@ -231,6 +234,8 @@ class Level:
             ready.finished(node.id)
             return False
         if decision != UnitStatus.RUNNING:
+            if self.session.observer is not None:
+                self.session.observer.skipped(node, decision, self._skip_reason(node, decision))
             self._set(node.id, {"status": decision, "output": None})
             ready.finished(node.id)
             return False
@@ -252,6 +257,20 @@ class Level:
                                                 self.session.budget):
             return UnitStatus.SKIPPED
         return UnitStatus.RUNNING
+
+    def _skip_reason(self, node: PlanNode, decision: UnitStatus) -> str:
+        """Why ``_decide`` did not run ``node`` (for its span: only when traced)."""
+        if decision == UnitStatus.UPSTREAM_FAILED:
+            return "upstream_failed"
+        status = self.state.status
+        if any(status(need) != UnitStatus.COMPLETED for need in node.needs) and \
+                trigger_verdict(node.trigger, [status(n) for n in node.needs]) != \
+                UnitStatus.RUNNING:
+            return "trigger"
+        if node.id in self.plan.gates and gated_off(
+                self.plan, node, status, lambda n: self.state.unit(n).output):
+            return "switch"
+        return "when"
 
     def _settle(self, node: PlanNode, outcome: Outcome, started: float,
                 ready: Readiness) -> None:
@@ -298,7 +317,9 @@ class Level:
         it here: this is the path of every node)."""
         if isinstance(node, TaskNode | WorkflowNode) and node.fans_out:
             return ForEach(self, node).run()
-        return self.unit(node, unit_path(node.id), node.id, inline=inline)
+        coroutine = self.unit(node, unit_path(node.id), node.id, inline=inline)
+        observer = self.session.observer
+        return coroutine if observer is None else observer.unit(node, node.id, coroutine)
 
     async def unit(self, node: PlanNode, path: StatePath, address: str, *, item: Any = None,
                    has_item: bool = False, inline: bool = False) -> UnitResult:

@@ -113,8 +113,11 @@ class ForEach:
 
     async def _one(self, index: int, item: Any) -> UnitResult:
         path = ("nodes", self.node.id, "items", str(index))
-        return await self.level.unit(self.node, path, f"{self.node.id}/item:{index}",
-                                     item=item, has_item=True)
+        address = f"{self.node.id}/item:{index}"
+        coroutine = self.level.unit(self.node, path, address, item=item, has_item=True)
+        observer = self.level.session.observer
+        return await (coroutine if observer is None else
+                      observer.unit(self.node, address, coroutine))
 
     def _settle(self, index: int, task: asyncio.Task[UnitResult]) -> None:
         level, node = self.level, self.node

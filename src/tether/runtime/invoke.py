@@ -26,6 +26,7 @@ from typing import Any
 from tether.compiler.plan import PlanInput, TaskNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable
 from tether.jsontypes import article, json_type_name, matches_type
+from tether.observability.observer import retried
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
 from tether.runtime.state import NodeError
@@ -168,6 +169,7 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
         except BaseException as exc:
             last = retryable(exc)
         if attempt < attempts and node.retry is not None:
+            retried(attempt, last)
             await asyncio.sleep(node.retry.delay(attempt))
     assert last is not None
     raise failure(last, node, attempts) from None

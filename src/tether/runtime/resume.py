@@ -134,6 +134,7 @@ class Resumption:
         self.owned = claimed is not None  # the claim took the lease: no acquire
         if claimed is not None:
             self.attempt.valid_until = claimed.valid_until
+            self.attempt.claimed = True
             self.attempt.watch_lost = claimed.on_lost
         self.fired = fired  # the value is a due timer's answer (fire_due), not a human's
         self.claimed = claimed is not None  # a worker's claim already holds the run
