@@ -39,6 +39,10 @@ class MetricsSink(Protocol):
 
     def lease_lost(self) -> None: ...
 
+    def claimed(self, waited: float) -> None: ...
+
+    def timer_fired(self) -> None: ...
+
 
 SINK: MetricsSink | None = None
 """The process's metrics, once it serves them (set by ``observability/metrics.py``)."""
@@ -56,18 +60,9 @@ def tracing_enabled() -> bool:
     return not isinstance(provider, api.ProxyTracerProvider | api.NoOpTracerProvider)
 
 
-class Run(Protocol):
-    """What the observer reads of the attempt (the driver's values)."""
-
-    execution_id: str
-    workflow: str
-    attempt: int
-    parent_id: str | None
-    claimed: bool
-
-
 def observer_for(execution_id: str, workflow: str, attempt: int, parent_id: str | None,
-                 store: Checkpointer | None, *, claimed: bool = False) -> RunObserver | None:
+                 store: Checkpointer | None, *, claimed: bool = False,
+                 first: bool = True) -> RunObserver | None:
     """The observer of one run attempt, or None when neither traces nor metrics are on."""
     spans: RunSpans | None = None
     if tracing_enabled():
@@ -75,7 +70,7 @@ def observer_for(execution_id: str, workflow: str, attempt: int, parent_id: str 
         spans = RunSpans(execution_id, workflow, attempt, parent_id, store, claimed)
     if spans is None and SINK is None:
         return None
-    return RunObserver(workflow, spans, SINK)
+    return RunObserver(workflow, spans, SINK, first)
 
 
 _STATUS: dict[type[BaseException], str] = {
@@ -86,8 +81,10 @@ _STATUS: dict[type[BaseException], str] = {
 class RunObserver:
     """Spans and metrics of one run attempt (see the module docstring)."""
 
-    def __init__(self, workflow: str, spans: RunSpans | None, sink: MetricsSink | None) -> None:
+    def __init__(self, workflow: str, spans: RunSpans | None, sink: MetricsSink | None,
+                 first: bool = True) -> None:
         self.workflow = workflow
+        self.first = first
         self.spans = spans
         self.sink = sink
 
@@ -95,7 +92,7 @@ class RunObserver:
         """The attempt starts driving (the run span opens and becomes current)."""
         if self.spans is not None:
             self.spans.start()
-        if self.sink is not None:
+        if self.sink is not None and self.first:
             self.sink.run_started(self.workflow)
 
     def end(self, status: str, exc: BaseException | None = None) -> None:
@@ -203,3 +200,16 @@ def agent_tool(observer: RunObserver | None, agent: str, tool: str, call_id: str
     return Turn(observer, "tether.agent.tool", "", {
         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
         "gen_ai.tool.call.id": call_id, "tether.agent.name": agent})
+
+
+def claimed(queued: bool, created_at: float, available_at: float | None) -> None:
+    """A worker claimed a run: how long it waited, claimable, when it was queued."""
+    sink = SINK
+    if sink is not None and queued:
+        sink.claimed(time.time() - max(created_at, available_at or 0.0))
+
+
+def timer_fired() -> None:
+    """A worker fired a durable timer."""
+    if SINK is not None:
+        SINK.timer_fired()

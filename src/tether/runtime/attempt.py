@@ -64,6 +64,8 @@ class Attempt:
         :class:`StopAtBoundary`."""
         self.claimed = False
         """Whether a worker's claim took the run for this attempt (a span event)."""
+        self.first = True
+        """Whether this attempt starts the run (its first execution: a metric counts it)."""
         self._ticket = 0
 
     @property

@@ -65,7 +65,7 @@ class Driver:
             attempt, listener, budget=budget, secrets=secrets, info=info, inline=inline)
         self.session.observer = observer_for(
             execution_id, plan.name, attempt.number, info.parent_id if info else None, store,
-            claimed=attempt.claimed)
+            claimed=attempt.claimed, first=attempt.first)
 
     async def drive(self) -> RunResult:
         observer = self.session.observer

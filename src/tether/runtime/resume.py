@@ -134,8 +134,13 @@ class Resumption:
         self.owned = claimed is not None  # the claim took the lease: no acquire
         if claimed is not None:
             self.attempt.valid_until = claimed.valid_until
-            self.attempt.claimed = True
             self.attempt.watch_lost = claimed.on_lost
+            self.attempt.claimed = True
+            started = claimed.run.started_at  # set to the claim's time when it was queued
+            self.attempt.first = started is not None and \
+                abs(started - claimed.run.updated_at.timestamp()) < 0.001
+        else:
+            self.attempt.first = False
         self.fired = fired  # the value is a due timer's answer (fire_due), not a human's
         self.claimed = claimed is not None  # a worker's claim already holds the run
         self.pending: list[PendingInterrupt] = []

@@ -160,6 +160,9 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
 
     app.include_router(api.router)
     app.include_router(pages.router)
+    from tether.observability.web import add_metrics_route
+
+    add_metrics_route(app, shared)
     app.mount("/static", StaticFiles(directory=str(files("tether.web") / "static")),
               name="static")
     hosts = loopback_hosts(config.host, config.port) if is_loopback(config.host) else None
