@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -171,6 +173,7 @@ def test_without_an_exporter_no_span_is_made_and_opentelemetry_is_not_imported(
 
 HOST = """\
 import sys
+import time
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
@@ -281,3 +284,94 @@ def test_an_agent_run_has_a_turn_span_per_model_call_and_a_tool_span_per_tool_ca
     assert tool.attributes["tether.agent.name"] == "helper"
     own = _one(named(spans, "task.own"))  # the tool's body nests under its tool span
     assert own.parent_id == tool.span_id and own.attributes["x"] == 21
+
+
+def _wait_file(path: Path, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + CHILD_TIMEOUT
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _worker(db: str, env: dict[str, str], log: Path) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tether", "worker", "--tasks", TASKS, "--db", db, "--lease", "2",
+         "--poll", "0.2", "--log-format", "json"],
+        stdout=subprocess.DEVNULL, stderr=open(log, "w"), text=True,
+        env={**clean, **env})
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=CHILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_a_worker_stopped_past_its_lease_records_the_loss_and_the_taker_continues_the_trace(
+        tmp_path: Path, receiver: Receiver) -> None:
+    """Worker A claims the run and is SIGSTOPped inside its task past its 2 s lease; worker B
+    claims it and completes it; A, woken, finds its lease lost. A's ``tether.run`` span has
+    the claim and the ``tether.lease_lost`` events; B's is in the same trace, its parent the
+    run's first span, linked to it. A's JSON log lines written inside the task carry the
+    trace and span ids of the task's node span and the run's id."""
+    from tether.runtime.runner import Runner
+    from tether.stores.open import open_checkpointer
+
+    flow = tmp_path / "stall.yaml"
+    flow.write_text("tether: 1\nname: stall\nnodes:\n  s:\n    task: t.stall\n",
+                    encoding="utf-8")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    db = f"sqlite:///{tmp_path / 'tether.db'}"
+    store = open_checkpointer(db)
+    run_id = Runner(flow, store, {}).submit()
+    env = {**receiver.env(), "TRACE_GATE": str(gate)}
+    first = _worker(db, env, tmp_path / "a.log")
+    second: subprocess.Popen[str] | None = None
+    try:
+        _wait_file(gate / "blocked", first)
+        os.kill(first.pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + CHILD_TIMEOUT
+            while (store.get_run(run_id).lease_until or 0) > time.time() - 0.5:
+                assert time.monotonic() < deadline, "the lease never expired"
+                time.sleep(0.1)
+            second = _worker(db, env, tmp_path / "b.log")
+            while store.get_run(run_id).status != "completed":
+                assert second.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "b.log").read_text()
+                time.sleep(0.1)
+            (gate / "release").write_text("")
+        finally:
+            os.kill(first.pid, signal.SIGCONT)
+        _stop(first)
+        spans = receiver.wait_for(lambda s: len(named(s, "tether.run")) == 2)
+    finally:
+        _stop(first)
+        if second is not None:
+            _stop(second)
+        store.close()
+    taker = _one(named(spans, "tether.run", tether__run__status="completed"))
+    loser = _one([s for s in named(spans, "tether.run") if s is not taker])
+    assert loser.trace_id == taker.trace_id
+    assert [name for name, _ in loser.events] == ["tether.claim", "tether.lease_lost"]
+    assert loser.status_code == 2
+    assert "another attempt took the run over" in loser.events[1][1]["tether.reason"]
+    assert [name for name, _ in taker.events] == ["tether.claim"]
+    assert taker.parent_id == loser.span_id
+    assert [(s, a["tether.link"]) for _, s, a in taker.links] == [
+        (loser.span_id, "previous_attempt")]
+    lines = [json.loads(line) for line in (tmp_path / "a.log").read_text().splitlines()
+             if line.startswith("{")]
+    stalled = [line for line in lines if line["message"] == "stall called"]
+    node = _one([s for s in named(spans, "tether.node", tether__node__id="s")
+                 if s.parent_id == loser.span_id])
+    assert [(line["trace_id"], line["span_id"], line["execution_id"], line["level"],
+             line["logger"]) for line in stalled] == [
+        (node.trace_id, node.span_id, run_id, "info", "trace_tasks")]

@@ -45,3 +45,20 @@ def slow(seconds: float) -> float:
 
     time.sleep(seconds)
     return seconds
+
+
+@tether.task("t.stall")
+def stall() -> str:
+    """The first call says so (file ``blocked``) and waits for the file ``release``; later
+    calls return at once (``$TRACE_GATE`` names the directory)."""
+    import logging
+    import time
+
+    gate = Path(os.environ["TRACE_GATE"])
+    logging.getLogger("trace_tasks").info("stall called")
+    if (gate / "blocked").exists():
+        return "again"
+    (gate / "blocked").write_text(str(os.getpid()))
+    while not (gate / "release").exists():
+        time.sleep(0.05)
+    return "first"
