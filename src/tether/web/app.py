@@ -76,7 +76,8 @@ def web_of(request: Request) -> Web:
 
 
 def _is_api(request: Request) -> bool:
-    return request.url.path.startswith("/api/")
+    """Machine routes: errors as JSON, 401 rather than the login page (a scraper too)."""
+    return request.url.path.startswith("/api/") or request.url.path == "/metrics"
 
 
 def _error(request: Request, status: int, message: str, **extra: Any) -> Response:
