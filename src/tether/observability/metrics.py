@@ -88,7 +88,7 @@ class Metrics:
                                     ["model", "type"], registry=registry)
         self.slots_busy = Gauge("tether_worker_slots_busy", "Runs this worker executes now.",
                                 registry=registry)
-        self._lock = threading.Lock()
+        self._nodes: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     def run_started(self, workflow: str) -> None:
         self.runs_started.labels(workflow).inc()
@@ -98,9 +98,14 @@ class Metrics:
 
     def node_finished(self, workflow: str, kind: str, status: str,
                       seconds: float | None) -> None:
-        self.node_attempts.labels(workflow, kind, status).inc()
+        key = (workflow, kind, status)
+        children = self._nodes.get(key)
+        if children is None:  # (labels() costs a lock and a tuple per call: once per key)
+            children = self._nodes.setdefault(key, (
+                self.node_attempts.labels(*key), self.node_duration.labels(*key)))
+        children[0].inc()
         if seconds is not None:
-            self.node_duration.labels(workflow, kind, status).observe(seconds)
+            children[1].observe(seconds)
 
     def tokens(self, model: str, input_tokens: int, output_tokens: int) -> None:
         self.agent_tokens.labels(model, "input").inc(input_tokens)
