@@ -375,3 +375,28 @@ def test_a_worker_stopped_past_its_lease_records_the_loss_and_the_taker_continue
     assert [(line["trace_id"], line["span_id"], line["execution_id"], line["level"],
              line["logger"]) for line in stalled] == [
         (node.trace_id, node.span_id, run_id, "info", "trace_tasks")]
+
+
+def test_an_unknown_exporter_is_named_in_a_warning_and_the_run_goes_on(tmp_path: Path) -> None:
+    flow = tmp_path / "one.yaml"
+    flow.write_text("tether: 1\nname: one\nnodes:\n  a:\n    task: t.item\n"
+                    "    with: {x: 4}\n", encoding="utf-8")
+    result = tether("run", str(flow), "--tasks", TASKS, "--db",
+                    f"sqlite:///{tmp_path / 'tether.db'}", "-q",
+                    env={"OTEL_TRACES_EXPORTER": "zipkn"}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "OTEL_TRACES_EXPORTER: unknown exporter 'zipkn' (tether knows console, otlp, " \
+        "none)" in result.stderr
+    assert "Traceback" not in result.stderr and '"name"' not in result.stdout
+
+
+def test_otel_sdk_disabled_wins_over_an_exporter(tmp_path: Path) -> None:
+    flow = tmp_path / "one.yaml"
+    flow.write_text("tether: 1\nname: one\nnodes:\n  a:\n    task: t.item\n"
+                    "    with: {x: 4}\n", encoding="utf-8")
+    result = tether("run", str(flow), "--tasks", TASKS, "--db",
+                    f"sqlite:///{tmp_path / 'tether.db'}", "-q",
+                    env={"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"},
+                    cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "tether.run" not in result.stdout
