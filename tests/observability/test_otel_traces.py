@@ -99,8 +99,9 @@ def test_retry_skip_fan_out_and_an_approval_answered_by_another_process_make_one
     assert opening.attributes["tether.run.status"] == "paused"
     assert resumed.attributes["tether.run.status"] == "completed"
     assert resumed.parent_id == opening.span_id
-    assert [(t, s, a["tether.link"]) for t, s, a in resumed.links] == [
-        (opening.trace_id, opening.span_id, "previous_attempt")]
+    assert resumed.links == [  # the wait for the answer, as a link
+        (opening.trace_id, opening.span_id,
+         {"tether.link": "previous_attempt", "tether.wait": "paused"})]
 
     flaky = _one(named(spans, "tether.node", tether__node__id="flaky"))
     assert flaky.parent_id == opening.span_id
@@ -365,8 +366,8 @@ def test_a_worker_stopped_past_its_lease_records_the_loss_and_the_taker_continue
     assert "another attempt took the run over" in loser.events[1][1]["tether.reason"]
     assert [name for name, _ in taker.events] == ["tether.claim"]
     assert taker.parent_id == loser.span_id
-    assert [(s, a["tether.link"]) for _, s, a in taker.links] == [
-        (loser.span_id, "previous_attempt")]
+    assert [(s, a) for _, s, a in taker.links] == [  # no wait: it was taken over
+        (loser.span_id, {"tether.link": "previous_attempt"})]
     lines = [json.loads(line) for line in (tmp_path / "a.log").read_text().splitlines()
              if line.startswith("{")]
     stalled = [line for line in lines if line["message"] == "stall called"]

@@ -86,7 +86,10 @@ class RunSpans:
             parent = trace.set_span_in_context(trace.NonRecordingSpan(root))
             before = self._read(self.execution_id, attempt_key(self.attempt - 1)) \
                 if self.attempt > 1 else None
-            links.append(Link(before or root, {"tether.link": "previous_attempt"}))
+            link: dict[str, Any] = {"tether.link": "previous_attempt"}
+            if before is not None and self._paused(self.attempt - 1):
+                link["tether.wait"] = "paused"  # the wait for an answer (or a timer)
+            links.append(Link(before or root, link))
             if caller.is_valid and caller.trace_id != root.trace_id:
                 links.append(Link(caller, {"tether.link": "caller"}))
         else:
@@ -110,6 +113,8 @@ class RunSpans:
         if span is None:
             return
         span.set_attribute("tether.run.status", status)
+        if status == "paused" and self.store is not None:
+            self._put(f"{attempt_key(self.attempt)}/paused", "true")
         if isinstance(exc, LeaseLost):
             span.add_event("tether.lease_lost", {"tether.reason": exc.reason})
             span.set_status(Status(StatusCode.ERROR, "the attempt lost its lease"))
@@ -130,6 +135,21 @@ class RunSpans:
         except TetherError as exc:  # tracing never stops a run
             log.debug("reading the trace context of %s: %s", execution_id, exc)
             return None
+
+    def _paused(self, attempt: int) -> bool:
+        assert self.store is not None
+        try:
+            return self.store.get_idempotent(self.execution_id,
+                                             f"{attempt_key(attempt)}/paused") is not None
+        except TetherError:
+            return False
+
+    def _put(self, key: str, text: str) -> None:
+        assert self.store is not None
+        try:
+            self.store.put_idempotent(self.execution_id, key, text)
+        except TetherError as exc:
+            log.debug("storing the trace context of %s: %s", self.execution_id, exc)
 
     def _write(self, span: Span, first: bool) -> None:
         if self.store is None:
