@@ -180,7 +180,9 @@ class Turn:
                  tb: object) -> None:
         if self._scope is None:
             return
-        if exc is not None:
+        if isinstance(exc, InterruptSignal):  # a pause (an approval of the call) is no error
+            self.span.add_event("tether.approval", {"tether.approval.state": "requested"})
+        elif exc is not None:
             from tether.observability.spans import error_status
             error_status(self.span, exc)
         self._scope.__exit__(kind, exc, tb)
