@@ -16,7 +16,8 @@ the repetitions):
 which the API allows only once: a benchmark's liberty, not something tether does.)
 
 With ``--main SRC``, ``off`` is also compared with the main branch's code: the same chain
-in two child processes, one importing this tree and one ``SRC``, alternated.
+in two child processes, one importing this tree and one ``SRC``, alternated, each run timed
+by the process's CPU time (wall time on a shared machine swings by tens of percent).
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ for _ in range(3):
     runner.run()
 times = []
 for _ in range(int(sys.argv[2])):
-    t = time.perf_counter(); runner.run(); times.append((time.perf_counter() - t) / 200)
+    t = time.process_time(); runner.run(); times.append((time.process_time() - t) / 200)
 print(statistics.median(times))
 """
 
