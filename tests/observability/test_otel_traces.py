@@ -401,3 +401,49 @@ def test_otel_sdk_disabled_wins_over_an_exporter(tmp_path: Path) -> None:
                     cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "tether.run" not in result.stdout
+
+
+SUBMITTER = """\
+import sys
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from tether.runtime.runner import Runner
+from tether.stores.open import open_checkpointer
+
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
+    endpoint=sys.argv[3] + "/v1/traces")))
+trace.set_tracer_provider(provider)
+store = open_checkpointer(sys.argv[2])
+with trace.get_tracer("web").start_as_current_span("POST /jobs"):
+    print(Runner(sys.argv[1], store, {}).submit())
+provider.shutdown()
+"""
+
+
+def test_the_span_that_submits_a_run_is_the_parent_of_the_run_a_worker_executes(
+        tmp_path: Path, receiver: Receiver) -> None:
+    flow = tmp_path / "one.yaml"
+    flow.write_text("tether: 1\nname: queued\nnodes:\n  a:\n    task: t.item\n"
+                    "    with: {x: 5}\n", encoding="utf-8")
+    script = tmp_path / "submit.py"
+    script.write_text(SUBMITTER, encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'tether.db'}"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, str(script), str(flow), db, receiver.endpoint],
+                         capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=clean)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.strip()
+    worker = _worker(db, receiver.env(), tmp_path / "worker.log")
+    try:
+        spans = receiver.wait_for(lambda s: len(named(s, "tether.node")) == 1)
+    finally:
+        _stop(worker)
+    spans = receiver.wait_for(lambda s: len(named(s, "tether.run")) == 1)
+    request = _one(named(spans, "POST /jobs"))
+    run = _one(named(spans, "tether.run"))
+    assert run.attributes["tether.execution_id"] == run_id
+    assert (run.trace_id, run.parent_id) == (request.trace_id, request.span_id)
+    assert [name for name, _ in run.events] == ["tether.claim"]

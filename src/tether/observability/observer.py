@@ -215,3 +215,10 @@ def timer_fired() -> None:
     """A worker fired a durable timer."""
     if SINK is not None:
         SINK.timer_fired()
+
+
+def remember_caller(store: Checkpointer, execution_id: str) -> None:
+    """A run was submitted: the span active here becomes its parent, when traced."""
+    if tracing_enabled():
+        from tether.observability.spans import remember_caller as keep
+        keep(store, execution_id)

@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 ROOT_KEY = "tether.trace"
 """The idempotency-cache key of the run's trace context (its first ``tether.run`` span)."""
 
+CALLER_KEY = f"{ROOT_KEY}/caller"
+"""The key of the span active where a queued run was submitted (its first span's parent)."""
+
 TRACER = "tether"
 _PROPAGATOR = TraceContextTextMapPropagator()
 
@@ -92,8 +95,10 @@ class RunSpans:
             links.append(Link(before or root, link))
             if caller.is_valid and caller.trace_id != root.trace_id:
                 links.append(Link(caller, {"tether.link": "caller"}))
-        else:
-            parent = otel_context.get_current()  # the caller's active span, if any
+        else:  # the caller's active span: the submitter's (stored), else this process's
+            submitter = self._read(self.execution_id, CALLER_KEY)
+            parent = trace.set_span_in_context(trace.NonRecordingSpan(submitter)) \
+                if submitter is not None else otel_context.get_current()
             origin = self._read(self.parent_id, ROOT_KEY) if self.parent_id else None
             if origin is not None:
                 links.append(Link(origin, {"tether.link": "fork_origin",
@@ -225,3 +230,14 @@ def error_status(span: Span, exc: BaseException) -> None:
     """Mark ``span`` failed by ``exc``: its type only (a message may hold a secret)."""
     span.set_attribute("error.type", type(exc).__name__)
     span.set_status(Status(StatusCode.ERROR))
+
+
+def remember_caller(store: Checkpointer, execution_id: str) -> None:
+    """Store the span active where a run is submitted: its first span's parent, later."""
+    span = trace.get_current_span()
+    if not span.get_span_context().is_valid:
+        return
+    try:
+        store.put_idempotent(execution_id, CALLER_KEY, _dump(span))
+    except TetherError as exc:
+        log.debug("storing the submitter's span of %s: %s", execution_id, exc)
