@@ -215,3 +215,17 @@ def test_the_dashboard_parses_and_uses_only_metrics_tether_exports() -> None:
     assert used and used <= names, used - names
     assert {"tether_queue_depth", "tether_stuck_runs", "tether_node_duration_seconds_bucket",
             "tether_agent_tokens_total", "tether_worker_slots_busy"} <= used
+
+
+def test_a_metrics_port_in_use_is_a_clear_usage_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "tether", "worker", "--tasks", TASKS, "--db",
+             f"sqlite:///{tmp_path / 'tether.db'}", "--metrics-port", str(port)],
+            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
