@@ -218,6 +218,7 @@ def test_the_dashboard_parses_and_uses_only_metrics_tether_exports() -> None:
 
 
 def test_a_metrics_port_in_use_is_a_clear_usage_error(tmp_path: Path) -> None:
+    open_checkpointer(f"sqlite:///{tmp_path / 'tether.db'}").close()
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
