@@ -59,6 +59,8 @@ def _samples() -> dict[str, Any]:
         errors.StoreError("disk full"),
         errors.SchemaVersionError(9, 2),
         errors.StoreUnavailable("connection refused"),
+        errors.InvalidId("a/b", "an execution id", "may not hold '/'"),
+        errors.ValueTooLarge("big", 20_000_000, 16_777_216),
         errors.InterruptSignal("manager_approval", {"amount": 5}, node_id="n",
                                agent_path="workflow:w"),
         agent_errors.AgentError("agent"),
@@ -82,6 +84,15 @@ def _samples() -> dict[str, Any]:
         UnitSkipped("approval 'review' timed out"),
         errors.TimerNotDue("run-1", "not due", due_at=5.0, node_id="nap"),
         TimestampError("'soon' is not a timestamp"),
+        errors.DefinitionError("unusable"),
+        errors.UsageError("bad argument"),
+        errors.NotFoundError("nothing"),
+        errors.RunStateError("not now"),
+        errors.ExecutionError("went wrong"),
+        errors.IdTooShort("execution id", "0193", 8),
+        errors.AmbiguousId("checkpoint id", "0193abcd", ["0193abcd-1", "0193abcd-2"], 12,
+                           execution_id="run-1"),
+        errors.IneffectivePatch("run-1", "it forks from the run's end", ["inputs"]),
     ]
     try:
         from tether.web.auth import Forbidden, Unauthenticated
@@ -96,6 +107,13 @@ def _samples() -> dict[str, Any]:
                     ConfigError("bad --auth"), BadRequest("comment", "too long"),
                     Conflict("finished"), NotFound("no run"), FleetUnavailable("no worker"),
                     LinkError("expired", expired=True)]
+    try:
+        from tether.lsp.graph import NoGraph
+        from tether.lsp.navigation import RenameRefused
+    except ImportError:  # the lsp extra is not installed
+        pass
+    else:
+        samples += [NoGraph("no graph: x.yaml has errors"), RenameRefused("no node id here")]
     return {f"{type(s).__module__}.{type(s).__qualname__}": s for s in samples}
 
 
@@ -133,3 +151,55 @@ def test_an_exception_survives_pickling(name: str) -> None:
     assert type(copy) is type(error)
     assert (str(copy), copy.args) == (str(error), error.args)
     assert copy.__dict__ == error.__dict__
+
+
+FAMILIES = ("DefinitionError", "UsageError", "NotFoundError", "RunStateError",
+            "ExecutionError", "StoreError")
+
+
+def _tether_errors() -> list[type[BaseException]]:
+    from tether import errors
+
+    found = []
+    for name in _defined_exceptions():
+        module, _, qualname = name.rpartition(".")
+        cls = getattr(importlib.import_module(module), qualname)
+        if issubclass(cls, errors.TetherError) and cls is not errors.TetherError \
+                and cls.__name__ not in FAMILIES:
+            found.append(cls)
+    return found
+
+
+def test_every_error_belongs_to_exactly_one_family() -> None:
+    """Each TetherError below the root is under one family, so ``except Family:`` is a
+    partition a caller can rely on."""
+    from tether import errors
+
+    families = [getattr(errors, name) for name in FAMILIES]
+    for cls in _tether_errors():
+        owners = [f.__name__ for f in families if issubclass(cls, f)]
+        assert len(owners) == 1, f"{cls.__qualname__} is in {owners or 'no family'}"
+
+
+def test_every_public_exception_is_a_tether_error_in_a_family_or_the_signal() -> None:
+    """Everything ``tether`` exports that is an exception is catchable by family."""
+    from tether import errors
+
+    families = tuple(getattr(errors, name) for name in FAMILIES)
+    for name in tether.__all__:
+        value = getattr(tether, name)
+        if not (isinstance(value, type) and issubclass(value, BaseException)):
+            continue
+        if value in (errors.TetherError, errors.InterruptSignal, *families):
+            continue
+        assert issubclass(value, families), name
+
+
+def test_lookups_are_lookup_errors_and_usage_errors_are_value_errors() -> None:
+    """``RunNotFound`` is a ``LookupError``; a bad argument is a ``ValueError``."""
+    from tether import errors
+
+    assert issubclass(errors.RunNotFound, LookupError)
+    assert issubclass(errors.CheckpointNotFound, LookupError)
+    assert issubclass(errors.AmbiguousId, ValueError)
+    assert issubclass(errors.StoreURLError, ValueError)

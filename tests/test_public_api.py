@@ -21,6 +21,9 @@ EXPECTED = {
     "ResumeError",
     "ChainResumeError", "ResumeValueError", "AlreadyResumed", "StoreError",
     "SchemaVersionError", "StoreUnavailable", "InterruptSignal", "LeaseLost", "TemplateLimit",
+    # the error families (tether.errors), and the errors of ids and forks
+    "DefinitionError", "UsageError", "NotFoundError", "RunStateError", "ExecutionError",
+    "AmbiguousId", "IdTooShort", "IneffectivePatch",
 }
 
 

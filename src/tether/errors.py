@@ -3,27 +3,49 @@
 ::
 
     TetherError
-    ├── WorkflowError          a workflow file has errors (carries every Diagnostic)
-    ├── PlanError              a plan file or plan data that cannot be used
-    │   └── PlanMismatch       resuming a run with a plan other than the one it started with
-    ├── InputError             run inputs that do not match the plan's inputs
-    ├── TaskError              a task that is not registered, or registered twice
-    ├── NotJSONError           a value that is not JSON (task output, cached result, context)
-    ├── RunNotFound            no run with this execution id in the store
-    ├── CheckpointNotFound     no such checkpoint in this run
-    ├── ForkError              a fork whose state patch leaves an unusable state
-    ├── ExecutionExists        a new run was given an execution id that is already used
-    ├── ResumeError            (alias ChainResumeError) a run cannot be resumed this way
-    │   └── ResumeValueError   the resume values do not match the approval's form
-    ├── AlreadyResumed         the run finished, or another resumer holds it
-    ├── LeaseLost              this attempt no longer owns the run (another took it over)
-    ├── TemplateLimit          a template exceeded its time or size budget
-    ├── StoreURLError          (also a ValueError) a store URL that cannot be used
+    ├── DefinitionError        a workflow, plan, inputs or tasks that cannot be used
+    │   ├── WorkflowError      a workflow file has errors (carries every Diagnostic)
+    │   ├── PlanError          a plan file or plan data that cannot be used
+    │   │   └── PlanMismatch   resuming a run with a plan other than the one it started with
+    │   ├── InputError         run inputs that do not match the plan's inputs
+    │   └── TaskError          a task that is not registered, or registered twice
+    ├── UsageError             (also a ValueError) an argument the caller got wrong
+    │   ├── StoreURLError      a store URL that cannot be used
+    │   ├── IdTooShort         an id prefix under 8 characters that is no exact id
+    │   ├── AmbiguousId        an id prefix that several ids start with (lists them)
+    │   ├── InvalidId          an id a new run may not have (a path, whitespace, look-alikes)
+    │   └── ForkError          a fork whose state patch leaves an unusable state
+    │       └── IneffectivePatch  a fork whose patch could not change what the run does
+    ├── NotFoundError          (also a LookupError) no such thing in the store
+    │   ├── RunNotFound        no run with this execution id (or prefix)
+    │   └── CheckpointNotFound no such checkpoint in this run
+    ├── RunStateError          the run is not in a state that allows this
+    │   ├── ExecutionExists    a new run was given an execution id that is already used
+    │   ├── ResumeError        (alias ChainResumeError) a run cannot be resumed this way
+    │   │   ├── TimerNotDue    it waits only for timers that are not due yet
+    │   │   └── ResumeValueError  the resume values do not match the approval's form
+    │   ├── AlreadyResumed     the run finished, or another resumer holds it
+    │   └── LeaseLost          this attempt no longer owns the run (another took it over)
+    ├── ExecutionError         a run's own values or templates went wrong while running
+    │   ├── NotJSONError       a value that is not JSON (task output, cached result, context)
+    │   ├── TemplateLimit      a template exceeded its time or size budget
+    │   ├── ValueTooLarge      an output larger than ``max_value_bytes``
+    │   └── AgentError         models, tools, conversations (tether.agents.errors)
     └── StoreError             the checkpoint store failed
         ├── SchemaVersionError the database schema is newer than this tether
         └── StoreUnavailable   the store could not be reached (after retrying where safe)
+    InvalidId                  (also a ValueError) an id a new run may not have
+    ValueTooLarge              a node's output larger than ``max_value_bytes``
 
     InterruptSignal (BaseException)  control flow: a node suspends for human input
+
+Catch a family to handle every member of it: the CLI maps the families to exit codes
+(``tether.cli.main``) and the console to HTTP statuses (``tether.web.app``), each in one
+table. The families are disjoint: every public exception has exactly one. Members defined
+elsewhere: ``tether.web``'s ``ConfigError`` and ``BadRequest`` (usage), ``NotFound`` (not
+found), ``Conflict`` and ``FleetUnavailable`` (run state), ``tether.testing``'s
+``ScriptError`` (definition), the attempt's ``StopAtBoundary`` (run state), ``tether.lsp``'s
+``NoGraph`` (definition) and ``RenameRefused`` (usage).
 
 Every exception carries structured fields (``execution_id``, ``node_id``, ...) and builds its
 message from them. :class:`InterruptSignal` is not an error: it derives from ``BaseException``
@@ -65,7 +87,29 @@ class TetherError(Picklable, Exception):
     """Base class of every error tether raises (every one pickles: see :class:`Picklable`)."""
 
 
-class WorkflowError(TetherError):
+class DefinitionError(TetherError):
+    """Family: a workflow, plan, inputs or task registry that cannot be used as given."""
+
+
+class UsageError(TetherError, ValueError):
+    """Family: an argument the caller got wrong (an id, a patch, a URL); nothing was
+    changed. The CLI exits 2 and the console answers 422."""
+
+
+class NotFoundError(TetherError, LookupError):
+    """Family: no such run or checkpoint in the store (the console answers 404)."""
+
+
+class RunStateError(TetherError):
+    """Family: the run is not in a state that allows what was asked (the console answers
+    409)."""
+
+
+class ExecutionError(TetherError):
+    """Family: a run's own values or templates went wrong while it ran."""
+
+
+class WorkflowError(DefinitionError):
     """A workflow file (or several) has errors; ``diagnostics`` holds all of them."""
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
@@ -77,7 +121,7 @@ class WorkflowError(TetherError):
         super().__init__(summary + more)
 
 
-class PlanError(TetherError):
+class PlanError(DefinitionError):
     """A plan that cannot be read or used."""
 
 
@@ -98,7 +142,7 @@ class PlanMismatch(PlanError):
         )
 
 
-class InputError(TetherError):
+class InputError(DefinitionError):
     """Run inputs that do not match the plan's declared inputs."""
 
     def __init__(self, problems: Sequence[str]) -> None:
@@ -106,7 +150,7 @@ class InputError(TetherError):
         super().__init__("invalid inputs: " + "; ".join(problems))
 
 
-class TaskError(TetherError):
+class TaskError(DefinitionError):
     """A task name that is not registered, or a name registered by two functions."""
 
     def __init__(self, message: str, *, task: str | None = None, node_id: str | None = None):
@@ -115,7 +159,7 @@ class TaskError(TetherError):
         super().__init__(message)
 
 
-class NotJSONError(TetherError):
+class NotJSONError(ExecutionError):
     """A value that cannot be stored as JSON."""
 
     def __init__(self, what: str, reason: str, *, node_id: str | None = None) -> None:
@@ -125,7 +169,7 @@ class NotJSONError(TetherError):
         super().__init__(f"{what} is not JSON: {reason}")
 
 
-class RunNotFound(TetherError):
+class RunNotFound(NotFoundError):
     """No run with this execution id exists in the store."""
 
     def __init__(self, execution_id: str) -> None:
@@ -133,7 +177,7 @@ class RunNotFound(TetherError):
         super().__init__(f"no run with execution id '{execution_id}'")
 
 
-class CheckpointNotFound(TetherError):
+class CheckpointNotFound(NotFoundError):
     """No checkpoint with this id exists in the run."""
 
     def __init__(self, execution_id: str, checkpoint_id: str | None,
@@ -147,7 +191,7 @@ class CheckpointNotFound(TetherError):
             super().__init__(f"run {execution_id} has no {what}")
 
 
-class ForkError(TetherError):
+class ForkError(UsageError):
     """A fork whose state patch leaves a state the plan cannot run; nothing was written."""
 
     def __init__(self, execution_id: str, problems: list[str]) -> None:
@@ -157,7 +201,48 @@ class ForkError(TetherError):
                          + "; ".join(problems))
 
 
-class ExecutionExists(TetherError):
+class IneffectivePatch(ForkError):
+    """A fork whose ``--patch`` could not change what the forked run does: it forks from the
+    run's end (nothing is left to run), or it names nothing a node still to run reads.
+    ``keys`` are the patch keys at fault; nothing was written."""
+
+    def __init__(self, execution_id: str, reason: str, keys: Sequence[str] = ()) -> None:
+        self.reason = reason
+        self.keys = list(keys)
+        super().__init__(execution_id, [reason])
+        self.args = (f"cannot fork run {execution_id}: {reason}; nothing was written",)
+
+
+class IdTooShort(UsageError):
+    """An id given by a prefix shorter than ``minimum`` characters that is no exact id."""
+
+    def __init__(self, what: str, text: str, minimum: int) -> None:
+        self.what = what
+        self.text = text
+        self.minimum = minimum
+        super().__init__(f"{what} '{text}' is not an exact id, and a prefix needs at least "
+                         f"{minimum} characters")
+
+
+class AmbiguousId(UsageError):
+    """An id prefix that several ids start with; ``candidates`` lists the first of them and
+    ``total`` counts them all."""
+
+    def __init__(self, what: str, text: str, candidates: Sequence[str], total: int,
+                 *, execution_id: str | None = None) -> None:
+        self.what = what
+        self.text = text
+        self.candidates = list(candidates)
+        self.total = total
+        self.execution_id = execution_id
+        more = total - len(self.candidates)
+        listed = ", ".join(self.candidates) + (f" and {more} more" if more > 0 else "")
+        where = f" in run {execution_id}" if execution_id else ""
+        super().__init__(f"{what} '{text}' is ambiguous{where}: {total} match ({listed}); "
+                         "give more characters")
+
+
+class ExecutionExists(RunStateError):
     """A new run was given an execution id that already names a run."""
 
     def __init__(self, execution_id: str) -> None:
@@ -167,7 +252,7 @@ class ExecutionExists(TetherError):
         )
 
 
-class ResumeError(TetherError):
+class ResumeError(RunStateError):
     """A run cannot be resumed the way it was asked (for example, without a needed value)."""
 
     def __init__(self, execution_id: str, message: str, *, node_id: str | None = None) -> None:
@@ -202,7 +287,7 @@ class ResumeValueError(ResumeError):
         )
 
 
-class AlreadyResumed(TetherError):
+class AlreadyResumed(RunStateError):
     """The run finished already, or another resumer claimed it first.
 
     When another resumer answered the same pause first, ``answered_by`` (who, if known) and
@@ -218,7 +303,7 @@ class AlreadyResumed(TetherError):
         super().__init__(f"run {execution_id} cannot be resumed: {reason}")
 
 
-class LeaseLost(TetherError):
+class LeaseLost(RunStateError):
     """This attempt lost its lease on the run: another owner took it over (or the lease could
     not be renewed in time). The attempt stopped and wrote nothing more."""
 
@@ -230,7 +315,7 @@ class LeaseLost(TetherError):
                          "and wrote nothing more")
 
 
-class TemplateLimit(TetherError):
+class TemplateLimit(ExecutionError):
     """A template went over its budget of time or output size while being rendered.
 
     ``limit`` says which budget (``"time"`` or ``"size"``) and ``detail`` by how much;
@@ -253,7 +338,7 @@ class TemplateLimit(TetherError):
                              field=field or self.field)
 
 
-class StoreURLError(TetherError, ValueError):
+class StoreURLError(UsageError):
     """A store URL that cannot be used: unknown scheme, bad port or option. ``parameter``
     names the part at fault; the message never holds the password."""
 
@@ -292,3 +377,31 @@ class InterruptSignal(Picklable):
         self.node_id = node_id
         self.agent_path = agent_path
         super().__init__(reason)
+
+
+class InvalidId(UsageError):
+    """An id that a new run (or checkpoint) may not have: ``what`` names the kind of id,
+    ``reason`` says what is wrong (see :func:`tether.runtime.ids.check_execution_id`). Ids
+    are data, never paths: ``/``, ``\\``, ``..``, whitespace, control characters and
+    non-ASCII look-alikes are refused on creation; ids already stored stay readable."""
+
+    def __init__(self, value: str, what: str, reason: str) -> None:
+        self.value = value
+        self.what = what
+        self.reason = reason
+        super().__init__(f"{what} {reason}")
+
+
+class ValueTooLarge(ExecutionError):
+    """A node's output (or a run's result) whose JSON text is larger than
+    ``max_value_bytes``: ``node_id`` names the unit (None: the workflow's output), ``size``
+    and ``limit`` are bytes."""
+
+    def __init__(self, node_id: str | None, size: int, limit: int) -> None:
+        self.node_id = node_id
+        self.size = size
+        self.limit = limit
+        what = f"the output of node '{node_id}'" if node_id else "the workflow's output"
+        super().__init__(f"{what} is {size:,} bytes of JSON, more than max_value_bytes "
+                         f"({limit:,}); return a reference to large data (a path, a URL, a "
+                         "key) instead of the data")

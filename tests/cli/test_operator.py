@@ -154,11 +154,12 @@ def test_fork_branches_a_new_run_and_leaves_the_original(project: Path) -> None:
     """fork: a new execution id linked to the original; the original is unchanged."""
     run_id = json.loads(start(project, "50", "--json").stdout)["execution_id"]
     before = tether(project, "show", run_id, "--json").stdout
-    forked = tether(project, "fork", run_id, "--tasks", "ops_tasks.py", "--json",
-                    "--patch", '{"inputs": {"code": "B"}}')
+    forked = tether(project, "fork", run_id, "--tasks", "ops_tasks.py", "--json", "--patch",
+                    '{"inputs": {"code": "B"}, "nodes": {"prepare": {"status": "pending"}}}')
     assert forked.returncode == 0, forked.stderr
     branch = json.loads(forked.stdout)["execution_id"]
     assert branch != run_id
+    assert json.loads(forked.stdout)["output"]["code"] == "B"
     shown = json.loads(tether(project, "show", branch, "--json").stdout)
     assert shown["parent_execution_id"] == run_id
     assert shown["checkpoints"][0]["step_type"] == "fork_origin"
@@ -194,10 +195,14 @@ def test_clean_errors_for_unknown_runs_and_missing_tasks(project: Path) -> None:
     no_tasks = tether(project, "run", "approve.yaml", "--input", "amount=1")
     assert no_tasks.returncode == 1
     assert "ops.apply, ops.prepare" in no_tasks.stderr and "--tasks" in no_tasks.stderr
-    unknown = tether(project, "resume", "nope")
+    unknown = tether(project, "resume", "nope-nope")
     assert unknown.returncode == 1
-    assert unknown.stderr.strip() == "error: no run with execution id 'nope'"
+    assert unknown.stderr.strip() == "error: no run with execution id 'nope-nope'"
     assert "Traceback" not in unknown.stderr + no_tasks.stderr
+    short = tether(project, "resume", "nope")
+    assert short.returncode == 2
+    assert short.stderr.strip() == ("error: execution id 'nope' is not an exact id, and a "
+                                    "prefix needs at least 8 characters")
 
 
 def test_a_compiled_plan_runs_without_its_source(project: Path) -> None:

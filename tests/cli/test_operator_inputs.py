@@ -165,7 +165,7 @@ def test_bad_resume_values_and_fork_patches_change_nothing(project: Path) -> Non
 def test_fork_patches_that_break_the_state_shape_are_refused_and_write_nothing(
         project: Path) -> None:
     """A patch replacing `nodes`, `inputs` or `counters` with a non-object, a node entry
-    with a bad status, or a node the plan lacks: exit 1 naming the part, no branch made."""
+    with a bad status, or a node the plan lacks: exit 2 (usage) naming the part, no branch."""
     run_id = paused_run(project)
     runs_before = tether(project, "runs", "--json").stdout
     cases = [
@@ -178,7 +178,7 @@ def test_fork_patches_that_break_the_state_shape_are_refused_and_write_nothing(
     ]
     for patch, message in cases:
         result = tether(project, "fork", run_id, "--tasks", "t.py", "--patch", patch)
-        assert result.returncode == 1, (patch, result.stderr)
+        assert result.returncode == 2, (patch, result.stderr)
         assert "Traceback" not in result.stderr and "internal error" not in result.stderr
         assert f"cannot fork run {run_id}" in result.stderr and message in result.stderr, \
             result.stderr

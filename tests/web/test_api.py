@@ -117,9 +117,13 @@ def test_unknown_runs_pauses_and_checkpoints_are_404(auth_server: Server,
     assert auth_server.get(approval_path(eid, "no-such-checkpoint")).status_code == 404
     assert _answer(auth_server, eid, "no-such-checkpoint").status_code == 404
     assert auth_server.get("/api/runs/no-such-run/checkpoints").status_code == 404
-    assert auth_server.post(f"/api{run_url('nope')}/resume").status_code == 404
-    fork = auth_server.post(f"/api{run_url(eid)}/fork", {"checkpoint_id": "nope"})
+    assert auth_server.post(f"/api{run_url('nope-nope')}/resume").status_code == 404
+    fork = auth_server.post(f"/api{run_url(eid)}/fork", {"checkpoint_id": "nope-nope"})
     assert fork.status_code == 404
+    # under 8 characters and no exact id: a usage error, not a lookup
+    assert auth_server.post(f"/api{run_url('nope')}/resume").status_code == 422
+    short = auth_server.post(f"/api{run_url(eid)}/fork", {"checkpoint_id": "nope"})
+    assert short.status_code == 422 and "at least 8 characters" in short.json()["detail"]
 
 
 def test_answering_records_the_resolver_and_comment_and_a_second_answer_is_409(

@@ -3,7 +3,8 @@
 ::
 
     TetherError
-    └── AgentError                 something about models, tools or conversations
+    └── ExecutionError
+        └── AgentError             something about models, tools or conversations
         ├── ModelSpecError         a model reference that cannot be used (``openai:gpt-4.1``)
         ├── ProviderUnavailable    the provider's SDK is not installed (the extra is missing)
         ├── MissingAPIKey          the environment variable holding the key is unset or empty
@@ -18,7 +19,7 @@ Every error builds its message from its fields. No message ever contains an API 
 
 from __future__ import annotations
 
-from tether.errors import TetherError
+from tether.errors import ExecutionError
 
 MASK = "****"
 
@@ -30,7 +31,7 @@ def mask_secret(text: str, secret: str | None) -> str:
     return text.replace(secret, MASK)
 
 
-class AgentError(TetherError):
+class AgentError(ExecutionError):
     """Base class of the errors about models, tools and conversations."""
 
 

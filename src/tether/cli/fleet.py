@@ -48,8 +48,10 @@ def register(group: click.Group) -> None:
 @queue_option
 @click.option("--priority", type=int, default=0, show_default=True,
               help="Higher is claimed first within the queue.")
-@click.option("--id", "execution_id", callback=check_id_option("an execution id"),
-              help="Use this execution id instead of a new one.")
+@click.option("--id", "execution_id",
+              callback=check_id_option("an execution id", new=True),
+              help="Use this execution id (1 to 200 of A-Z a-z 0-9 - _ . : @ + =, not "
+              "starting with '.', no '..') instead of a new one.")
 @db_option
 def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: str,
            priority: int, execution_id: str | None, db: str) -> None:
@@ -179,6 +181,7 @@ def cancel(execution_id: str, db: str) -> None:
     from tether.stores.queueing import CancelOutcome
 
     store = open_store(db)
+    execution_id = store.resolve_execution_id(execution_id)
     outcome = store.request_cancel(execution_id, time.time())
     run_id = printable(execution_id)
     if outcome is None:

@@ -10,8 +10,9 @@ what happened                               exit   shown on stderr
 command succeeded                           0
 command reported problems (``ctx.exit``)    1      (the command's own output)
 :class:`~tether.errors.WorkflowError`       1      the diagnostics, rendered as text
-other :class:`~tether.errors.TetherError`   1      ``error: <message>``
-:class:`~tether.errors.StoreURLError`       2      ``error: <message>``
+:class:`~tether.errors.UsageError` family   2      ``error: <message>`` (bad id, patch, URL)
+every other family of                       1      ``error: <message>`` (not found, run
+:class:`~tether.errors.TetherError`                state, definition, execution, store)
 click usage error (bad option, no path)     2      usage, ``Error: <message>``
 any other exception                         3      ``internal error: <Type>: <message> ...``
 Ctrl-C                                      130
@@ -32,7 +33,7 @@ from collections.abc import Sequence
 import click
 
 from tether.cli.terminal import printable
-from tether.errors import StoreURLError, TetherError, WorkflowError
+from tether.errors import TetherError, UsageError, WorkflowError
 
 # Modules that add commands to the group; each defines ``register(group)``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -42,6 +43,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.serve",
     "tether.cli.schedules",
     "tether.cli.fleet",
+    "tether.cli.lsp",
 )
 
 EXIT_OK = 0
@@ -115,10 +117,15 @@ def handle_error(exc: BaseException) -> int:
         return _report_workflow_error(exc)
     if isinstance(exc, TetherError):
         click.echo(f"error: {printable(exc)}", err=True)
-        return EXIT_USAGE if isinstance(exc, StoreURLError) else EXIT_PROBLEMS
+        return exit_code_of(exc)
     hint = "" if _debug() else " (set TETHER_DEBUG=1 for a traceback)"
     click.echo(f"internal error: {type(exc).__name__}: {printable(exc)}{hint}", err=True)
     return EXIT_INTERNAL
+
+
+def exit_code_of(exc: TetherError) -> int:
+    """The exit code of a library error, by its family: the one place they are chosen."""
+    return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_PROBLEMS
 
 
 def _system_exit_code(exc: SystemExit) -> int:

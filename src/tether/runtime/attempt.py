@@ -23,12 +23,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from tether.errors import LeaseLost, TetherError
+from tether.errors import LeaseLost, RunStateError
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner
 
 
-class StopAtBoundary(TetherError):
+class StopAtBoundary(RunStateError):
     """Raised by an attempt's ``boundary`` hook before a unit starts: stop the attempt there.
 
     ``cancel``: the run was cancelled (``tether cancel``): it ends ``cancelled``; otherwise

@@ -23,6 +23,7 @@ from tether.runtime.bridge import run_sync
 from tether.runtime.context import Resume
 from tether.runtime.driver import Driver
 from tether.runtime.events import Event
+from tether.runtime.fork_patch import check_patch_effect, merge_patch
 from tether.runtime.ids import check_execution_id, new_execution_id
 from tether.runtime.invoke import check_values
 from tether.runtime.journal import SNAPSHOT_EVERY, Journal
@@ -34,6 +35,7 @@ from tether.runtime.results import RunResult
 from tether.runtime.resume import Claimed, Prepared, Resumption
 from tether.runtime.state import RunState
 from tether.runtime.timer_answers import due_approval, fired_answer
+from tether.runtime.values import max_value_bytes as value_cap
 from tether.runtime.values import to_json
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 from tether.stores.base import Checkpointer
@@ -67,6 +69,9 @@ class Runner:
             place: ``tether run``, ``tether resume``): its branch waits in this process and
             fires it when due. True (workers): the unit stays waiting and the run pauses once
             nothing else can run; :func:`tether.runtime.timers.fire_due` fires it when due.
+        max_value_bytes: the most bytes of JSON one node output (and the run's result) may
+            have; a larger one fails its node with ``ValueTooLarge`` naming the node, the size
+            and the limit. Default: ``TETHER_MAX_VALUE_BYTES``, else 16 MB.
     """
 
     def __init__(self, plan_or_path: PlanSource | None = None,
@@ -76,7 +81,7 @@ class Runner:
                  snapshot_every: int = SNAPSHOT_EVERY,
                  on_event: Callable[[Event], None] | None = None,
                  template_budget: TemplateBudget | None = None,
-                 park_timers: bool = False) -> None:
+                 park_timers: bool = False, max_value_bytes: int | None = None) -> None:
         if not 0 < lease_seconds <= MAX_LEASE_SECONDS:
             raise ValueError(f"lease_seconds must be above 0 and at most {MAX_LEASE_SECONDS:g}")
         self.plan = load_plan(plan_or_path) if plan_or_path is not None else None
@@ -90,6 +95,7 @@ class Runner:
         self.on_event = on_event
         self.template_budget = template_budget or DEFAULT_BUDGET
         self.park_timers = park_timers
+        self.max_value_bytes = value_cap(max_value_bytes)
         self.inline_bodies = True
         """A lone sync task body runs in the event loop's thread (no thread hop); a worker
         driving several runs in one loop sets this False."""
@@ -259,8 +265,10 @@ class Runner:
         """Start a new run from a checkpoint of another (default: its newest, markers skipped).
 
         The original run is left untouched. A paused node is run again in the branch (it asks
-        again); failed nodes run again. ``state_patch`` is merged into the state first. The
-        run's end marker is not a checkpoint to fork from (:class:`CheckpointNotFound`).
+        again); failed nodes run again. ``state_patch`` is merged into the state first; a
+        patch that could not change what the branch does is refused, writing nothing
+        (:class:`~tether.errors.IneffectivePatch`, see ``fork_patch.py``). The run's end
+        marker is not a checkpoint to fork from (:class:`CheckpointNotFound`).
         """
         store = self._store()
         run = self._run(store, execution_id)
@@ -270,7 +278,7 @@ class Runner:
         state = RunState.from_snapshot(origin.state_snapshot) if origin is not None \
             else RunState.new(copy.deepcopy(run.inputs or {}))
         if state_patch:
-            _merge(state.data, state_patch)
+            merge_patch(state.data, state_patch)
             problems = RunState(state.data).problems(chosen)
             if problems:
                 raise ForkError(execution_id, problems)
@@ -283,6 +291,9 @@ class Runner:
         if chosen.fingerprint != run.plan_fingerprint:
             check_compatible(execution_id, stored_plan(store, run), chosen, state.data)
         state.reopen(chosen, forget_answers=True)
+        if state_patch:
+            check_patch_effect(chosen, state, state_patch, execution_id=execution_id,
+                               origin=origin.checkpoint_id if origin else None)
         branch = new_execution_id()
         attempt = Attempt(store, branch, self.lease_seconds)
         now = utc_now()
@@ -324,6 +335,7 @@ class Runner:
                         self.max_concurrency, self.on_event, self.template_budget, info,
                         self.inline_bodies)
         driver.session.park_timers = self.park_timers
+        driver.session.max_value_bytes = self.max_value_bytes
         return await driver.drive()
 
     # -- helpers -----------------------------------------------------------------------------
@@ -355,9 +367,3 @@ def utc_now() -> datetime:
     return utc(time.time())
 
 
-def _merge(target: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    for key, value in patch.items():
-        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
-            _merge(target[key], value)
-        else:
-            target[key] = copy.deepcopy(value)

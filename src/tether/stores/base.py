@@ -15,6 +15,8 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from tether.stores import idprefix
+from tether.stores.idprefix import IdMatches
 from tether.stores.queueing import (
     CancelOutcome,
     ClaimedRun,
@@ -489,6 +491,32 @@ class Checkpointer(abc.ABC):
     def rows(self, execution_id: str) -> Sequence[CheckpointRow]:
         """The stored rows of a run (for inspection and tests)."""
         return self._rows(execution_id)
+
+    # -- ids given by a prefix (see idprefix.py) ----------------------------------------------
+    @abc.abstractmethod
+    def execution_ids_with_prefix(self, prefix: str, limit: int) -> IdMatches:
+        """The execution ids starting with ``prefix`` (the first ``limit`` in id order, and
+        their number), by a range on the primary key."""
+
+    @abc.abstractmethod
+    def checkpoint_ids_matching(self, execution_id: str, text: str,
+                                limit: int) -> IdMatches:
+        """The checkpoint ids of a run that start or end with ``text`` (the first ``limit``
+        in id order, and their number)."""
+
+    def has_checkpoint(self, execution_id: str, checkpoint_id: str) -> bool:
+        """Whether the run has a checkpoint with exactly this id (no snapshot is read)."""
+        return self._row(execution_id, checkpoint_id) is not None
+
+    def resolve_execution_id(self, text: str) -> str:
+        """The execution id ``text`` gives in full or by a unique prefix of 8 or more
+        characters (:func:`tether.stores.idprefix.resolve_execution_id`)."""
+        return idprefix.resolve_execution_id(self, text)
+
+    def resolve_checkpoint_id(self, execution_id: str, text: str) -> str:
+        """The checkpoint id of the run that ``text`` gives in full or by a unique prefix or
+        suffix (:func:`tether.stores.idprefix.resolve_checkpoint_id`)."""
+        return idprefix.resolve_checkpoint_id(self, execution_id, text)
 
     # -- paging (tether show) ----------------------------------------------------------------
     def page(self, execution_id: str, after: str | None = None,

@@ -16,6 +16,7 @@ from typing import Any
 
 from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
+from tether.stores.idprefix import IdMatches, select_matches
 from tether.stores.owners import describe_owner, lease_free, new_owner
 from tether.stores.queueing import (
     Budget,
@@ -347,6 +348,16 @@ class InMemoryCheckpointer(Checkpointer):
         with self._lock:
             return _page(self._rows_of(execution_id), self._ids.get(execution_id, []), after,
                          limit)
+
+    def execution_ids_with_prefix(self, prefix: str, limit: int) -> IdMatches:
+        with self._lock:
+            return select_matches(list(self._runs), prefix, limit)
+
+    def checkpoint_ids_matching(self, execution_id: str, text: str,
+                                limit: int) -> IdMatches:
+        with self._lock:
+            return select_matches(list(self._ids.get(execution_id, ())), text, limit,
+                                  suffix=True)
 
     def _row(self, execution_id: str, checkpoint_id: str) -> CheckpointRow | None:
         with self._lock:

@@ -45,7 +45,8 @@ from tether.stores.records import (
 )
 from tether.stores.retry import transient
 from tether.stores.schema import checkpoints, decisions, idempotency_cache, pending_interrupts, runs
-from tether.stores.sql_leases import SQLLeases, acquire_statement
+from tether.stores.sql_ids import SQLIds
+from tether.stores.sql_leases import acquire_statement
 from tether.stores.statements import Statements, from_json, to_json
 
 _ROW_FIELDS = [c.name for c in checkpoints.columns]
@@ -78,7 +79,7 @@ def row_written(store: SQLRows, row: CheckpointRow, *_: Any) -> bool:
     return store._row(row.execution_id, row.checkpoint_id) is not None
 
 
-class SQLRows(SQLLeases):
+class SQLRows(SQLIds):
     """Checkpoints, pending interrupts, decisions and the idempotency cache, each a table."""
 
     # the plumbing and run status of SQLCheckpointer (sql.py)

@@ -27,12 +27,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from tether.agents.conversation import StopReason, Usage
-from tether.errors import TetherError
+from tether.errors import DefinitionError
 
 WireProtocol = Literal["openai", "anthropic"]
 
 
-class ScriptError(TetherError):
+class ScriptError(DefinitionError):
     """A script (file or data) that is not a list of valid steps."""
 
 

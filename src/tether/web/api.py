@@ -24,6 +24,8 @@ from tether.web.app import web_of
 from tether.web.auth import CSRF_HEADER, Forbidden, Identity, Unauthenticated
 from tether.web.console import AlreadyAnswered, Invalid, Recorded, Step, timeline
 from tether.web.forms import Decision as Button
+from tether.web.forms import Form
+from tether.web.tool_form import ToolForm
 from tether.web.urls import approval_url, run_url
 
 router = APIRouter(prefix="/api")
@@ -52,6 +54,8 @@ class PendingOut(BaseModel):
     workflow: str | None = None
     node_id: str
     agent_path: str
+    address: str = Field(description="where the run waits (an agent's tool call: "
+                         "agent:<node>/tool:<name>); what --node and the console show")
     reason: str
     context: Any
     waiting_since: datetime
@@ -63,7 +67,8 @@ class PendingOut(BaseModel):
         page = approval_url(p.execution_id, p.checkpoint_id)
         return cls(execution_id=p.execution_id, checkpoint_id=p.checkpoint_id,
                    workflow=workflow, node_id=p.node_id, agent_path=p.agent_path,
-                   reason=p.reason, context=p.context, waiting_since=p.created_at, url=page,
+                   address=p.address, reason=p.reason, context=p.context,
+                   waiting_since=p.created_at, url=page,
                    api="/api" + page)
 
 
@@ -144,6 +149,16 @@ class FieldOut(BaseModel):
     enum: list[Any] | None = None
 
 
+class ToolCallOut(BaseModel):
+    """An agent's tool call waiting for approval (``approve_tools``)."""
+
+    tool: str
+    arguments: Any = Field(description="the arguments the model gave")
+    parameters: Any = Field(description="the tool's JSON Schema, which edited arguments "
+                            "must match (None for pauses made before tether recorded it)")
+    reasoning: str | None = Field(description="the text the model wrote with the call")
+
+
 class ApprovalOut(BaseModel):
     execution_id: str
     checkpoint_id: str
@@ -153,6 +168,11 @@ class ApprovalOut(BaseModel):
     decision: DecisionOut | None
     form: list[FieldOut] | None = Field(description="the declared form (None: any answer)")
     buttons: bool = Field(description="whether decision approve/reject sets 'approved'")
+    tool_call: ToolCallOut | None = Field(
+        default=None, description="an agent's tool approval: answer with values "
+        "{approved: true}, {arguments: {...}} (approved with edited arguments) or "
+        "{approved: false, message: '...'} (denied; the message is the call's result), or "
+        "with decision approve (values.arguments: edited) / reject (values.message)")
 
 
 class AnswerIn(BaseModel):
@@ -259,15 +279,19 @@ def runs(request: Request, status: str | None = None, workflow: str | None = Non
     return RunList(items=[RunOut.of(r) for r in page.items], next=page.next)
 
 
-@router.get("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.get("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
             response_model=ApprovalOut, responses=_ERRORS)
 def approval(request: Request, execution_id: str, checkpoint_id: str,
              who: Identity = Reader) -> ApprovalOut:
     """One pause: its frozen context and form, or the decision that answered it."""
     view = web_of(request).console.approval(execution_id, checkpoint_id)
-    specs = view.form.specs
+    form = view.form
+    specs = form.specs if isinstance(form, Form) else None
+    tool = ToolCallOut(tool=form.tool, arguments=form.arguments, parameters=form.parameters,
+                       reasoning=form.reasoning) if isinstance(form, ToolForm) else None
     return ApprovalOut(
-        execution_id=execution_id, checkpoint_id=checkpoint_id, workflow=view.run.workflow,
+        execution_id=view.run.execution_id, checkpoint_id=view.checkpoint_id,
+        workflow=view.run.workflow, tool_call=tool,
         state="pending" if view.pending else "answered",
         pending=PendingOut.of(view.pending, view.run.workflow) if view.pending else None,
         decision=DecisionOut.of(view.decision) if view.decision else None,
@@ -275,25 +299,26 @@ def approval(request: Request, execution_id: str, checkpoint_id: str,
             name=s.name, type=s.type, required=s.required, default=s.default,
             description=s.description, enum=list(s.enum) if s.enum is not None else None)
             for s in specs],
-        buttons=view.form.decided_by_buttons)
+        buttons=form.decided_by_buttons)
 
 
-@router.get("/runs/{execution_id:path}/checkpoints", response_model=CheckpointList,
+@router.get("/runs/{execution_id:id}/checkpoints", response_model=CheckpointList,
             responses=_ERRORS)
 def checkpoints(request: Request, execution_id: str, after: str | None = None,
                 limit: int = Query(100, ge=1, le=1000),
                 who: Identity = Reader) -> CheckpointList:
     """The run's checkpoint timeline, oldest first, a page at a time."""
     console = web_of(request).console
-    console.get_run(execution_id)
-    steps, nxt = timeline(console.store, execution_id, after or None, limit,
+    execution_id = console.get_run(execution_id).execution_id
+    after = console.checkpoint_id(execution_id, after) if after else None
+    steps, nxt = timeline(console.store, execution_id, after, limit,
                           console.store.decisions(execution_id))
     return CheckpointList(items=[CheckpointOut.of(r.step, r.decision) for r in steps],
                           next=nxt)
 
 
 # -- actions ------------------------------------------------------------------------------------
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}/link",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}/link",
              response_model=LinkOut, responses=_ERRORS)
 def link(request: Request, execution_id: str, checkpoint_id: str, body: LinkIn,
          who: Identity = Writer) -> LinkOut:
@@ -302,7 +327,7 @@ def link(request: Request, execution_id: str, checkpoint_id: str, body: LinkIn,
     return LinkOut(url=minted.url, expires_at=minted.expires_at)
 
 
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
              response_model=AnswerOut, responses=_ERRORS)
 def answer(request: Request, execution_id: str, checkpoint_id: str, body: AnswerIn,
            who: Identity = Writer) -> AnswerOut | JSONResponse:
@@ -326,15 +351,16 @@ def answer(request: Request, execution_id: str, checkpoint_id: str, body: Answer
                 errors=listed).model_dump(mode="json", exclude_none=True))
 
 
-@router.post("/runs/{execution_id:path}/resume", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/resume", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def resume(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Hand a failed run to the worker to resume."""
+    execution_id = web_of(request).console.get_run(execution_id).execution_id
     web_of(request).console.resume(execution_id)
     return Accepted(execution_id=execution_id, detail="the worker resumes the run")
 
 
-@router.post("/runs/{execution_id:path}/fork", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/fork", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def fork(request: Request, execution_id: str, body: ForkIn,
          who: Identity = Writer) -> Accepted:
@@ -343,17 +369,18 @@ def fork(request: Request, execution_id: str, body: ForkIn,
     return Accepted(execution_id=branch, detail="the worker runs the branch")
 
 
-@router.post("/runs/{execution_id:path}/cancel", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/cancel", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def cancel(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Ask for the run to stop at its next node boundary."""
+    execution_id = web_of(request).console.get_run(execution_id).execution_id
     outcome = web_of(request).console.cancel(execution_id, who)
     return Accepted(execution_id=execution_id, detail=(
         "cancelled" if outcome == CancelOutcome.CANCELLED else
         "cancellation requested: the worker holding it stops it at its next node boundary"))
 
 
-@router.get("/runs/{execution_id:path}", response_model=RunDetail, responses=_ERRORS)
+@router.get("/runs/{execution_id:id}", response_model=RunDetail, responses=_ERRORS)
 def run(request: Request, execution_id: str, who: Identity = Reader) -> RunDetail:
     """A run: status, inputs, output, error, node statuses, pending pauses, decisions."""
     view = web_of(request).console.run_view(execution_id)

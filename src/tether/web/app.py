@@ -21,18 +21,25 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from tether.errors import TetherError
+from tether.errors import (
+    DefinitionError,
+    NotFoundError,
+    RunStateError,
+    StoreUnavailable,
+    TetherError,
+    UsageError,
+)
 from tether.stores.base import Checkpointer
 from tether.web import present
 from tether.web.auth import CSRF_COOKIE, Forbidden, Guard, Identity, Unauthenticated
 from tether.web.config import ServeConfig, is_loopback
-from tether.web.console import BadRequest, Conflict, Console, NotFound
+from tether.web.console import Console
 from tether.web.fleet import Fleet, FleetUnavailable, NoFleet
 from tether.web.graph import graph_svg
 from tether.web.links import LinkError, Links
 from tether.web.notify import Notifier
 from tether.web.security import SecurityHeaders, loopback_hosts
-from tether.web.urls import approval_url, quote_id, run_url
+from tether.web.urls import RawPathRouting, approval_url, quote_id, run_url
 
 log = logging.getLogger("tether.web")
 
@@ -92,14 +99,39 @@ def _error(request: Request, status: int, message: str, **extra: Any) -> Respons
                     status=status)
 
 
+# The HTTP status of each family of errors (tether.errors), most specific first: the one
+# place the console turns an exception into a status. The console's own NotFound, Conflict
+# and BadRequest are members of the families, not entries here.
+STATUS_OF: tuple[tuple[type[TetherError], int], ...] = (
+    (FleetUnavailable, 503),
+    (StoreUnavailable, 503),
+    (NotFoundError, 404),
+    (RunStateError, 409),
+    (UsageError, 422),
+    (DefinitionError, 422),
+    (TetherError, 500),
+)
+
+
+def status_of(exc: TetherError) -> int:
+    """The HTTP status of ``exc``, by its family (see :data:`STATUS_OF`)."""
+    return next(status for family, status in STATUS_OF if isinstance(exc, family))
+
+
 def _handlers() -> dict[Any, Callable[..., Any]]:
-    def handle(status: int) -> Callable[[Request, Exception], Response]:
+    def tether_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, TetherError)
+        status = status_of(exc)
+        if status >= 500:
+            log.warning("%s %s: %s", request.method, request.url.path, exc)
+        field = getattr(exc, "field", None)
+        extra: dict[str, Any] = {"field": field, "errors": [
+            {"field": field, "message": str(exc)}]} if isinstance(field, str) else {}
+        return _error(request, status, str(exc), **extra)
+
+    def denied(status: int) -> Callable[[Request, Exception], Response]:
         def handler(request: Request, exc: Exception) -> Response:
-            extra: dict[str, Any] = {"field": exc.field} if isinstance(exc, BadRequest) \
-                else {}
-            if isinstance(exc, BadRequest):
-                extra["errors"] = [{"field": exc.field, "message": str(exc)}]
-            return _error(request, status, str(exc), **extra)
+            return _error(request, status, str(exc))
         return handler
 
     def link_error(request: Request, exc: Exception) -> Response:
@@ -112,14 +144,8 @@ def _handlers() -> dict[Any, Callable[..., Any]]:
                    "message": str(e.get("msg", ""))} for e in exc.errors()]
         return _error(request, 422, "the request does not match the API", errors=errors)
 
-    def store_error(request: Request, exc: Exception) -> Response:
-        log.warning("%s %s: %s", request.method, request.url.path, exc)
-        return _error(request, 503 if "unreachable" in str(exc) else 500, str(exc))
-
-    return {NotFound: handle(404), Conflict: handle(409), BadRequest: handle(422),
-            FleetUnavailable: handle(503), Forbidden: handle(403),
-            Unauthenticated: handle(401), LinkError: link_error,
-            RequestValidationError: invalid, TetherError: store_error}
+    return {Forbidden: denied(403), Unauthenticated: denied(401), LinkError: link_error,
+            RequestValidationError: invalid, TetherError: tether_error}
 
 
 def create_app(config: ServeConfig, store: Checkpointer | None = None,
@@ -168,4 +194,5 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
               name="static")
     hosts = loopback_hosts(config.host, config.port) if is_loopback(config.host) else None
     app.add_middleware(SecurityHeaders, hosts=hosts)
+    app.add_middleware(RawPathRouting)  # routes match the path as sent (web/urls.py)
     return app

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from tether.errors import TetherError
+from tether.errors import UsageError
 
 TOKENS_ENV = "TETHER_TOKENS"
 SECRET_ENV = "TETHER_CONSOLE_SECRET"
@@ -30,7 +30,7 @@ DEFAULT_LINK_MAX_AGE = 7 * 86400.0
 SESSION_MAX_AGE = 12 * 3600
 
 
-class ConfigError(TetherError):
+class ConfigError(UsageError):
     """A ``tether serve`` setting that cannot be used (a usage error: exit 2)."""
 
 

@@ -19,9 +19,22 @@ from datetime import datetime
 from typing import Any
 
 from tether.compiler.plan import Plan
-from tether.errors import CheckpointNotFound, ForkError, InputError, TetherError
+from tether.errors import (
+    CheckpointNotFound,
+    ForkError,
+    InputError,
+    NotFoundError,
+    ResumeError,
+    RunStateError,
+    TetherError,
+    UsageError,
+)
+from tether.runtime.agent.answers import is_tool_approval
+from tether.runtime.fork_patch import refuse_ineffective_fork
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
+from tether.runtime.timer_answers import refuse_after_timeout
+from tether.runtime.timer_rules import refuse_human_answer
 from tether.status import RUN_END, RunStatus
 from tether.stores.base import Checkpointer
 from tether.stores.queueing import CancelOutcome
@@ -39,6 +52,7 @@ from tether.web.fleet import Fleet
 from tether.web.forms import Decision as Button
 from tether.web.forms import Form
 from tether.web.links import Links, MintedLink
+from tether.web.tool_form import ToolForm, reasoning_of
 
 log = logging.getLogger("tether.web.console")
 
@@ -47,15 +61,15 @@ MAX_ANSWER_BYTES = 64 * 1024
 TIMELINE_PAGE = 100
 
 
-class NotFound(TetherError):
+class NotFound(NotFoundError):
     """No such run, approval or checkpoint (HTTP 404)."""
 
 
-class Conflict(TetherError):
+class Conflict(RunStateError):
     """The run is not in a state that allows the action (HTTP 409)."""
 
 
-class BadRequest(TetherError):
+class BadRequest(UsageError):
     """A request value that cannot be used (HTTP 422), naming its field."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -98,8 +112,11 @@ class ApprovalView:
     checkpoint_id: str
     pending: PendingInterrupt | None
     decision: Decision | None
-    form: Form
+    form: Form | ToolForm
     is_approval: bool
+    timed_out: str | None = None
+    """Why no answer is taken any more: the approval's deadline passed (see docs/runtime.md,
+    Approval deadlines hold)."""
 
 
 @dataclass(frozen=True)
@@ -238,10 +255,16 @@ class Console:
         return Page(found[:limit], nxt)
 
     def get_run(self, execution_id: str) -> RunRecord:
-        run = self.store.get_run(execution_id) if "\x00" not in execution_id else None
-        if run is None:
+        """The run an execution id, or a unique prefix of 8 or more characters, names."""
+        run = self.store.get_run(self.store.resolve_execution_id(execution_id))
+        if run is None:  # pruned since the lookup
             raise NotFound(f"no run {execution_id!r}")
         return run
+
+    def checkpoint_id(self, execution_id: str, text: str) -> str:
+        """The checkpoint id of the run that ``text`` gives in full or by a unique prefix or
+        suffix."""
+        return self.store.resolve_checkpoint_id(execution_id, text)
 
     def plan_of(self, run: RunRecord) -> Plan | None:
         try:
@@ -251,6 +274,12 @@ class Console:
 
     def approval(self, execution_id: str, checkpoint_id: str) -> ApprovalView:
         run = self.get_run(execution_id)
+        execution_id = run.execution_id
+        try:
+            checkpoint_id = self.checkpoint_id(execution_id, checkpoint_id)
+        except CheckpointNotFound:
+            raise NotFound(f"run {execution_id!r} has no pause at checkpoint "
+                           f"{checkpoint_id!r}") from None
         pending = next((p for p in self.store.list_pending(execution_id)
                         if p.checkpoint_id == checkpoint_id), None)
         decision = None if pending is not None else next(
@@ -261,12 +290,37 @@ class Console:
         plan = self.plan_of(run)
         node = approval_node(plan, pending) if plan is not None and pending is not None \
             else None
-        return ApprovalView(run, checkpoint_id, pending, decision,
-                            Form(node.approval.form if node is not None else None),
-                            node is not None)
+        form: Form | ToolForm = Form(node.approval.form if node is not None else None)
+        if pending is not None and is_tool_approval(pending):
+            form = self._tool_form(pending)
+        return ApprovalView(run, checkpoint_id, pending, decision, form, node is not None,
+                            self._deadline_passed(run, plan, pending, decision))
+
+    def _tool_form(self, pending: PendingInterrupt) -> ToolForm:
+        """The form of a tool approval, with the model's text beside the call."""
+        paused = self.store.get(pending.execution_id, pending.checkpoint_id)
+        reasoning = reasoning_of(paused.state_snapshot, str(pending.context["call_id"])) \
+            if paused is not None else None
+        return ToolForm(pending, reasoning)
+
+    @staticmethod
+    def _deadline_passed(run: RunRecord, plan: Plan | None, pending: PendingInterrupt | None,
+                         decision: Decision | None) -> str | None:
+        """The refusal an answer gets after the approval's deadline, or None (the timeout
+        wins: answered by it, or still waiting for a worker to apply it)."""
+        try:
+            if decision is not None:
+                refuse_after_timeout(decision)
+            if plan is not None and pending is not None:
+                refuse_human_answer(run.execution_id, plan, pending)
+        except ResumeError as exc:
+            return str(exc)
+        return None
 
     def run_view(self, execution_id: str, after: str | None = None) -> RunView:
         run = self.get_run(execution_id)
+        execution_id = run.execution_id
+        after = self.checkpoint_id(execution_id, after) if after else None
         plan = self.plan_of(run)
         last = self.store.latest_forkable(execution_id)
         nodes = (last.state_snapshot.get("nodes") or {}) if last is not None else {}
@@ -289,6 +343,8 @@ class Console:
         """Validate and record an answer; exactly one of any number of concurrent callers
         gets :class:`Recorded` (the store's claim), the others :class:`AlreadyAnswered`."""
         view = self.approval(execution_id, checkpoint_id)
+        execution_id, checkpoint_id = view.run.execution_id, view.checkpoint_id
+        self._refuse_after_deadline(view)
         if view.pending is None:
             return self._answered(view.decision)
         comment = (comment or "").strip() or None
@@ -309,6 +365,12 @@ class Console:
         self.fleet.answered(execution_id)
         return Recorded(decision, self.fleet.can_run)
 
+    @staticmethod
+    def _refuse_after_deadline(view: ApprovalView) -> None:
+        """Conflict for an approval whose deadline passed (docs/decisions.md)."""
+        if view.timed_out is not None:
+            raise Conflict(view.timed_out)
+
     def _decision(self, execution_id: str, checkpoint_id: str) -> Decision | None:
         return next((d for d in self.store.decisions(execution_id)
                      if d.checkpoint_id == checkpoint_id), None)
@@ -322,6 +384,7 @@ class Console:
     def mint_link(self, execution_id: str, checkpoint_id: str,
                   recipient: str | None) -> MintedLink:
         view = self.approval(execution_id, checkpoint_id)
+        self._refuse_after_deadline(view)
         if view.pending is None:
             raise Conflict("this pause was already answered; a link to it would do nothing")
         recipient = (recipient or "").strip() or None
@@ -331,6 +394,7 @@ class Console:
 
     def resume(self, execution_id: str) -> None:
         run = self.get_run(execution_id)
+        execution_id = run.execution_id
         if run.status != RunStatus.FAILED:
             raise Conflict(f"run {execution_id!r} is {run.status}: only a failed run is "
                            "resumed from the console (a paused one is answered)")
@@ -338,18 +402,23 @@ class Console:
 
     def fork(self, execution_id: str, checkpoint_id: str | None,
              patch: Any) -> str | None:
-        self.get_run(execution_id)
+        run = self.get_run(execution_id)
+        execution_id = run.execution_id
         if patch is not None and not isinstance(patch, dict):
             raise BadRequest("patch", "a state patch is a JSON object (for example "
                              '{"inputs": {"amount": 50}})')
         if checkpoint_id:
+            checkpoint_id = self.checkpoint_id(execution_id, checkpoint_id)
             found = self.store.get(execution_id, checkpoint_id)
             if found is None:
                 raise NotFound(f"run {execution_id!r} has no checkpoint {checkpoint_id!r}")
             if found.node_id == RUN_END:
                 raise BadRequest("checkpoint_id", "that is the run's end marker, not a "
                                  "point to fork from")
+        plan = self.plan_of(run)
         try:
+            if patch and plan is not None:  # refused here, before a worker is asked
+                refuse_ineffective_fork(self.store, run, plan, checkpoint_id or None, patch)
             return self.fleet.fork(execution_id, checkpoint_id or None, patch)
         except (ForkError, InputError) as exc:
             raise BadRequest("patch", str(exc)) from None
@@ -360,6 +429,7 @@ class Console:
         """Cancel a run (the workers' cancel request): one nothing executes ends
         ``cancelled`` at once; one a worker holds stops at its next node boundary."""
         run = self.get_run(execution_id)
+        execution_id = run.execution_id
         if run.status in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED):
             raise Conflict(f"run {execution_id!r} already ended ({run.status})")
         outcome = self.store.request_cancel(execution_id, time.time())

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.errors import AlreadyResumed, ResumeError, TetherError
+from tether.errors import AlreadyResumed, ResumeError, RunStateError, TetherError
 from tether.runtime.events import Event
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer
@@ -45,7 +45,7 @@ FORK_ID_WAIT = 30.0
 CONCURRENT_JOBS = 4
 
 
-class FleetUnavailable(TetherError):
+class FleetUnavailable(RunStateError):
     """Nothing in this console can do that (HTTP 503): no worker runs here."""
 
 

@@ -34,6 +34,7 @@ class Decision(StrEnum):
     APPROVE = "approve"
     REJECT = "reject"
     SUBMIT = "submit"
+    EDIT = "edit"  # a tool approval: approve with edited arguments (tool_form.py)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class Form:
     """An approval's form (None: the approval declares none, any answer goes)."""
 
     specs: tuple[PlanInput, ...] | None
+
+    is_tool = False  # an agent's tool approval has its own form (tool_form.py)
 
     @property
     def decided_by_buttons(self) -> bool:

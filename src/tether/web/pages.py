@@ -21,7 +21,7 @@ from tether.status import RunStatus
 from tether.web.app import Web, web_of
 from tether.web.auth import CSRF_FIELD, SESSION_COOKIE, Forbidden, Identity, Unauthenticated
 from tether.web.config import SESSION_MAX_AGE, AuthMode, Role
-from tether.web.console import AlreadyAnswered, ApprovalView, Invalid, Recorded
+from tether.web.console import AlreadyAnswered, ApprovalView, BadRequest, Invalid, Recorded
 from tether.web.forms import Decision as Button
 from tether.web.links import Link
 from tether.web.urls import approval_url, quote_id, run_url
@@ -101,20 +101,26 @@ def runs(request: Request, status: str | None = None, workflow: str | None = Non
 def _approval_page(web: Web, request: Request, view: ApprovalView, who: Identity | None, *,
                    action: str, errors: dict[str, list[str]] | None = None,
                    values: dict[str, Any] | None = None, comment: str = "",
-                   status: int = 200, link: Link | None = None) -> Response:
+                   status: int = 200, link: Link | None = None,
+                   confirm_decline: bool = False) -> Response:
     return web.page(request, "approval.html", {
         "view": view, "action": action, "errors": errors or {}, "values": values or {},
-        "comment": comment, "link": link, "minted": None}, status=status, who=who)
+        "comment": comment, "link": link, "minted": None,
+        "confirm_decline": confirm_decline}, status=status, who=who)
 
 
-@router.get("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.get("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
             response_class=HTMLResponse)
-def approval(request: Request, execution_id: str, checkpoint_id: str) -> Response:
+def approval(request: Request, execution_id: str, checkpoint_id: str,
+             decline: str | None = None) -> Response:
+    """An approval's page; ``?decline=1`` asks to confirm cancelling the run (the way to
+    decline a form that has no field for it)."""
     who = identify(request)
     web = web_of(request)
     view = web.console.approval(execution_id, checkpoint_id)
     return _approval_page(web, request, view, who,
-                          action=approval_url(execution_id, checkpoint_id))
+                          action=approval_url(execution_id, checkpoint_id),
+                          confirm_decline=bool(decline))
 
 
 async def _act(request: Request, execution_id: str, checkpoint_id: str, who: Identity,
@@ -142,7 +148,7 @@ async def _act(request: Request, execution_id: str, checkpoint_id: str, who: Ide
                                   values=shown, comment=comment, status=422, link=link)
 
 
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
              response_class=HTMLResponse)
 async def answer(request: Request, execution_id: str, checkpoint_id: str) -> Response:
     who = actor(request)
@@ -150,7 +156,7 @@ async def answer(request: Request, execution_id: str, checkpoint_id: str) -> Res
                       approval_url(execution_id, checkpoint_id))
 
 
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}/link",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}/link",
              response_class=HTMLResponse)
 async def mint_link(request: Request, execution_id: str, checkpoint_id: str) -> Response:
     who = actor(request)
@@ -161,7 +167,8 @@ async def mint_link(request: Request, execution_id: str, checkpoint_id: str) -> 
     view = await run_in_threadpool(web.console.approval, execution_id, checkpoint_id)
     return web.page(request, "approval.html", {
         "view": view, "action": approval_url(execution_id, checkpoint_id), "errors": {},
-        "values": {}, "comment": "", "link": None, "minted": minted}, who=who)
+        "values": {}, "comment": "", "link": None, "minted": minted,
+        "confirm_decline": False}, who=who)
 
 
 # -- signed links -------------------------------------------------------------------------------
@@ -184,7 +191,7 @@ async def link_answer(request: Request, token: str) -> Response:
 
 
 # -- a run --------------------------------------------------------------------------------------
-@router.get("/runs/{execution_id:path}/live", response_class=HTMLResponse)
+@router.get("/runs/{execution_id:id}/live", response_class=HTMLResponse)
 def live(request: Request, execution_id: str, after: str | None = None) -> Response:
     """The live part of the run page; 304 when it has not changed (ETag)."""
     identify(request)
@@ -197,7 +204,7 @@ def live(request: Request, execution_id: str, after: str | None = None) -> Respo
     return HTMLResponse(html, headers={"ETag": tag})
 
 
-@router.post("/runs/{execution_id:path}/resume")
+@router.post("/runs/{execution_id:id}/resume")
 async def resume(request: Request, execution_id: str) -> Response:
     actor(request)
     await checked_form(request)
@@ -205,7 +212,7 @@ async def resume(request: Request, execution_id: str) -> Response:
     return RedirectResponse(f"{run_url(execution_id)}?done=resumed", status_code=303)
 
 
-@router.post("/runs/{execution_id:path}/cancel")
+@router.post("/runs/{execution_id:id}/cancel")
 async def cancel(request: Request, execution_id: str) -> Response:
     who = actor(request)
     await checked_form(request)
@@ -213,7 +220,7 @@ async def cancel(request: Request, execution_id: str) -> Response:
     return RedirectResponse(f"{run_url(execution_id)}?done=cancelled", status_code=303)
 
 
-@router.post("/runs/{execution_id:path}/fork")
+@router.post("/runs/{execution_id:id}/fork")
 async def fork(request: Request, execution_id: str) -> Response:
     actor(request)
     form = await checked_form(request)
@@ -227,13 +234,20 @@ async def fork(request: Request, execution_id: str) -> Response:
             "view": view, "done": None, "fork_checkpoint": _text(form, "checkpoint_id"),
             "fork_patch": patch_text, "fork_error": f"the patch is not JSON: {exc}"},
             status=422, who=identify(request))
-    branch = await run_in_threadpool(web.console.fork, execution_id,
-                                     _text(form, "checkpoint_id"), patch)
+    try:
+        branch = await run_in_threadpool(web.console.fork, execution_id,
+                                         _text(form, "checkpoint_id"), patch)
+    except BadRequest as exc:  # shown on the fork form, which keeps what was typed
+        view = await run_in_threadpool(web.console.run_view, execution_id)
+        return web.page(request, "run.html", {
+            "view": view, "done": None, "fork_checkpoint": _text(form, "checkpoint_id"),
+            "fork_patch": patch_text, "fork_error": str(exc)}, status=422,
+            who=identify(request))
     target = run_url(branch) if branch else f"{run_url(execution_id)}"
     return RedirectResponse(target, status_code=303)
 
 
-@router.get("/runs/{execution_id:path}", response_class=HTMLResponse)
+@router.get("/runs/{execution_id:id}", response_class=HTMLResponse)
 def run_page(request: Request, execution_id: str, after: str | None = None,
              done: str | None = None, fork: str | None = None) -> Response:
     who = identify(request)
