@@ -83,6 +83,7 @@ def _samples() -> dict[str, Any]:
         StopAtBoundary("run-1", cancel=True),
         UnitSkipped("approval 'review' timed out"),
         errors.TimerNotDue("run-1", "not due", due_at=5.0, node_id="nap"),
+        errors.NotContinued("run-1", "default", ["pay"], "review"),
         TimestampError("'soon' is not a timestamp"),
         errors.DefinitionError("unusable"),
         errors.UsageError("bad argument"),

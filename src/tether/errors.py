@@ -23,7 +23,8 @@
     │   ├── ExecutionExists    a new run was given an execution id that is already used
     │   ├── ResumeError        (alias ChainResumeError) a run cannot be resumed this way
     │   │   ├── TimerNotDue    it waits only for timers that are not due yet
-    │   │   └── ResumeValueError  the resume values do not match the approval's form
+    │   │   ├── ResumeValueError  the resume values do not match the approval's form
+    │   │   └── NotContinued   nothing live can continue the run (`tether resume` exits 5)
     │   ├── AlreadyResumed     the run finished, or another resumer holds it
     │   └── LeaseLost          this attempt no longer owns the run (another took it over)
     ├── ExecutionError         a run's own values or templates went wrong while running
@@ -405,3 +406,31 @@ class ValueTooLarge(ExecutionError):
         super().__init__(f"{what} is {size:,} bytes of JSON, more than max_value_bytes "
                          f"({limit:,}); return a reference to large data (a path, a URL, a "
                          "key) instead of the data")
+
+
+class NotContinued(ResumeError):
+    """Neither this process (it lacks the run's tasks) nor a live worker of the run's queue
+    can continue the run. Any answer given was recorded and the run is on its queue, so
+    either of :attr:`commands` (with the task modules for ``MODULE``) finishes the job.
+    ``tether resume`` exits 5 with this error."""
+
+    def __init__(self, execution_id: str, queue: str, missing: Sequence[str],
+                 answered: str | None = None) -> None:
+        import shlex
+
+        self.queue = queue
+        self.missing = tuple(missing)
+        self.answered = answered
+        run, where = shlex.quote(execution_id), shlex.quote(queue)
+        self.commands = (f"tether resume {run} --tasks MODULE",
+                         f"tether worker --queue {where} --tasks MODULE")
+        lacks = f"lacks its tasks ({', '.join(self.missing)})" if self.missing else \
+            "was asked to leave it to the workers"
+        self.advice = (f"run `{self.commands[0]}` or `{self.commands[1]}`, MODULE being the "
+                       "module(s) defining its tasks (or [tool.tether] tasks in pyproject.toml)")
+        done = f"the answer to '{answered}' is recorded and " if answered else ""
+        ResumeError.__init__(
+            self, execution_id,
+            f"not continued: this process {lacks} and no live worker serves queue "
+            f"'{queue}'; {done}the run waits on that queue: {self.advice}")
+        self.task = self.missing[0] if self.missing else None

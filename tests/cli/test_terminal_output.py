@@ -134,7 +134,8 @@ def test_hostile_ids_outputs_and_errors_print_literally_through_every_command(
     assert f"failed run {RUN_ID} at node 'b': RuntimeError: {printable(HOSTILE)}" \
         in failed.stdout
     hint = next(line for line in failed.stderr.splitlines() if "fix the cause" in line)
-    assert hint_arguments(hint, "fix the cause, then: ") == ["tether", "resume", RUN_ID]
+    assert hint_arguments(hint, "fix the cause, then: ") == [
+        "tether", "resume", RUN_ID, "--tasks", "hostile_tasks.py"]
 
     runs = tether(project, "runs")
     assert_inert(runs)

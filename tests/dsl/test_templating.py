@@ -96,7 +96,39 @@ def test_a_template_that_would_allocate_without_bound_is_refused(text: str) -> N
 ])
 def test_ordinary_templates_render_as_before_native_values_included(text: str,
                                                                     expected: object) -> None:
-    assert evaluate(text, NAMES) == expected
+    """Values, not time, are under test: the budget's deadline is one no render here comes
+    near at any load (the default 1 s was passed at load 15 by the `sum` case)."""
+    assert evaluate(text, NAMES, SIZE_ONLY) == expected
+
+
+class _StepClock:
+    """A monotonic clock that advances a fixed step each time it is read: the deadline is
+    met after a known number of readings, however fast or slow the machine runs."""
+
+    def __init__(self, step: float) -> None:
+        self.now = 1000.0
+        self.step = step
+        self.readings = 0
+
+    def monotonic(self) -> float:
+        self.readings += 1
+        self.now += self.step
+        return self.now
+
+
+def test_the_deadline_is_measured_on_the_clock_the_meter_reads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the meter's clock advancing 0.01 s per reading, a 0.2 s budget stops an endless
+    loop at the 21st reading after the start (the start itself is one): the limit is the
+    time budget, not a step count, and nothing depends on how fast this machine is."""
+    from tether.templating import meter
+
+    clock = _StepClock(0.01)
+    monkeypatch.setattr(meter, "time", clock)
+    with pytest.raises(TemplateLimit) as caught:
+        evaluate(HOSTILE_TIME[0], NAMES, QUICK)
+    assert caught.value.limit == "time"
+    assert 21 <= clock.readings <= 22
 
 
 def test_the_size_cap_is_the_callers_to_set() -> None:
@@ -110,8 +142,9 @@ def test_the_size_cap_is_the_callers_to_set() -> None:
 
 def test_a_value_the_template_only_reads_passes_through_whatever_its_size() -> None:
     big = list(range(2_000_000))
-    assert evaluate("{{ inputs.big }}", {"inputs": {"big": big}}) is big
-    assert evaluate("{{ inputs.big|length }}", {"inputs": {"big": big}}) == 2_000_000
+    assert evaluate("{{ inputs.big }}", {"inputs": {"big": big}}, SIZE_ONLY) is big
+    assert evaluate("{{ inputs.big|length }}", {"inputs": {"big": big}}, SIZE_ONLY) \
+        == 2_000_000
     with pytest.raises(TemplateLimit) as caught:
         evaluate("{{ [inputs.big, inputs.big] }}", {"inputs": {"big": big}}, SIZE_ONLY)
     assert caught.value.limit == "size"

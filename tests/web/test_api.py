@@ -120,10 +120,13 @@ def test_unknown_runs_pauses_and_checkpoints_are_404(auth_server: Server,
     assert auth_server.post(f"/api{run_url('nope-nope')}/resume").status_code == 404
     fork = auth_server.post(f"/api{run_url(eid)}/fork", {"checkpoint_id": "nope-nope"})
     assert fork.status_code == 404
-    # under 8 characters and no exact id: a usage error, not a lookup
-    assert auth_server.post(f"/api{run_url('nope')}/resume").status_code == 422
-    short = auth_server.post(f"/api{run_url(eid)}/fork", {"checkpoint_id": "nope"})
+    # under 8 characters, no exact id, but ids start with it: a usage error, not a lookup
+    short = auth_server.post(f"/api{run_url(eid[:4])}/resume")
     assert short.status_code == 422 and "at least 8 characters" in short.json()["detail"]
+    # under 8 characters and nothing starts with it: simply not found
+    assert auth_server.post(f"/api{run_url('nope')}/resume").status_code == 404
+    assert auth_server.post(f"/api{run_url(eid)}/fork",
+                            {"checkpoint_id": "nope"}).status_code == 404
 
 
 def test_answering_records_the_resolver_and_comment_and_a_second_answer_is_409(
@@ -196,14 +199,24 @@ def test_runs_filter_by_status_and_workflow_and_show_one_run(
     assert [c["node_id"] for c in rest["items"]] == ["review"] and rest["next"] is None
 
 
-def test_resume_and_fork_need_a_worker_503_cancel_does_not(auth_server: Server,
-                                                            module_project: Project) -> None:
-    """Resume and fork run tasks (503 without --worker); cancel is a store write: a paused
-    run nothing executes ends cancelled at once, its pending pause dropped; again is 409."""
+def test_resume_and_fork_are_recorded_for_the_workers_cancel_is_at_once(
+        auth_server: Server, module_project: Project) -> None:
+    """Without a worker in the console, a fork is recorded (202): the branch exists with its
+    origin, runs nothing here, waits for a worker of the original's queue, and the answer
+    names what to run. Cancel is a store write: a paused run nothing executes ends
+    cancelled at once, its pending pause dropped; again is 409."""
     eid, _ = module_project.pause()
     assert auth_server.post(f"/api{run_url(eid)}/resume").status_code == 409  # not failed
     fork = auth_server.post(f"/api{run_url(eid)}/fork", {"patch": {"inputs": {"amount": 1}}})
-    assert fork.status_code == 503 and "--worker" in fork.json()["detail"]
+    assert fork.status_code == 202, fork.text
+    detail = fork.json()["detail"]
+    assert "No live worker serves queue 'default'" in detail
+    assert "tether worker --queue default --tasks MODULE" in detail
+    branch = module_project.store.get_run(fork.json()["execution_id"])
+    assert branch is not None and branch.parent_execution_id == eid
+    assert (branch.queue, branch.owner) == ("default", None)  # left to a worker's claim
+    assert [r.step_type for r in module_project.store.page(branch.execution_id, None, 10)] \
+        == ["fork_origin"]
     assert auth_server.post(f"/api{run_url(eid)}/fork", {"patch": [1]}).status_code == 422
     cancelled = auth_server.post(f"/api{run_url(eid)}/cancel")
     assert cancelled.status_code == 202, cancelled.text

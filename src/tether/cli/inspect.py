@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tether.cli.operator import execution_id_argument, json_option
+from tether.cli.operator import (
+    answer_example,
+    execution_id_argument,
+    hint_options,
+    json_option,
+)
 from tether.cli.options import check_id_option, db_option, open_store
 from tether.cli.terminal import console, dumps, printable, shell_quote, shorten, text, when
 from tether.status import RunStatus
@@ -224,22 +229,41 @@ def show(execution_id: str, limit: int, after: str | None, db: str, as_json: boo
 @db_option
 @json_option
 def pending(db: str, as_json: bool) -> None:
-    """List paused runs with the frozen context each is waiting on."""
-    rows = open_store(db).list_pending()
+    """List paused runs: those waiting for an answer (with the frozen context and the command
+    that answers each), and those answered but not continued yet (with who continues them).
+    The same runs as ``tether runs --status paused``."""
+    from tether.runtime.lifecycle import awaiting
+    from tether.workers.claims import lease_seconds
+
+    store = open_store(db)
+    rows = store.list_pending()
+    answered = awaiting(store, lease_seconds())
     if as_json:
-        click.echo(dumps([{
+        click.echo(dumps([*({
             "execution_id": p.execution_id, "node_id": p.node_id, "agent_path": p.agent_path,
             "address": p.address, "reason": p.reason, "context": p.context,
             "since": p.created_at.isoformat(),
-            "checkpoint_id": p.checkpoint_id} for p in rows], indent=2))
+            "checkpoint_id": p.checkpoint_id, "state": "waiting"} for p in rows), *({
+            "execution_id": a.run.execution_id, "node_id": a.answered[-1].node_id,
+            "agent_path": a.answered[-1].agent_path, "address": a.answered[-1].address,
+            "state": "answered", "since": a.answered[-1].created_at.isoformat(),
+            "queue": a.queue, "continued_by": a.who()} for a in answered)], indent=2))
         return
-    if not rows:
+    if not rows and not answered:
         click.echo("no paused runs")
         return
     for p in rows:
         click.echo(f"{printable(p.execution_id)}  {printable(p.address)}  {printable(p.reason)}  "
                    f"since {when(p.created_at)}")
         click.echo("    context: " + dumps(p.context))
+        several = sum(1 for o in rows if o.execution_id == p.execution_id) > 1
+        which = f" --node {shell_quote(p.address)}" if several else ""
+        click.echo(f"    answer: tether resume {shell_quote(p.execution_id)}{which} "
+                   f"--value {shell_quote(answer_example(store, p))}{hint_options((), db)}")
+    for a in answered:
+        click.echo(f"{printable(a.run.execution_id)}  {printable(a.answered[-1].address)}  "
+                   f"answered {when(a.answered[-1].created_at)}, not continued yet")
+        click.echo(f"    {printable(a.who())}")
 
 
 # --------------------------------------------------------------------------- prune

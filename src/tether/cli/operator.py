@@ -1,17 +1,19 @@
 """The operator commands that execute runs: run, resume, fork.
 
-Exit codes: 0 completed, 1 failed (or any error), 2 usage (a bad option value), 4 paused (the
-command prints how to resume). Progress goes to stderr, results to stdout (``--json`` prints
-one JSON object), so scripts can read stdout while a person watches stderr. These commands
-import and run task code (``--tasks``, else ``[tool.tether] tasks`` of the nearest
-``pyproject.toml``); the read-only commands live in ``inspect.py``. Everything printed from a
-run is data and goes through ``terminal.py``.
+Exit codes: 0 completed (or left to live workers), 1 failed (or any error), 2 usage (a bad
+option value), 4 paused (the command prints how to resume), 5 not continued (``resume``:
+neither this process nor a live worker of the run's queue can continue it; it prints what to
+run). The resume policy itself is the runtime's (``runtime/lifecycle.py``). Progress goes to
+stderr, results to stdout (``--json`` prints one JSON object), so scripts can read stdout
+while a person watches stderr. These commands import and run task code (``--tasks``, else
+``[tool.tether] tasks`` of the nearest ``pyproject.toml``); the read-only commands live in
+``inspect.py``. Everything printed from a run is data and goes through ``terminal.py``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -28,11 +30,14 @@ from tether.errors import TetherError
 
 if TYPE_CHECKING:
     from tether.compiler.plan import Plan, PlanInput
+    from tether.errors import NotContinued
     from tether.runtime.execution import Event
     from tether.runtime.runner import Runner, RunResult
     from tether.stores.base import Checkpointer
+    from tether.stores.records import PendingInterrupt
 
 EXIT_PAUSED = 4
+EXIT_NOT_CONTINUED = 5
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print the result as one JSON object on stdout.")
@@ -98,17 +103,22 @@ def progress(enabled: bool) -> Callable[[Event], None] | None:
 
 
 def make_runner(plan_source: str | None, store: Checkpointer, tasks: tuple[str, ...],
-                quiet: bool) -> Runner:
+                quiet: bool, *, load: bool = True) -> Runner:
+    """A Runner with the task modules of ``tasks`` (else the pyproject's); ``load=False``:
+    with none (a command that leaves the run to the workers)."""
     from tether.runtime.runner import Runner
     from tether.workers.claims import lease_seconds
 
-    registry = load_tasks_or_exit(tasks, from_pyproject=not tasks)
+    registry = load_tasks_or_exit(tasks, from_pyproject=not tasks) if load else {}
     return Runner(plan_source, store, registry if registry is not None else {},
                   on_event=progress(not quiet), lease_seconds=lease_seconds())
 
 
-def report(result: RunResult, as_json: bool, store: Checkpointer | None = None) -> None:
-    """Print a run's outcome and exit with its code (0 completed, 1 failed, 4 paused)."""
+def report(result: RunResult, as_json: bool, store: Checkpointer | None = None,
+           extra: str = "") -> None:
+    """Print a run's outcome and exit with its code (0 completed, 1 failed, 4 paused; 0 for
+    a run left to the workers or another attempt). ``extra``: the options every printed
+    command needs (:func:`hint_options`)."""
     run_id = printable(result.execution_id)
     if as_json:
         click.echo(dumps({
@@ -123,8 +133,8 @@ def report(result: RunResult, as_json: bool, store: Checkpointer | None = None) 
         click.echo(f"completed run {run_id}")
         click.echo(dumps(result.output, indent=2))
     elif result.status == "paused":
-        _report_paused(result, store)
-    elif result.status == "running":
+        _report_paused(result, store, extra)
+    elif result.status in ("running", "queued"):
         click.echo(printable(result.message or f"run {result.execution_id} continues "
                              "elsewhere"))
     else:
@@ -132,26 +142,34 @@ def report(result: RunResult, as_json: bool, store: Checkpointer | None = None) 
         where = f" at node '{printable(error.node_id)}'" if error and error.node_id else ""
         kind, message = (error.type, error.message) if error else ("Error", "")
         click.echo(f"failed run {run_id}{where}: {printable(kind)}: {printable(message)}")
-        click.echo(f"fix the cause, then: tether resume {shell_quote(result.execution_id)}",
-                   err=True)
-    code = {"completed": 0, "running": 0, "paused": EXIT_PAUSED}.get(result.status, 1)
+        click.echo(f"fix the cause, then: tether resume {shell_quote(result.execution_id)}"
+                   f"{extra}", err=True)
+    code = {"completed": 0, "running": 0, "queued": 0, "paused": EXIT_PAUSED}.get(
+        result.status, 1)
     raise click.exceptions.Exit(code)
 
 
-def _report_paused(result: RunResult, store: Checkpointer | None) -> None:
+def _report_paused(result: RunResult, store: Checkpointer | None, extra: str) -> None:
     for interrupt in result.pending:
         node = interrupt.address
         click.echo(f"paused run {printable(result.execution_id)} at node '{printable(node)}' "
                    f"({printable(interrupt.reason)})")
         click.echo("context: " + dumps(interrupt.context))
-        example = dumps({"approved": True})
-        form = _form_of(store, result.execution_id, interrupt) if store else None
-        if form is not None:  # an empty form takes `{}`, not an example of another form
-            example = dumps({f.name: _example(f) for f in form if f.required}
-                            or {f.name: _example(f) for f in form})
+        example = answer_example(store, interrupt)
         which = f" --node {shell_quote(node)}" if len(result.pending) > 1 else ""
         click.echo(f"resume with: tether resume {shell_quote(result.execution_id)}{which} "
-                   f"--value {shell_quote(example)}")
+                   f"--value {shell_quote(example)}{extra}")
+
+
+def answer_example(store: Checkpointer | None, interrupt: PendingInterrupt) -> str:
+    """A ``--value`` that answers ``interrupt`` (its form's required fields, else all of
+    them, ``{}`` for an empty form, ``{"approved": true}`` when it has no form), as JSON
+    text."""
+    form = _form_of(store, interrupt.execution_id, interrupt) if store else None
+    if form is not None:  # an empty form takes `{}`, not an example of another form
+        return dumps({f.name: _example(f) for f in form if f.required}
+                     or {f.name: _example(f) for f in form})
+    return dumps({"approved": True})
 
 
 def _example(field: PlanInput) -> Any:
@@ -191,13 +209,16 @@ def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any
 @click.option("--execution-id", callback=check_id_option("an execution id", new=True),
               help="Use this execution id (1 to 200 of A-Z a-z 0-9 - _ . : @ + =, not "
               "starting with '.', no '..') instead of a new one.")
+@click.option("--queue", default="default", show_default=True, metavar="NAME",
+              help="The queue the run belongs to: its workers continue the run once it is "
+              "answered elsewhere, or if this process dies.")
 @run_tasks_option
 @db_option
 @json_option
 @quiet_option
 def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
-        execution_id: str | None, tasks: tuple[str, ...], db: str, as_json: bool,
-        quiet: bool) -> None:
+        execution_id: str | None, queue: str, tasks: tuple[str, ...], db: str,
+        as_json: bool, quiet: bool) -> None:
     """Run a workflow file or a compiled plan (.json) to completion or its first pause.
 
     Imports and runs the task modules (--tasks, else [tool.tether] tasks in the nearest
@@ -210,7 +231,10 @@ def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
     if not quiet and not as_json:
         click.echo(f"running {printable(runner.plan.name)} ({runner.plan.fingerprint[:12]})",
                    err=True)
-    report(runner.run(inputs, execution_id), as_json, store)
+    if not queue.strip():
+        raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
+    report(runner.run(inputs, execution_id, queue=queue), as_json, store,
+           hint_options(tasks, db))
 
 
 @click.command()
@@ -231,85 +255,70 @@ def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
 def resume(execution_id: str, value: str | None, node: str | None, plan_source: str | None,
            enqueue: bool, queue: str | None, tasks: tuple[str, ...], db: str, as_json: bool,
            quiet: bool) -> None:
-    """Resume a paused run with --value, or continue a failed or crashed run.
+    """Resume a paused run with --value, or continue a failed, crashed or answered run.
 
     Imports and runs the task modules (--tasks, else [tool.tether] tasks in the nearest
-    pyproject.toml). With --enqueue, or when a --value is given where no task module is
-    loaded and the run calls tasks, the answer is recorded and the workers continue the run.
+    pyproject.toml) and continues the run here when they define every task it calls;
+    otherwise the answer is recorded and the live workers of the run's queue continue it.
+    When none is live, says what to run and exits 5. With --enqueue the run is always left
+    to the workers (exit 0).
     """
+    from tether.errors import NotContinued, TimerNotDue
     from tether.runtime.context import Resume
 
     answer = None
     if value is not None:
         answer = Resume(**parse_object(value, "--value", '\'{"approved": true}\''))
+    if queue is not None and not queue.strip():
+        raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
+    if enqueue and plan_source is not None:
+        raise click.UsageError("--plan cannot be used when the workers continue the run")
     store = open_store(db)
     execution_id = store.resolve_execution_id(execution_id)
-    if answer is None:
-        _exit_if_timer_not_due(store, execution_id)
-    registry = None if enqueue else load_tasks_or_exit(tasks, from_pyproject=not tasks)
-    if enqueue or (answer is not None and registry is None
-                   and _calls_tasks(store, execution_id)):
-        _hand_to_workers(store, execution_id, answer, node, queue, plan_source)
-        return
-    runner = make_runner(None, store, tasks, quiet)
-    report(runner.resume(execution_id, answer, node=node, plan=plan_source), as_json, store)
-
-
-def _calls_tasks(store: Checkpointer, execution_id: str) -> bool:
-    """Whether the run's plan calls any task (a run of approvals and built-in nodes alone
-    continues in place even where no task module is loaded)."""
-    from tether.runtime.plans import stored_plan, task_names
-
-    run = store.get_run(execution_id)
-    if run is None:
-        return False
+    runner = make_runner(None, store, () if enqueue else tasks, quiet, load=not enqueue)
     try:
-        return bool(task_names(stored_plan(store, run)))
-    except TetherError:
-        return True
-
-
-def _exit_if_timer_not_due(store: Checkpointer, execution_id: str) -> None:
-    """A paused run waiting only for sleeps not due yet: say when, exit 4, change nothing."""
-    from tether.errors import TimerNotDue
-    from tether.runtime.plans import stored_plan
-    from tether.runtime.timer_rules import not_due
-
-    run = store.get_run(execution_id)
-    if run is None or run.status != "paused":
-        return
-    try:
-        not_due(execution_id, stored_plan(store, run), store.list_pending(execution_id))
+        result = runner.resume(execution_id, answer, node=node, plan=plan_source,
+                               leave=enqueue, queue=queue)
     except TimerNotDue as exc:
-        click.echo(f"{exc}", err=True)
-        raise SystemExit(EXIT_PAUSED) from None
+        click.echo(printable(exc), err=True)
+        raise click.exceptions.Exit(EXIT_PAUSED) from None
+    except NotContinued as exc:
+        _report_not_continued(exc, hint_options(tasks, db))
+    report(result, as_json, store, hint_options(tasks, db))
 
 
-def _hand_to_workers(store: Checkpointer, execution_id: str, answer: Any, node: str | None,
-                     queue: str | None, plan_source: str | None) -> None:
-    """``resume --enqueue``: record the answer (the atomic claim), queue the run for the
-    workers, say so; exit 0."""
-    from tether.errors import RunNotFound, TetherError
-    from tether.runtime.runner import Runner
+def _report_not_continued(exc: NotContinued, extra: str) -> NoReturn:
+    """Say why nothing continues the run and what would; exit 5."""
+    click.echo(f"error: {printable(exc)}", err=True)
+    if exc.missing:
+        click.echo("the run calls: " + ", ".join(printable(m) for m in exc.missing), err=True)
+    for command in exc.commands:
+        click.echo(f"continue it with: {printable(command)}{extra}", err=True)
+    raise click.exceptions.Exit(EXIT_NOT_CONTINUED)
 
-    if plan_source is not None:
-        raise click.UsageError("--plan cannot be used when the workers continue the run")
-    run_record = store.get_run(execution_id)
-    if run_record is None:
-        raise RunNotFound(execution_id)
-    where = queue or run_record.queue or "default"
-    if not where.strip():
-        raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
-    run_id = printable(execution_id)
-    if answer is not None:
-        answered = Runner(None, store, {}).answer(execution_id, answer, node=node)
-        click.echo(f"answer recorded for '{printable(answered.address)}' of run {run_id}")
-    elif run_record.status in ("completed", "cancelled"):
-        raise TetherError(f"run {execution_id} is {run_record.status}: nothing to continue")
-    if not store.enqueue_run(execution_id, where, run_record.priority):
-        raise RunNotFound(execution_id)
-    click.echo(f"run {run_id} is left to the workers of queue '{printable(where)}' "
-               "(tether worker) to continue")
+
+def hint_options(tasks: tuple[str, ...], db: str) -> str:
+    """The options a printed command needs to work as printed in a fresh shell in this
+    directory: the task modules given with --tasks, and the store when --db named one on the
+    command line (not a URL holding a password: a hint is not where a secret is printed)."""
+    from tether.cli.options import DEFAULT_DB
+
+    parts = [f" --tasks {shell_quote(t)}" for t in tasks]
+    ctx = click.get_current_context(silent=True)
+    source = ctx.get_parameter_source("db") if ctx is not None else None
+    if db != DEFAULT_DB and source == click.core.ParameterSource.COMMANDLINE \
+            and not _has_password(db):
+        parts.append(f" --db {shell_quote(db)}")
+    return "".join(parts)
+
+
+def _has_password(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).password is not None
+    except ValueError:
+        return True
 
 
 @click.command()
@@ -340,4 +349,4 @@ def fork(execution_id: str, checkpoint_id: str | None, patch: str | None,
     if not as_json:
         click.echo(f"forked run {printable(execution_id)} as "
                    f"{printable(result.execution_id)}", err=True)
-    report(result, as_json, store)
+    report(result, as_json, store, hint_options(tasks, db))

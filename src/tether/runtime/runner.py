@@ -27,6 +27,7 @@ from tether.runtime.fork_patch import check_patch_effect, merge_patch
 from tether.runtime.ids import check_execution_id, new_execution_id
 from tether.runtime.invoke import check_values
 from tether.runtime.journal import SNAPSHOT_EVERY, Journal
+from tether.runtime.lifecycle import DEFAULT_QUEUE, Answer, route, run_queue
 from tether.runtime.pinning import check_compatible, check_same_plan
 from tether.runtime.plans import PlanSource, check_tasks, load_plan, remember, stored_plan
 from tether.runtime.registry import resolve_tasks
@@ -102,28 +103,36 @@ class Runner:
 
     # -- sync twins --------------------------------------------------------------------------
     def run(self, inputs: Mapping[str, Any] | None = None,
-            execution_id: str | None = None) -> RunResult:
+            execution_id: str | None = None, *, queue: str = DEFAULT_QUEUE) -> RunResult:
         """Start a run and drive it until it completes, pauses or fails."""
-        return run_sync(self.arun(inputs, execution_id))
+        return run_sync(self.arun(inputs, execution_id, queue=queue))
 
     def resume(self, execution_id: str, resume: Resume | Mapping[str, Any] | None = None, *,
                node: str | None = None, plan: PlanSource | None = None,
-               resolver: str | None = None, comment: str | None = None) -> RunResult:
+               resolver: str | None = None, comment: str | None = None,
+               leave: bool = False, queue: str | None = None) -> RunResult:
         """Resume a paused or interrupted run (see :meth:`aresume`)."""
         return run_sync(self.aresume(execution_id, resume, node=node, plan=plan,
-                                     resolver=resolver, comment=comment))
+                                     resolver=resolver, comment=comment, leave=leave,
+                                     queue=queue))
 
     def fork(self, execution_id: str, checkpoint_id: str | None = None,
              state_patch: Mapping[str, Any] | None = None, *,
-             plan: PlanSource | None = None) -> RunResult:
+             plan: PlanSource | None = None, leave: bool = False) -> RunResult:
         """Branch a new run from a checkpoint (see :meth:`afork`)."""
-        return run_sync(self.afork(execution_id, checkpoint_id, state_patch, plan=plan))
+        return run_sync(self.afork(execution_id, checkpoint_id, state_patch, plan=plan,
+                                   leave=leave))
 
     # -- start -------------------------------------------------------------------------------
     async def arun(self, inputs: Mapping[str, Any] | None = None,
-                   execution_id: str | None = None) -> RunResult:
-        """Start a run of the Runner's plan with ``inputs``."""
+                   execution_id: str | None = None, *,
+                   queue: str = DEFAULT_QUEUE) -> RunResult:
+        """Start a run of the Runner's plan with ``inputs`` and drive it here: this process
+        claims its own run (a fresh owner token and lease). The run belongs to ``queue``,
+        whose workers continue it once answered, or after this process crashed
+        (``lifecycle.py``)."""
         plan = self._own_plan()
+        _check_queue(queue)
         check_tasks(plan, frozenset(self.tasks))
         values, execution_id = self._start_values(plan, inputs, execution_id)
         state = RunState.new(values)
@@ -135,7 +144,8 @@ class Runner:
             store.create_run(RunRecord(
                 execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
                 status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
-                owner=attempt.token, lease_until=attempt.until()), plan.to_json())
+                owner=attempt.token, lease_until=attempt.until(), queue=queue),
+                plan.to_json())
             journal = Journal(store, execution_id, state.data,
                               snapshot_every=self.snapshot_every, attempt=attempt)
         info = RunInfo(execution_id, plan.name, now.isoformat())
@@ -169,8 +179,7 @@ class Runner:
         stores it; ``priority``: higher is claimed first within the queue."""
         plan = self._own_plan()
         values, execution_id = self._start_values(plan, inputs, execution_id)
-        if not queue or not isinstance(queue, str):
-            raise TetherError("a queue name must be a non-empty string")
+        _check_queue(queue)
         now = utc_now()
         self._store().create_run(RunRecord(
             execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
@@ -185,8 +194,15 @@ class Runner:
                       node: str | None = None, plan: PlanSource | None = None,
                       resolver: str | None = None, comment: str | None = None,
                       claimed: Claimed | None = None,
-                      boundary: Callable[[], None] | None = None) -> RunResult:
+                      boundary: Callable[[], None] | None = None,
+                      leave: bool = False, queue: str | None = None) -> RunResult:
         """Continue a run: answer one of its pending interrupts, or recover it after a crash.
+
+        Who continues it is decided first (``lifecycle.route``): this process when it has
+        every task the run's plan calls, else the live workers of the run's queue (the answer
+        is recorded, the run queued, a ``queued`` result returned); when neither can,
+        :class:`NotContinued` names what to run. ``leave``: record and queue even when the
+        tasks are here; ``queue``: the queue to leave it on (default: the run's own).
 
         ``claimed`` (a worker): the run as its claim took it (token, run row, lease), so this
         attempt continues under the claim's token without reading the row or taking the lease
@@ -203,6 +219,11 @@ class Runner:
         store = self._store()
         run = claimed.run if claimed is not None else self._run(store, execution_id)
         pending = store.list_pending(execution_id) if claimed is not None else None
+        if claimed is None:
+            routed = route(self, store, run, Answer(resume, node, resolver, comment),
+                           plan=plan, leave=leave, queue=queue)
+            if routed is not None:
+                return routed
         if resume is None:
             timed_out = due_approval(store, self.plan_for(run, plan), execution_id, pending)
             if timed_out is not None:  # its deadline passed: firing it is the resume
@@ -261,19 +282,23 @@ class Runner:
     # -- fork --------------------------------------------------------------------------------
     async def afork(self, execution_id: str, checkpoint_id: str | None = None,
                     state_patch: Mapping[str, Any] | None = None, *,
-                    plan: PlanSource | None = None) -> RunResult:
+                    plan: PlanSource | None = None, leave: bool = False) -> RunResult:
         """Start a new run from a checkpoint of another (default: its newest, markers skipped).
 
         The original run is left untouched. A paused node is run again in the branch (it asks
         again); failed nodes run again. ``state_patch`` is merged into the state first; a
         patch that could not change what the branch does is refused, writing nothing
         (:class:`~tether.errors.IneffectivePatch`, see ``fork_patch.py``). The run's end
-        marker is not a checkpoint to fork from (:class:`CheckpointNotFound`).
+        marker is not a checkpoint to fork from (:class:`CheckpointNotFound`). The branch
+        belongs to the original's queue. ``leave``: write the branch's origin and leave its
+        nodes to the workers of that queue (a ``queued`` result; no task runs here, so none
+        need be importable).
         """
         store = self._store()
         run = self._run(store, execution_id)
         chosen = self.plan_for(run, plan)
-        check_tasks(chosen, frozenset(self.tasks))
+        if not leave:
+            check_tasks(chosen, frozenset(self.tasks))
         origin = self._origin(store, execution_id, checkpoint_id)
         state = RunState.from_snapshot(origin.state_snapshot) if origin is not None \
             else RunState.new(copy.deepcopy(run.inputs or {}))
@@ -302,7 +327,8 @@ class Runner:
             status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
             parent_execution_id=execution_id,
             parent_checkpoint_id=origin.checkpoint_id if origin else None,
-            owner=attempt.token, lease_until=attempt.until()), chosen.to_json())
+            owner=attempt.token, lease_until=attempt.until(), queue=run_queue(run)),
+            chosen.to_json())
         journal = Journal(store, branch, state.data, snapshot_every=self.snapshot_every,
                           attempt=attempt)
         journal.put(node_id=origin.node_id if origin else "start",
@@ -310,6 +336,10 @@ class Runner:
                     step_type=StepType.FORK_ORIGIN, status=CheckpointStatus.COMPLETED,
                     full=True, counters=state.counters,
                     parent_checkpoint_id=origin.checkpoint_id if origin else None)
+        if leave:  # released: the first worker of its queue to claim it runs the branch
+            attempt.release()
+            return RunResult(RunStatus.QUEUED, branch, message=f"forked run {execution_id} "
+                             f"as {branch}, left to the workers of queue '{run_queue(run)}'")
         info = RunInfo(branch, chosen.name, now.isoformat(), 1, execution_id)
         return await self._drive(branch, chosen, state, journal, attempt, info)
 
@@ -361,6 +391,11 @@ class Runner:
         if self.plan is not None:
             check_same_plan(run.execution_id, stored, self.plan)
         return stored
+
+
+def _check_queue(queue: str) -> None:
+    if not queue or not isinstance(queue, str) or not queue.strip():
+        raise TetherError("a queue name must be a non-empty string")
 
 
 def utc_now() -> datetime:

@@ -176,7 +176,8 @@ class RunRecord:
     owner: str | None = None  # the token of the attempt holding the lease (see owners.py)
     lease_until: float | None = None
     attempt: int = 1  # 1 for the first execution, +1 each time another attempt takes it
-    queue: str | None = None  # the workers' queue serving it; None for a run in place
+    queue: str | None = None  # the workers' queue serving it (every run has one since
+    # issue 21; None only in rows stored before: treated as ``default``)
     priority: int = 0  # higher first within a queue
     available_at: float | None = None  # a queued run may start from then (Unix time)
     cancel_requested_at: float | None = None  # tether cancel asked for it (Unix time)

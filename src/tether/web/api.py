@@ -354,19 +354,25 @@ def answer(request: Request, execution_id: str, checkpoint_id: str, body: Answer
 @router.post("/runs/{execution_id:id}/resume", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def resume(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
-    """Hand a failed run to the worker to resume."""
-    execution_id = web_of(request).console.get_run(execution_id).execution_id
-    web_of(request).console.resume(execution_id)
-    return Accepted(execution_id=execution_id, detail="the worker resumes the run")
+    """Queue a failed run for the workers of its queue to resume (any process sharing the
+    store: ``tether worker``, or ``serve --worker``); ``detail`` says who continues it."""
+    web = web_of(request)
+    execution_id = web.console.get_run(execution_id).execution_id
+    web.console.resume(execution_id)
+    run = web.console.get_run(execution_id)
+    return Accepted(execution_id=execution_id, detail=web.console.fleet.who_continues(run))
 
 
 @router.post("/runs/{execution_id:id}/fork", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def fork(request: Request, execution_id: str, body: ForkIn,
          who: Identity = Writer) -> Accepted:
-    """Branch a new run from a checkpoint (default: the newest), with a state patch."""
-    branch = web_of(request).console.fork(execution_id, body.checkpoint_id, body.patch)
-    return Accepted(execution_id=branch, detail="the worker runs the branch")
+    """Branch a new run from a checkpoint (default: the newest), with a state patch; the
+    branch is left to the workers of the original's queue (``detail`` says who)."""
+    web = web_of(request)
+    branch = web.console.fork(execution_id, body.checkpoint_id, body.patch)
+    return Accepted(execution_id=branch,
+                    detail=web.console.fleet.who_continues(web.console.get_run(branch)))
 
 
 @router.post("/runs/{execution_id:id}/cancel", response_model=Accepted, responses=_ERRORS,

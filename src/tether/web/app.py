@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -34,12 +34,15 @@ from tether.web import present
 from tether.web.auth import CSRF_COOKIE, Forbidden, Guard, Identity, Unauthenticated
 from tether.web.config import ServeConfig, is_loopback
 from tether.web.console import Console
-from tether.web.fleet import Fleet, FleetUnavailable, NoFleet
+from tether.web.fleet import Fleet, FleetUnavailable
 from tether.web.graph import graph_svg
 from tether.web.links import LinkError, Links
 from tether.web.notify import Notifier
 from tether.web.security import SecurityHeaders, loopback_hosts
 from tether.web.urls import RawPathRouting, approval_url, quote_id, run_url
+
+if TYPE_CHECKING:
+    from tether.workers.loop import Worker
 
 log = logging.getLogger("tether.web")
 
@@ -149,15 +152,17 @@ def _handlers() -> dict[Any, Callable[..., Any]]:
 
 
 def create_app(config: ServeConfig, store: Checkpointer | None = None,
-               fleet: Fleet | None = None) -> FastAPI:
-    """The console app for ``config``; ``store`` defaults to opening ``config.db``, and the
-    fleet to none (answers wait for a worker). The app owns the store it opens."""
+               worker: Worker | None = None) -> FastAPI:
+    """The console app for ``config``; ``store`` defaults to opening ``config.db``; with
+    ``worker``, an ordinary worker runs in this process while the app is up (``fleet.py``).
+    The app owns the store it opens."""
     from tether.stores.open import open_checkpointer
+    from tether.workers.claims import lease_seconds
 
     owned = store is None
     shared = store if store is not None else open_checkpointer(config.db, create=False)
     links = Links(config.secret, config.base_url, config.link_max_age)
-    console = Console(shared, fleet or NoFleet(), links)
+    console = Console(shared, Fleet(shared, lease_seconds(), worker), links)
     notifier = Notifier.from_config(config, shared, links) if config.notify_url else None
 
     @contextlib.asynccontextmanager

@@ -3,7 +3,8 @@
 Reading: the inbox, one approval, runs, one run. Acting: answering a pause (the store's atomic
 claim, so of any number of people or bots answering one pause exactly one decision is
 recorded, with its resolver and comment; everyone else learns who answered and when), minting
-an approval link, and asking the fleet to resume, fork or cancel. Nothing here runs a task.
+an approval link, and recording requests to resume, fork or cancel, which the workers of the
+run's queue carry out (``fleet.py``). Nothing here runs a task.
 """
 
 from __future__ import annotations
@@ -212,6 +213,7 @@ class RunView:
     timeline_next: str | None
     timeline_after: str | None
     forkable: list[str] = field(default_factory=list)
+    who_continues: str = ""  # a paused run: who continues it once answered (fleet.py)
 
     @property
     def finished(self) -> bool:
@@ -333,8 +335,9 @@ class Console:
             final.node_id == RUN_END and final.status == "completed" else None
         decisions = self.store.decisions(execution_id)
         steps, nxt = timeline(self.store, execution_id, after, TIMELINE_PAGE, decisions)
+        who = self.fleet.who_continues(run) if run.status == RunStatus.PAUSED else ""
         return RunView(run, plan, statuses, output, self.store.list_pending(execution_id),
-                       decisions, steps, nxt, after)
+                       decisions, steps, nxt, after, who_continues=who)
 
     # -- acting ------------------------------------------------------------------------------
     def answer(self, execution_id: str, checkpoint_id: str, who: Identity,
@@ -401,7 +404,7 @@ class Console:
         self.fleet.resume(execution_id)
 
     def fork(self, execution_id: str, checkpoint_id: str | None,
-             patch: Any) -> str | None:
+             patch: Any) -> str:
         run = self.get_run(execution_id)
         execution_id = run.execution_id
         if patch is not None and not isinstance(patch, dict):

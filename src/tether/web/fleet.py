@@ -1,21 +1,16 @@
-"""Who continues the work the console records: the one seam between the console and workers.
+"""Who continues the work the console records: the console's side of the one lifecycle.
 
-The console never runs a task in a request. Answering a pause claims it (the store's atomic
-claim: one winner) and then tells the fleet; resuming a failed run, forking and cancelling are
-requests to the fleet. Two fleets exist today:
+The console never runs a task in a request, and it has no job path of its own. Answering a
+pause claims it (the store's atomic claim: one winner) and puts the run on its queue;
+resuming a failed run queues it; forking writes the branch's origin and leaves the branch to
+the workers of the original's queue. Whoever claims the run then continues it through the
+ordinary ``Runner.aresume``: any ``tether worker`` of the run's queue (any process sharing
+the store), or ``tether resume ID`` where the task modules are (``runtime/lifecycle.py``).
 
-- :class:`NoFleet` (plain ``tether serve``): an answer waits in the store, where any process
-  that shares it continues the run (``tether resume ID`` without a value, or a worker);
-  resume and fork are refused with :class:`FleetUnavailable`, saying what to start.
-- :class:`EmbeddedWorker` (``tether serve --worker``): one thread of this process with its
-  own event loop and its own store connection runs those continuations with the task modules
-  of ``--tasks`` (or ``[tool.tether] tasks``), through the ordinary ``Runner.aresume`` and
-  ``Runner.afork``, whose leases and fencing keep any other process from running the same run
-  at the same time; each stops at its next node boundary when cancelled. It also sweeps the
-  store every few seconds for paused runs answered by other processes (a decision newer than
-  the run's last status change), and runs a :class:`tether.workers.Worker` of the ``default``
-  queue on the same loop: submitted runs, crashed runs, due timers and schedule ticks are
-  served as by ``tether worker``, so one process serves a single machine.
+``tether serve --worker`` adds one ordinary :class:`tether.workers.Worker` of the ``default``
+queue to this process (a thread with its own event loop and store connection), so one
+process serves a single machine: answered, queued, crashed and due runs, schedule ticks and
+timers are served as by ``tether worker``, under the same claims, leases and fencing.
 
 Cancelling is the workers' cancel request, recorded in the store by the console itself
 (:meth:`~tether.stores.base.Checkpointer.request_cancel`): a run nothing executes ends
@@ -24,223 +19,104 @@ Cancelling is the workers' cancel request, recorded in the store by the console 
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from tether.errors import AlreadyResumed, ResumeError, RunStateError, TetherError
-from tether.runtime.events import Event
-from tether.status import RunStatus
+from tether.errors import RunStateError
+from tether.runtime.lifecycle import live_workers, run_queue
 from tether.stores.base import Checkpointer
+from tether.stores.records import RunRecord
+
+if TYPE_CHECKING:
+    from tether.workers.loop import Worker
 
 log = logging.getLogger("tether.web.fleet")
 
-SWEEP_SECONDS = 3.0
-SWEEP_LIMIT = 200
-FORK_ID_WAIT = 30.0
-CONCURRENT_JOBS = 4
+STOP_SECONDS = 30.0
 
 
 class FleetUnavailable(RunStateError):
-    """Nothing in this console can do that (HTTP 503): no worker runs here."""
-
+    """Nothing in this console can do that (HTTP 503)."""
 
 
 class Fleet:
-    """What the console asks of whoever runs work."""
+    """The console's link to the lifecycle: records requests, says who continues them.
 
-    can_run = False
+    Args:
+        store: the console's store.
+        lease_seconds: the workers' lease (a worker is live when heard from within two).
+        worker: an ordinary worker run in this process (``tether serve --worker``), or None.
+    """
+
     can_cancel = True  # the cancel request is a store write (see the module docstring)
 
-    def answered(self, execution_id: str) -> None:
-        """A pause of the run was answered (claimed) just now."""
-
-    def resume(self, execution_id: str) -> None:
-        raise FleetUnavailable(
-            "no worker runs in this console: start it with --worker (and --tasks), or run "
-            f"`tether resume {execution_id}` where the task modules are")
-
-    def fork(self, execution_id: str, checkpoint_id: str | None,
-             patch: Mapping[str, Any] | None) -> str | None:
-        raise FleetUnavailable(
-            "no worker runs in this console: start it with --worker (and --tasks), or run "
-            f"`tether fork {execution_id}` where the task modules are")
-
-    def start(self) -> None:
-        """Start background work (if any)."""
-
-    def stop(self) -> None:
-        """Stop background work (if any)."""
-
-
-class NoFleet(Fleet):
-    """Plain ``tether serve``: answers are recorded and wait for a process to continue them."""
-
-
-@dataclass
-class _Job:
-    kind: str  # "resume" or "fork"
-    execution_id: str
-    checkpoint_id: str | None = None
-    patch: Mapping[str, Any] | None = None
-    branch: concurrent.futures.Future[str | None] = field(
-        default_factory=concurrent.futures.Future)
-
-
-class EmbeddedWorker(Fleet):
-    """``tether serve --worker``: continuations run in a thread of this process (see the
-    module docstring). ``open_store`` gives the worker its own store connection."""
-
-    can_run = True
-
-    def __init__(self, open_store: Callable[[], Checkpointer],
-                 tasks: Mapping[str, Callable[..., Any]] | None) -> None:
-        self._open_store = open_store
-        self._tasks = tasks
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[_Job | None] | None = None
+    def __init__(self, store: Checkpointer, lease_seconds: float,
+                 worker: Worker | None = None) -> None:
+        self.store = store
+        self.lease_seconds = lease_seconds
+        self.worker = worker
         self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._store: Checkpointer | None = None
-        self._seen: dict[str, float] = {}  # run -> newest decision time already continued
 
-    # -- the console's side (any thread) -----------------------------------------------------
+    @property
+    def can_run(self) -> bool:
+        """Whether a worker runs in this console."""
+        return self.worker is not None
+
+    # -- requests ----------------------------------------------------------------------------
     def answered(self, execution_id: str) -> None:
-        self._submit(_Job("resume", execution_id))
+        """A pause was answered (claimed) just now: make sure the run is on its queue (runs
+        stored before every run had one get ``default``), where a worker claims it."""
+        self._enqueue(execution_id)
 
     def resume(self, execution_id: str) -> None:
-        self._submit(_Job("resume", execution_id))
+        """Queue a failed run for the workers of its queue."""
+        self._enqueue(execution_id)
 
     def fork(self, execution_id: str, checkpoint_id: str | None,
-             patch: Mapping[str, Any] | None) -> str | None:
-        job = _Job("fork", execution_id, checkpoint_id, patch)
-        self._submit(job)
-        try:
-            return job.branch.result(FORK_ID_WAIT)
-        except concurrent.futures.TimeoutError:
-            return None
-
-    def _submit(self, job: _Job) -> None:
-        if not self._ready.wait(10) or self._loop is None or self._queue is None:
-            raise FleetUnavailable("the console's worker is not running")
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, job)
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._main, name="tether-console-worker",
-                                        daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-
-    def stop(self) -> None:
-        if self._loop is not None and self._queue is not None:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
-        if self._thread is not None:
-            self._thread.join(10)
-
-    # -- the worker's thread -----------------------------------------------------------------
-    def _main(self) -> None:
-        self._store = self._open_store()
-        try:
-            asyncio.run(self._serve())
-        finally:
-            self._store.close()
-
-    async def _serve(self) -> None:
-        from tether.workers.loop import Worker
-
-        assert self._store is not None
-        self._loop = asyncio.get_running_loop()
-        self._queue = asyncio.Queue()
-        fleet_worker = Worker(self._store, self._tasks, ("default",), CONCURRENT_JOBS)
-        serving = asyncio.create_task(fleet_worker.arun())
-        try:
-            await self._jobs()
-        finally:
-            fleet_worker.stop()
-            await asyncio.gather(serving, return_exceptions=True)
-
-    async def _jobs(self) -> None:
-        queue = self._queue
-        assert queue is not None
-        self._ready.set()
-        slots = asyncio.Semaphore(CONCURRENT_JOBS)
-        running: set[asyncio.Task[None]] = set()
-        while True:
-            try:
-                job = await asyncio.wait_for(queue.get(), SWEEP_SECONDS)
-            except TimeoutError:
-                for execution_id in await asyncio.to_thread(self._answered_elsewhere):
-                    queue.put_nowait(_Job("resume", execution_id))
-                continue
-            if job is None:
-                break
-            task = asyncio.create_task(self._run(job, slots))
-            running.add(task)
-            task.add_done_callback(running.discard)
-        for task in list(running):
-            task.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-
-    async def _run(self, job: _Job, slots: asyncio.Semaphore) -> None:
+             patch: Mapping[str, Any] | None) -> str:
+        """Branch a new run (its origin written here, its nodes left to the workers of the
+        original's queue); its execution id."""
         from tether.runtime.runner import Runner
 
-        assert self._store is not None
-        async with slots:
-            try:
-                if job.kind == "fork":
-                    runner = Runner(None, self._store, self._tasks,
-                                    on_event=_first_branch_event(job))
-                    result = await runner.afork(job.execution_id, job.checkpoint_id,
-                                                job.patch)
-                    if not job.branch.done():
-                        job.branch.set_result(result.execution_id)
-                else:
-                    await Runner(None, self._store, self._tasks).aresume(
-                        job.execution_id, boundary=self._boundary(job.execution_id))
-            except (AlreadyResumed, ResumeError) as exc:
-                log.info("run %s: %s", job.execution_id, exc)
-            except TetherError as exc:
-                log.warning("run %s: %s", job.execution_id, exc)
-                if not job.branch.done():
-                    job.branch.set_exception(exc)
-            finally:
-                if not job.branch.done():
-                    job.branch.set_result(None)
+        return Runner(None, self.store, {}, lease_seconds=self.lease_seconds).fork(
+            execution_id, checkpoint_id, patch, leave=True).execution_id
 
-    def _boundary(self, execution_id: str) -> Callable[[], None]:
-        """Before each unit of a continuation: stop there once a cancel was requested."""
-        from tether.runtime.attempt import StopAtBoundary
+    def _enqueue(self, execution_id: str) -> None:
+        run = self.store.get_run(execution_id)
+        if run is not None:
+            self.store.enqueue_run(execution_id, run_queue(run), run.priority)
 
-        store = self._store
-        assert store is not None
+    def who_continues(self, run: RunRecord) -> str:
+        """Who continues ``run`` once it may: the live workers of its queue, or what to run
+        (a command that works as printed, given the task modules for MODULE)."""
+        from tether.errors import NotContinued
 
-        def check() -> None:
-            if store.cancel_requested_at(execution_id) is not None:
-                raise StopAtBoundary(execution_id, cancel=True)
-        return check
+        queue = run_queue(run)
+        workers = live_workers(self.store, queue, self.lease_seconds)
+        if workers:
+            names = ", ".join(f"{w.host}/{w.pid}" for w in workers[:3])
+            return f"A live worker of queue '{queue}' continues the run ({names})."
+        return (f"No live worker serves queue '{queue}' now: "
+                f"{NotContinued(run.execution_id, queue, ()).advice}.")
 
-    def _answered_elsewhere(self) -> list[str]:
-        """Paused runs with a decision newer than their last status change (answered by
-        another process, or before this console started)."""
-        assert self._store is not None
-        found = []
-        for run in self._store.find_runs(status=RunStatus.PAUSED.value, limit=SWEEP_LIMIT):
-            newest = max((d.created_at.timestamp() for d in self._store.decisions(
-                run.execution_id)), default=0.0)
-            if newest > run.updated_at.timestamp() and self._seen.get(
-                    run.execution_id) != newest:
-                self._seen[run.execution_id] = newest
-                found.append(run.execution_id)
-        return found
+    # -- the embedded worker -----------------------------------------------------------------
+    def start(self) -> None:
+        """Start the embedded worker (if any) in a thread of its own."""
+        worker = self.worker
+        if worker is None:
+            return
+        self._thread = threading.Thread(target=worker.run_forever,
+                                        name="tether-console-worker", daemon=True)
+        self._thread.start()
 
-
-def _first_branch_event(job: _Job) -> Callable[[Event], None]:
-    """An event listener that resolves the job's branch id from the fork's first event."""
-    def listen(event: Event) -> None:
-        if event.execution_id != job.execution_id and not job.branch.done():
-            job.branch.set_result(event.execution_id)
-    return listen
+    def stop(self) -> None:
+        """Stop the embedded worker: its runs in flight stop at their next node boundary and
+        are handed back."""
+        if self.worker is not None:
+            self.worker.stop()
+        if self._thread is not None:
+            self._thread.join(STOP_SECONDS)
+            if self._thread.is_alive():
+                log.warning("the console's worker did not stop within %g s", STOP_SECONDS)

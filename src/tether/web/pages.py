@@ -30,7 +30,7 @@ router = APIRouter(include_in_schema=False)
 
 DONE = {
     "answered": "Your answer was recorded.",
-    "resumed": "The run was handed to the worker to resume.",
+    "resumed": "The run was queued for the workers of its queue to resume.",
     "cancelled": "Cancellation was requested.",
 }
 

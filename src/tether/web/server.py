@@ -14,7 +14,10 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tether.runtime.lifecycle import DEFAULT_QUEUE
 from tether.web.config import ConfigError, ServeConfig
+
+WORKER_CONCURRENCY = 4
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -36,20 +39,19 @@ def bind(host: str, port: int) -> socket.socket:
 
 def serve(config: ServeConfig, *, tasks: Mapping[str, Callable[..., Any]] | None = None,
           announce: Callable[[str], None] | None = None) -> None:
-    """Serve the console until SIGINT/SIGTERM. With ``config.worker``, an embedded worker
-    runs continuations with ``tasks``."""
+    """Serve the console until SIGINT/SIGTERM. With ``config.worker``, an ordinary worker of
+    the ``default`` queue (:class:`tether.workers.Worker`, with ``tasks``) runs in this
+    process while it serves."""
     import uvicorn
 
-    from tether.stores.open import open_checkpointer
     from tether.web.app import create_app
-    from tether.web.fleet import EmbeddedWorker, Fleet, NoFleet
+    from tether.workers.loop import Worker
 
     sock = bind(config.host, config.port)
     config = dataclasses.replace(config, port=sock.getsockname()[1])
-    fleet: Fleet = NoFleet()
-    if config.worker:
-        fleet = EmbeddedWorker(lambda: open_checkpointer(config.db, create=False), tasks)
-    app = create_app(config, fleet=fleet)
+    worker = Worker(config.db, tasks, (DEFAULT_QUEUE,), WORKER_CONCURRENCY) \
+        if config.worker else None
+    app = create_app(config, worker=worker)
     (announce or _print)(f"tether console on {config.base_url} (auth: {config.auth.value}"
                          f"{', with a worker' if config.worker else ''})")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,

@@ -302,7 +302,7 @@ class Worker:
         claim of its pending row picks one firer fleet-wide; the others skip it) and leave
         the continuation to the claim of answered runs, so a fired run is continued by a
         worker of its queue, within the queue's limits, like an answered approval. A run no
-        queue holds (started in place by ``tether run``) is handed to this worker's first
+        queue holds (stored before every run had one) is handed to this worker's first
         queue, as ``resume --enqueue`` would, so the firing is never left unfinished."""
         if self._stopping.is_set():
             return
