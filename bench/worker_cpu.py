@@ -103,6 +103,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--py-spy", default=None)
+    parser.add_argument("--metrics", action="store_true",
+                        help="workers serve Prometheus metrics (--metrics-port 0): their cost")
     args = parser.parse_args()
     schema = wb.Schema()
     workdir = Path(tempfile.mkdtemp(prefix="worker-cpu-"))
@@ -121,7 +123,7 @@ def main() -> None:
             procs.append(subprocess.Popen(
                 [*prefix, sys.executable, "-m", "tether", "worker", "--db", schema.url,
                  "--tasks", "worker_tasks", "--concurrency", str(args.concurrency),
-                 "--queue", wb.SERVED],
+                 "--queue", wb.SERVED, *(["--metrics-port", "0"] if args.metrics else [])],
                 env={**os.environ, "PYTHONPATH": path}, cwd=workdir,
                 stdout=open(workdir / f"worker-{i}.log", "wb"),  # noqa: SIM115
                 stderr=subprocess.STDOUT))

@@ -10,7 +10,6 @@ when nothing executes it, else at its holder's next node boundary). See ``docs/w
 
 from __future__ import annotations
 
-import logging
 import signal
 import time
 
@@ -81,9 +80,17 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
 @click.option("--poll", type=click.FloatRange(0.01, 60), default=None,
               help="Seconds between looks for work without a wake-up (default 1 on "
               "PostgreSQL, 0.2 on SQLite).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="The address --metrics-port binds.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: one JSON object per log line, with the trace "
+              "and span ids of what it is about.")
 @db_option
 def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
-           lease: float | None, poll: float | None, db: str) -> None:
+           lease: float | None, poll: float | None, metrics_port: int | None,
+           metrics_host: str, log_format: str, db: str) -> None:
     """Execute queued, crashed and answered runs until SIGTERM or SIGINT (then exit 0).
 
     Imports the task modules (--tasks, else [tool.tether] tasks in the nearest
@@ -92,11 +99,15 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
     from tether.workers import Worker
 
     registry = load_tasks_or_exit(tasks, from_pyproject=not tasks)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    from tether.observability.logs import configure_logging
+
+    configure_logging(log_format)
     store = open_store(db)
     fleet = Worker(store, registry if registry is not None else {}, queues or ("default",),
                    concurrency, lease_seconds=lease, poll_seconds=poll,
                    connect=lambda: open_store(db))
+    if metrics_port is not None:
+        _serve_metrics(fleet, metrics_port, metrics_host, db, lease)
 
     def stop(signum: int, _frame: object) -> None:
         click.echo(f"worker: {signal.Signals(signum).name}: stopping (runs in flight stop at "
@@ -113,6 +124,25 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
     finally:
         store.close()
     click.echo("worker: stopped", err=True)
+
+
+def _serve_metrics(fleet: object, port: int, host: str, db: str, lease: float | None) -> None:
+    """Start the worker's metrics endpoint (a clear error when the port is taken)."""
+    try:
+        from tether.observability import metrics
+    except ImportError:
+        raise click.UsageError("--metrics-port needs prometheus-client: pip install "
+                               "'tether[metrics]'") from None
+    from tether.workers import Worker, lease_seconds
+
+    assert isinstance(fleet, Worker)
+    try:
+        served = metrics.serve(port, host, lambda: open_store(db), lease_seconds(lease))
+    except OSError as exc:
+        raise click.BadParameter(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                                 param_hint="--metrics-port") from None
+    served.watch_slots(fleet.busy_slots)
+    click.echo(f"worker: metrics at http://{host}:{port}/metrics", err=True)
 
 
 @click.command()

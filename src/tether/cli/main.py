@@ -151,9 +151,21 @@ def _report_workflow_error(exc: WorkflowError) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``tether`` command line; return its exit code (see the module docstring)."""
     try:
+        _trace_setup(sys.argv[1:] if argv is None else argv)
         result = cli.main(args=list(argv) if argv is not None else None, prog_name="tether",
                           standalone_mode=False)
         sys.stdout.flush()
     except BaseException as exc:  # the one place every failure becomes an exit code
         return handle_error(exc)
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _trace_setup(argv: Sequence[str]) -> None:
+    """Commands that execute runs set tracing up from the ``OTEL_*`` variables (only when
+    one asks for an exporter: nothing is imported otherwise)."""
+    if any(name.startswith("OTEL_") for name in os.environ):
+        from tether.observability.setup import COMMANDS, configure_tracing
+
+        command = next((a for a in argv if not a.startswith("-")), "")
+        if command in COMMANDS:
+            configure_tracing()

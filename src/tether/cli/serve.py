@@ -60,9 +60,13 @@ def _url(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
 @click.option("--secret-file", default=".tether/console.key", show_default=True,
               metavar="FILE", help="The key sessions, CSRF tokens and links are signed "
               "with (made on first use); TETHER_CONSOLE_SECRET overrides it.")
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: one JSON object per log line, with the trace "
+              "and span ids of what it is about.")
 def serve(db: str, host: str, port: int, tasks: tuple[str, ...], auth: str,
           tokens_file: str | None, notify_url: str | None, worker: bool,
-          link_max_age: float, public_url: str | None, secret_file: str) -> None:
+          link_max_age: float, public_url: str | None, secret_file: str,
+          log_format: str = "text") -> None:
     """Serve the approvals inbox and runs console (and its JSON API under /api/).
 
     Answers are recorded in the store (exactly one wins a pause); the runs are continued by
@@ -81,6 +85,9 @@ def serve(db: str, host: str, port: int, tasks: tuple[str, ...], auth: str,
     except ImportError as exc:
         raise click.ClickException(f"tether serve needs the web extra ({exc.name} is "
                                    "missing): pip install 'tether[web]'") from None
+    from tether.observability.logs import configure_logging
+
+    configure_logging(log_format)
     open_store(db, create=True).close()
     registry = load_tasks_or_exit(tasks, from_pyproject=True) if worker else None
     webhook = os.environ.get(WEBHOOK_SECRET_ENV, "")

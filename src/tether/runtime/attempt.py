@@ -62,6 +62,10 @@ class Attempt:
         self.boundary: Callable[[], None] | None = None
         """Called before each unit starts (a worker's cancel and shutdown checks); may raise
         :class:`StopAtBoundary`."""
+        self.claimed = False
+        """Whether a worker's claim took the run for this attempt (a span event)."""
+        self.first = True
+        """Whether this attempt starts the run (its first execution: a metric counts it)."""
         self._ticket = 0
         self.reason = "started"
         self.worker: str | None = None

@@ -22,6 +22,7 @@ from typing import Any
 
 from tether.compiler.plan import Plan
 from tether.errors import LeaseLost, StoreError, TetherError
+from tether.observability.observer import observer_for
 from tether.runtime.answers import apply_decisions
 from tether.runtime.attempt import Attempt, StopAtBoundary
 from tether.runtime.context import RUN, RunContext
@@ -63,8 +64,24 @@ class Driver:
             execution_id, journal, tasks, asyncio.Semaphore(max_concurrency),
             max_concurrency, RunContext(execution_id, store, attempt.owner, self.masker),
             attempt, listener, budget=budget, secrets=secrets, info=info, inline=inline)
+        self.session.observer = observer_for(
+            execution_id, plan.name, attempt.number, info.parent_id if info else None, store,
+            claimed=attempt.claimed, first=attempt.first)
 
     async def drive(self) -> RunResult:
+        observer = self.session.observer
+        if observer is None:
+            return await self._attempt()
+        observer.start()
+        try:
+            result = await self._attempt()
+        except BaseException as exc:
+            observer.end(RunStatus.RUNNING, exc)  # the attempt stopped; the run goes on
+            raise
+        observer.end(result.status)
+        return result
+
+    async def _attempt(self) -> RunResult:
         token = RUN.set(self.session.run)
         main = asyncio.current_task()
         loop = asyncio.get_running_loop()

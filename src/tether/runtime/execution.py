@@ -26,6 +26,7 @@ from typing import Any
 
 from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit, ValueTooLarge
+from tether.observability.observer import RunObserver
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import interrupted
@@ -84,6 +85,8 @@ class Session:
     inline: bool = True
     """Whether the only runnable unit's sync body may run in the event loop's thread (a
     worker driving several runs in one loop turns this off: bodies always run in threads)."""
+    observer: RunObserver | None = None
+    """The attempt's traces and metrics (None when neither is on: ``observability/``)."""
 
     def emit(self, event: Event) -> None:
         if self.listener is not None:
@@ -235,8 +238,10 @@ class Level:
             ready.finished(node.id)
             return False
         if decision != UnitStatus.RUNNING:
-            self._set(node.id, {"status": decision, "output": None,
-                                "reason": self._skip_reason(node, decision)})
+            reason = self._skip_reason(node, decision)
+            if self.session.observer is not None:
+                self.session.observer.skipped(node, decision, reason)
+            self._set(node.id, {"status": decision, "output": None, "reason": reason})
             ready.finished(node.id)
             return False
         return True
@@ -319,7 +324,9 @@ class Level:
         it here: this is the path of every node)."""
         if isinstance(node, TaskNode | WorkflowNode) and node.fans_out:
             return ForEach(self, node).run()
-        return self.unit(node, unit_path(node.id), node.id, inline=inline)
+        coroutine = self.unit(node, unit_path(node.id), node.id, inline=inline)
+        observer = self.session.observer
+        return coroutine if observer is None else observer.unit(node, node.id, coroutine)
 
     async def unit(self, node: PlanNode, path: StatePath, address: str, *, item: Any = None,
                    has_item: bool = False, inline: bool = False) -> UnitResult:

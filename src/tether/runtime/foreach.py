@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from tether.compiler.plan import TaskNode, WorkflowNode
@@ -123,7 +124,7 @@ class ForEach:
         path = ("nodes", self.node.id, "items", str(index))
         address = f"{self.node.id}/item:{index}"
         if self.level.session.listener is None or not per_element(self.node):
-            return await self.level.unit(self.node, path, address, item=item, has_item=True)
+            return await self._unit(path, address, item)
         return await self._shown(index, item, path, address)
 
     async def _shown(self, index: int, item: Any, path: tuple[str, ...],
@@ -136,7 +137,7 @@ class ForEach:
                            title=title))
         started, status = time.perf_counter(), UnitStatus.FAILED
         try:
-            result = await level.unit(node, path, address, item=item, has_item=True)
+            result = await self._unit(path, address, item)
             status = UnitStatus.COMPLETED
             return result
         except (InterruptSignal, Suspended):
@@ -145,6 +146,13 @@ class ForEach:
         finally:
             session.emit(Event("finished", session.execution_id, address, level.agent_path,
                                status, time.perf_counter() - started, title))
+
+    def _unit(self, path: tuple[str, ...], address: str,
+              item: Any) -> Coroutine[Any, Any, UnitResult]:
+        """One element's unit, inside its span when the attempt is observed."""
+        coroutine = self.level.unit(self.node, path, address, item=item, has_item=True)
+        observer = self.level.session.observer
+        return coroutine if observer is None else observer.unit(self.node, address, coroutine)
 
     def _settle(self, index: int, task: asyncio.Task[UnitResult]) -> None:
         level, node = self.level, self.node

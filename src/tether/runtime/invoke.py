@@ -27,6 +27,7 @@ from typing import Any
 from tether.compiler.plan import PlanInput, TaskNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable
 from tether.jsontypes import article, json_type_name, matches_type
+from tether.observability.observer import retried
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
 from tether.runtime.state import NodeError
@@ -178,6 +179,7 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
         if tries is not None:
             tries.append(failed_try(attempt, last, node.id, started, delay))
         if delay is not None:
+            retried(attempt, last)
             await asyncio.sleep(delay)
     assert last is not None
     error = failure(last, node, attempts)

@@ -143,6 +143,12 @@ class Resumption:
         if claimed is not None:
             self.attempt.valid_until = claimed.valid_until
             self.attempt.watch_lost = claimed.on_lost
+            self.attempt.claimed = True
+            started = claimed.run.started_at  # set to the claim's time when it was queued
+            self.attempt.first = started is not None and \
+                abs(started - claimed.run.updated_at.timestamp()) < 0.001
+        else:
+            self.attempt.first = False
         self.fired = fired  # the value is a due timer's answer (fire_due), not a human's
         self.channel = channel or (AnswerChannel.TIMER if fired else AnswerChannel.PYTHON)
         """Through which door the answer came (recorded with the claim, for the history)."""

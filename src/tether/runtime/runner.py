@@ -17,6 +17,7 @@ from typing import Any
 
 from tether.compiler.plan import Plan
 from tether.errors import CheckpointNotFound, ForkError, InputError, RunNotFound, TetherError
+from tether.observability.observer import remember_caller
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import run_sync
 from tether.runtime.context import Resume
@@ -186,6 +187,7 @@ class Runner:
             execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
             status=RunStatus.QUEUED, inputs=values, created_at=now, updated_at=now,
             attempt=0, queue=queue, priority=int(priority)), plan.to_json())
+        remember_caller(self._store(), execution_id)
         return execution_id
 
     # -- resume ------------------------------------------------------------------------------

@@ -88,7 +88,8 @@ def web_of(request: Request) -> Web:
 
 
 def _is_api(request: Request) -> bool:
-    return request.url.path.startswith("/api/")
+    """Machine routes: errors as JSON, 401 rather than the login page (a scraper too)."""
+    return request.url.path.startswith("/api/") or request.url.path == "/metrics"
 
 
 def _error(request: Request, status: int, message: str, **extra: Any) -> Response:
@@ -193,6 +194,9 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
 
     app.include_router(api.router)
     app.include_router(pages.router)
+    from tether.observability.web import add_metrics_route
+
+    add_metrics_route(app, shared)
     app.mount("/static", StaticFiles(directory=str(files("tether.web") / "static")),
               name="static")
     hosts = loopback_hosts(config.host, config.port) if is_loopback(config.host) else None

@@ -55,7 +55,9 @@ def serve(config: ServeConfig, *, tasks: Mapping[str, Callable[..., Any]] | None
     (announce or _print)(f"tether console on {config.base_url} (auth: {config.auth.value}"
                          f"{', with a worker' if config.worker else ''})")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=5, lifespan="on"))
+                                           timeout_graceful_shutdown=5, lifespan="on",
+                                           log_config=None))  # the root handler formats
+    # uvicorn's lines too (tether serve --log-format)
     server.run(sockets=[sock])
 
 

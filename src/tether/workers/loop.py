@@ -33,6 +33,7 @@ from typing import Any
 
 from tether.compiler.plan import Plan
 from tether.errors import AlreadyResumed, LeaseLost, ResumeError, TetherError, TimerNotDue
+from tether.observability import observer
 from tether.runtime.attempt import StopAtBoundary
 from tether.runtime.plans import task_names
 from tether.runtime.resume import Claimed
@@ -117,6 +118,10 @@ class Worker:
         back; :meth:`run_forever` returns once they have."""
         self._stopping.set()
         self._poke()
+
+    def busy_slots(self) -> int:
+        """How many runs this worker executes now (read from any thread: a metric)."""
+        return len(self._running)
 
     def _poke(self) -> None:
         loop, wake = self._loop, self._wake
@@ -318,6 +323,7 @@ class Worker:
                 continue
             log.info("run %s: timer %s fired", row.execution_id, row.address)
             fired += 1
+            observer.timer_fired()
             self._adopt(store, row.execution_id)
         if fired:
             self._poke()
@@ -344,6 +350,8 @@ class Worker:
         task of this loop on the worker's store. ``valid_until``: when the claim's lease
         runs out by this process's monotonic clock."""
         execution_id = claim.run.execution_id
+        observer.claimed(claim.reason == ClaimReason.QUEUED, claim.run.created_at.timestamp(),
+                         claim.run.available_at)
         if claim.run.cancel_requested_at is not None:
             self._cancel.add(execution_id)
         self._tokens[execution_id] = claim.owner

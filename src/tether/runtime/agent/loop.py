@@ -36,6 +36,7 @@ from tether.agents.providers import DEFAULT_TIMEOUT, Model, open_model
 from tether.agents.tools import ToolKind, ToolSpec
 from tether.compiler.plan import AgentNode, Plan, PlanAgent
 from tether.errors import InterruptSignal, NotJSONError
+from tether.observability.observer import agent_tool, agent_turn
 from tether.runtime.agent.output import check_answer
 from tether.runtime.agent.state import AgentState
 from tether.runtime.agent.tools import (
@@ -237,8 +238,12 @@ class AgentLoop:
                          node_input={"model": f"{agent.model.provider}:{agent.model.name}",
                                      "attempt": attempt})
             try:
-                reply = await model.complete(system=system, messages=sent.messages,
-                                             tools=list(specs.values()))
+                with agent_turn(self.run.unit.level.session.observer, agent.model.provider,
+                                agent.model.name, state.agent, state.turn) as traced:
+                    reply = await model.complete(system=system, messages=sent.messages,
+                                                 tools=list(specs.values()))
+                    traced.usage(reply.usage.input_tokens, reply.usage.output_tokens,
+                                 reply.stop_reason)
                 break
             except ModelError as exc:
                 if not exc.retryable or attempt == attempts:
@@ -322,7 +327,9 @@ class AgentLoop:
                 self._answer(did_not_run(call, skip))
                 continue
             state.activate(call.id)
-            outcome = await self._dispatch(agent, specs, call)
+            with agent_tool(self.run.unit.level.session.observer, state.agent, call.name,
+                            call.id):
+                outcome = await self._dispatch(agent, specs, call)
             if isinstance(outcome, _Handoff):
                 self._answer(ToolResult(call_id=call.id, tool_name=call.name,
                                         content=f"Transferred to {outcome.target}."))

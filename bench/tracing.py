@@ -1,0 +1,155 @@
+"""Issue 23: what traces and metrics cost per node (W0's 200-node chain of `def` tasks, no
+store: the runtime's own per-node time, where any added cost shows most).
+
+Run: .venv/bin/python bench/tracing.py [--repeat 15] [--main /path/to/main/src]
+
+Variants, interleaved in every repetition, each the per-node time of one run (median over
+the repetitions):
+
+- ``off``: no provider installed, no metrics (the path every node takes by default);
+- ``traced``: the OpenTelemetry SDK's TracerProvider with a BatchSpanProcessor exporting
+  over OTLP/HTTP to a receiver in another process (it answers 200 and decodes nothing);
+- ``metrics``: prometheus-client counting (``tether worker --metrics-port``'s sink), no
+  tracing.
+
+(To switch tracing off and on in one process the script swaps the API's global provider,
+which the API allows only once: a benchmark's liberty, not something tether does.)
+
+With ``--main SRC``, ``off`` is also compared with the main branch's code: the same chain
+in two child processes, one importing this tree and one ``SRC``, alternated, each run timed
+by the process's CPU time (wall time on a shared machine swings by tens of percent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workloads as w
+
+NODES = 200
+
+RECEIVER = """
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+s = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"""
+
+
+def per_node(runner: Any) -> float:
+    started = time.perf_counter()
+    result = runner.run()
+    elapsed = time.perf_counter() - started
+    assert result.status == "completed", result
+    return elapsed / NODES
+
+
+def measure(repeat: int, store: Any = None) -> dict[str, float]:
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from tether.observability import observer
+    from tether.observability.metrics import Metrics
+    from tether.runtime.runner import Runner
+
+    receiver = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE,
+                                text=True)
+    assert receiver.stdout is not None
+    port = int(receiver.stdout.readline())
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
+        endpoint=f"http://127.0.0.1:{port}/v1/traces")))
+    from prometheus_client import CollectorRegistry
+    sink = Metrics(CollectorRegistry())
+    runner = Runner(w.chain(NODES, sync=True), store, w.TASKS)
+    times: dict[str, list[float]] = {"off": [], "traced": [], "metrics": []}
+    try:
+        for _ in range(3):  # warm up every path
+            per_node(runner)
+        for _ in range(repeat):
+            times["off"].append(per_node(runner))
+            trace._TRACER_PROVIDER = provider  # type: ignore[attr-defined]
+            times["traced"].append(per_node(runner))
+            trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+            observer.SINK = sink
+            times["metrics"].append(per_node(runner))
+            observer.SINK = None
+        provider.shutdown()
+    finally:
+        receiver.kill()
+        receiver.wait()
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+CHILD = """
+import sys, time, statistics
+sys.path.insert(0, sys.argv[1])
+import workloads as w
+from tether.runtime.runner import Runner
+runner = Runner(w.chain(200, sync=True), None, w.TASKS)
+for _ in range(3):
+    runner.run()
+times = []
+for _ in range(int(sys.argv[2])):
+    t = time.process_time(); runner.run(); times.append((time.process_time() - t) / 200)
+print(statistics.median(times))
+"""
+
+
+def versus_main(main_src: str, repeat: int) -> tuple[float, float]:
+    """``off`` per-node time of this tree and of ``main_src``, in alternated children."""
+    here = str(Path(__file__).resolve().parent.parent / "src")
+    bench = str(Path(__file__).resolve().parent)
+    mine: list[float] = []
+    theirs: list[float] = []
+    for _ in range(repeat):
+        for src, into in ((here, mine), (main_src, theirs)):
+            env = {**os.environ, "PYTHONPATH": src}
+            env = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
+            out = subprocess.run([sys.executable, "-c", CHILD, bench, "9"], env=env,
+                                 capture_output=True, text=True, check=True)
+            into.append(float(out.stdout))
+    return statistics.median(mine), statistics.median(theirs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--store", choices=["none", "sqlite"], default="none",
+                        help="checkpoint each node in SQLite (W0 with a store) or not")
+    parser.add_argument("--main", default=None, metavar="SRC",
+                        help="the main branch's src directory, to compare 'off' with")
+    args = parser.parse_args()
+    store = None
+    if args.store == "sqlite":
+        import tempfile
+        store = w.sqlite_store(Path(tempfile.mkdtemp(prefix="tether-bench-")))
+    found = measure(args.repeat, store)
+    off = found["off"]
+    print(f"W0 def chain, {NODES} nodes, store {args.store}, median of {args.repeat}:")
+    for name, value in found.items():
+        print(f"  {name:<8} {value * 1e6:7.2f} us/node  {value / off:5.2f}x off")
+    if args.main:
+        mine, theirs = versus_main(args.main, max(3, args.repeat // 3))
+        print(f"  off vs main: {mine * 1e6:.2f} vs {theirs * 1e6:.2f} us/node "
+              f"({(mine / theirs - 1) * 100:+.1f}%)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""The spans of a run attempt (imported only once tracing is on: ``observer.py``).
+
+One trace per run: the first attempt's ``tether.run`` span is the trace's root for the run
+(the child of the caller's span, when the caller had one), and its context is stored with
+the run, so every later attempt (a resume days later, another worker) opens its own
+``tether.run`` span as a child of it, in the same trace, linked to the attempt before (the
+wait of an approval). No schema change was possible for this, so the context lives in the
+run's idempotency cache under reserved keys (:data:`ROOT_KEY`, ``tether.trace/<attempt>``):
+first write wins, it is pruned with the run, and no task's key (a sha256) can collide.
+
+Attributes never carry values of the run (inputs, outputs, arguments: they may hold secrets);
+error messages are the ones the runtime already masked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from tether.errors import LeaseLost, TetherError
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import PlanNode
+    from tether.stores.base import Checkpointer
+
+log = logging.getLogger(__name__)
+
+ROOT_KEY = "tether.trace"
+"""The idempotency-cache key of the run's trace context (its first ``tether.run`` span)."""
+
+CALLER_KEY = f"{ROOT_KEY}/caller"
+"""The key of the span active where a queued run was submitted (its first span's parent)."""
+
+TRACER = "tether"
+_PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def attempt_key(attempt: int) -> str:
+    """The key of one attempt's ``tether.run`` span context."""
+    return f"{ROOT_KEY}/{attempt}"
+
+
+def _dump(span: Span) -> str:
+    carrier: dict[str, str] = {}
+    _PROPAGATOR.inject(carrier, trace.set_span_in_context(span))
+    return json.dumps(carrier, sort_keys=True)
+
+
+def _load(text: str | None) -> SpanContext | None:
+    if not text:
+        return None
+    try:
+        carrier = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(carrier, dict):
+        return None
+    found = trace.get_current_span(_PROPAGATOR.extract(carrier)).get_span_context()
+    return found if found.is_valid else None
+
+
+class RunSpans:
+    """The ``tether.run`` span of one attempt and the spans under it."""
+
+    def __init__(self, execution_id: str, workflow: str, attempt: int, parent_id: str | None,
+                 store: Checkpointer | None, claimed: bool) -> None:
+        self.tracer = trace.get_tracer(TRACER)
+        self.execution_id = execution_id
+        self.workflow = workflow
+        self.attempt = attempt
+        self.parent_id = parent_id
+        self.store = store
+        self.claimed = claimed
+        self.span: Span | None = None
+        self._token: object = None
+
+    # -- the run span ------------------------------------------------------------------------
+    def start(self) -> None:
+        root = self._read(self.execution_id, ROOT_KEY)
+        links: list[Link] = []
+        caller = trace.get_current_span().get_span_context()
+        if root is not None:
+            parent = trace.set_span_in_context(trace.NonRecordingSpan(root))
+            before = self._read(self.execution_id, attempt_key(self.attempt - 1)) \
+                if self.attempt > 1 else None
+            link: dict[str, Any] = {"tether.link": "previous_attempt"}
+            if before is not None and self._paused(self.attempt - 1):
+                link["tether.wait"] = "paused"  # the wait for an answer (or a timer)
+            links.append(Link(before or root, link))
+            if caller.is_valid and caller.trace_id != root.trace_id:
+                links.append(Link(caller, {"tether.link": "caller"}))
+        else:  # the caller's active span: the submitter's (stored), else this process's
+            submitter = self._read(self.execution_id, CALLER_KEY)
+            parent = trace.set_span_in_context(trace.NonRecordingSpan(submitter)) \
+                if submitter is not None else otel_context.get_current()
+            origin = self._read(self.parent_id, ROOT_KEY) if self.parent_id else None
+            if origin is not None:
+                links.append(Link(origin, {"tether.link": "fork_origin",
+                                           "tether.fork.origin": self.parent_id or ""}))
+        span = self.tracer.start_span(
+            "tether.run", context=parent, kind=SpanKind.INTERNAL, links=links,
+            attributes={"tether.execution_id": self.execution_id,
+                        "tether.workflow": self.workflow, "tether.run.attempt": self.attempt})
+        self.span = span
+        if self.claimed:
+            span.add_event("tether.claim", {"tether.run.attempt": self.attempt})
+        self._token = otel_context.attach(trace.set_span_in_context(span))
+        self._write(span, root is None)
+
+    def end(self, status: str, exc: BaseException | None) -> None:
+        span = self.span
+        if span is None:
+            return
+        span.set_attribute("tether.run.status", status)
+        if status == "paused" and self.store is not None:
+            self._put(f"{attempt_key(self.attempt)}/paused", "true")
+        if isinstance(exc, LeaseLost):
+            span.add_event("tether.lease_lost", {"tether.reason": exc.reason})
+            span.set_status(Status(StatusCode.ERROR, "the attempt lost its lease"))
+        elif status == "failed":
+            span.set_status(Status(StatusCode.ERROR))
+        elif exc is not None:
+            span.set_attribute("error.type", type(exc).__name__)
+        if self._token is not None:
+            otel_context.detach(self._token)  # type: ignore[arg-type]
+            self._token = None
+        span.end()
+
+    def _read(self, execution_id: str | None, key: str) -> SpanContext | None:
+        if self.store is None or execution_id is None:
+            return None
+        try:
+            return _load(self.store.get_idempotent(execution_id, key))
+        except TetherError as exc:  # tracing never stops a run
+            log.debug("reading the trace context of %s: %s", execution_id, exc)
+            return None
+
+    def _paused(self, attempt: int) -> bool:
+        assert self.store is not None
+        try:
+            return self.store.get_idempotent(self.execution_id,
+                                             f"{attempt_key(attempt)}/paused") is not None
+        except TetherError:
+            return False
+
+    def _put(self, key: str, text: str) -> None:
+        assert self.store is not None
+        try:
+            self.store.put_idempotent(self.execution_id, key, text)
+        except TetherError as exc:
+            log.debug("storing the trace context of %s: %s", self.execution_id, exc)
+
+    def _write(self, span: Span, first: bool) -> None:
+        if self.store is None:
+            return
+        text = _dump(span)
+        try:
+            if first:
+                self.store.put_idempotent(self.execution_id, ROOT_KEY, text)
+            self.store.put_idempotent(self.execution_id, attempt_key(self.attempt), text)
+        except TetherError as exc:
+            log.debug("storing the trace context of %s: %s", self.execution_id, exc)
+
+    # -- node spans --------------------------------------------------------------------------
+    def _attributes(self, node: PlanNode, address: str) -> dict[str, Any]:
+        return {"tether.node.id": node.id, "tether.node.kind": str(node.kind),
+                "tether.node.address": address, "tether.node.attempt": 1,
+                "tether.execution_id": self.execution_id, "tether.workflow": self.workflow}
+
+    def node(self, node: PlanNode, address: str) -> NodeSpan:
+        """Open a unit's ``tether.node`` span, current until :meth:`NodeSpan.close`."""
+        span = self.tracer.start_span("tether.node", attributes=self._attributes(node, address))
+        return NodeSpan(span, str(node.kind))
+
+    def skipped(self, node: PlanNode, status: str, reason: str) -> None:
+        attributes = self._attributes(node, node.id)
+        attributes["tether.node.status"] = status
+        attributes["tether.node.skip_reason"] = reason
+        self.tracer.start_span("tether.node", attributes=attributes).end()
+
+
+class NodeSpan:
+    """A unit's open span (current in the unit's context while its coroutine runs)."""
+
+    def __init__(self, span: Span, kind: str) -> None:
+        self.span = span
+        self.kind = kind
+        self._token = otel_context.attach(trace.set_span_in_context(span))
+
+    def failed(self, status: str, exc: BaseException) -> None:
+        span = self.span
+        if status == "interrupted":
+            if self.kind == "approval" or getattr(exc, "reason", None) is not None:
+                span.add_event("tether.approval", {"tether.approval.state": "requested"})
+            return
+        if status == "failed":
+            error = getattr(exc, "error", None)
+            kind = getattr(error, "type", None) or type(exc).__name__
+            span.set_attribute("error.type", kind)
+            message = getattr(error, "message", None)  # masked by the runtime already
+            span.set_status(Status(StatusCode.ERROR, message if isinstance(message, str)
+                                   else None))
+
+    def close(self, status: str) -> None:
+        span = self.span
+        if status == "completed" and self.kind == "approval":
+            span.add_event("tether.approval", {"tether.approval.state": "answered"})
+        span.set_attribute("tether.node.status", status)
+        otel_context.detach(self._token)
+        span.end()
+
+
+def retried(attempt: int, exc: BaseException) -> None:
+    """A task attempt failed and will be retried: an event on the node span (its attribute
+    ``tether.node.attempt`` becomes the next attempt's number)."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.add_event("tether.node.retry", {"tether.node.attempt": attempt,
+                                             "error.type": type(exc).__name__})
+        span.set_attribute("tether.node.attempt", attempt + 1)
+
+
+def error_status(span: Span, exc: BaseException) -> None:
+    """Mark ``span`` failed by ``exc``: its type only (a message may hold a secret)."""
+    span.set_attribute("error.type", type(exc).__name__)
+    span.set_status(Status(StatusCode.ERROR))
+
+
+def remember_caller(store: Checkpointer, execution_id: str) -> None:
+    """Store the span active where a run is submitted: its first span's parent, later."""
+    span = trace.get_current_span()
+    if not span.get_span_context().is_valid:
+        return
+    try:
+        store.put_idempotent(execution_id, CALLER_KEY, _dump(span))
+    except TetherError as exc:
+        log.debug("storing the submitter's span of %s: %s", execution_id, exc)

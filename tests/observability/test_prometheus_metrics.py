@@ -1,0 +1,232 @@
+"""Metrics, end to end: a real Prometheus (Debian's ``prometheus``) scrapes a ``tether worker
+--metrics-port`` draining runs on PostgreSQL, evaluates the alert rules of
+``docs/operations/alerts.yml``, and the test asks its HTTP API what it saw."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tether.runtime.runner import Runner
+from tether.stores.open import open_checkpointer
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+ALERTS = ROOT / "docs" / "operations" / "alerts.yml"
+DASHBOARD = ROOT / "docs" / "operations" / "dashboard.json"
+TASKS = str(HERE / "trace_tasks.py")
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+WAIT = 180.0
+
+FLOW = """\
+tether: 1
+name: drained
+nodes:
+  a:
+    task: t.slow
+    with: {seconds: 0.2}
+  b:
+    needs: [a]
+    task: t.item
+    with: {x: 3}
+"""
+
+
+def _port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_port(port: int, process: subprocess.Popen[Any], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{what} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{what} never listened on {port}")
+
+
+def _stop(process: subprocess.Popen[Any]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class Prom:
+    """A Prometheus server scraping ``targets`` with the test copy of the alert rules."""
+
+    def __init__(self, tmp: Path, targets: list[str]) -> None:
+        self.port = _port()
+        rules = yaml.safe_load(ALERTS.read_text(encoding="utf-8"))
+        for group in rules["groups"]:  # the docs' rules wait 5-10 min: 1 s in this copy
+            for rule in group["rules"]:
+                if "for" in rule:
+                    rule["for"] = "1s"
+        (tmp / "rules.yml").write_text(yaml.safe_dump(rules), encoding="utf-8")
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                  "rule_files": [str(tmp / "rules.yml")],
+                  "scrape_configs": [{"job_name": "tether-workers",
+                                      "static_configs": [{"targets": targets}]}]}
+        (tmp / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        self.process = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
+             f"--storage.tsdb.path={tmp / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=subprocess.DEVNULL, stderr=open(tmp / "prometheus.log", "w"))  # noqa: SIM115
+        _wait_port(self.port, self.process, "prometheus")
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": expr})
+        with urllib.request.urlopen(url, timeout=30) as response:
+            body = json.load(response)
+        assert body["status"] == "success", body
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def until(self, expr: str, check: Any, what: str) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + WAIT
+        while True:
+            found = self.query(expr)
+            if check(found):
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: {expr} gave {found}")
+            time.sleep(0.5)
+
+
+def _value(result: list[dict[str, Any]]) -> float:
+    return float(result[0]["value"][1]) if result else float("nan")
+
+
+@pytest.fixture
+def pg_url(pg_schema: tuple[str, str]) -> str:
+    url, schema = pg_schema
+    return f"{url}?schema={schema}"
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[Any]]]:
+    processes: list[subprocess.Popen[Any]] = []
+    yield processes
+    for process in reversed(processes):
+        _stop(process)
+
+
+def test_prometheus_scrapes_a_worker_draining_runs_and_the_stuck_run_alert_fires(
+        tmp_path: Path, pg_url: str, started: list[subprocess.Popen[Any]]) -> None:
+    flow = tmp_path / "drained.yaml"
+    flow.write_text(FLOW, encoding="utf-8")
+    store = open_checkpointer(pg_url)
+    try:
+        runner = Runner(flow, store, {})
+        ids = [runner.submit(queue="default") for _ in range(6)]
+        runner.submit(queue="orphans")  # no worker serves this queue: a stuck run
+    finally:
+        store.close()
+    metrics_port = _port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tether", "worker", "--tasks", TASKS, "--db", pg_url,
+         "--metrics-port", str(metrics_port), "--concurrency", "2", "--poll", "0.2"],
+        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "worker.log", "w"),  # noqa: SIM115
+        env=env)
+    started.append(worker)
+    _wait_port(metrics_port, worker, "the worker's metrics endpoint")
+    prom = Prom(tmp_path, [f"127.0.0.1:{metrics_port}"])
+    started.append(prom.process)
+
+    prom.until('up{job="tether-workers"}', lambda r: _value(r) == 1.0, "the target is up")
+    prom.until('sum(tether_runs_finished_total{workflow="drained",status="completed"})',
+               lambda r: _value(r) == len(ids), "every run completed")
+    prom.until('tether_queue_depth{queue="default"}', lambda r: _value(r) == 0.0,
+               "the queue drained")
+    assert _value(prom.query('tether_queue_depth{queue="orphans"}')) == 1.0
+    count = prom.until(
+        'sum by (kind) (tether_node_duration_seconds_count{workflow="drained",'
+        'status="completed"})', lambda r: _value(r) == 2 * len(ids), "node durations")
+    assert count[0]["metric"] == {"kind": "task"}
+    slow = prom.query('sum(tether_node_duration_seconds_sum{workflow="drained"})')
+    assert _value(slow) >= 0.2 * len(ids)  # six 0.2 s sleeps were measured
+    assert _value(prom.query('sum(tether_runs_started_total{workflow="drained"})')) == len(ids)
+    assert _value(prom.query("tether_claim_latency_seconds_count")) == len(ids)
+    firing = prom.until('ALERTS{alertname="TetherStuckRuns",alertstate="firing"}',
+                        lambda r: bool(r), "the stuck-run alert fires")
+    assert [a["metric"]["reason"] for a in firing] == ["no_worker"]
+    # nothing else fires: the drained queue is not stuck, no timer is late
+    others = prom.query('ALERTS{alertstate="firing",alertname!="TetherStuckRuns"}')
+    assert others == []
+
+
+def test_the_alert_rules_pass_promtool() -> None:
+    result = subprocess.run([PROMTOOL, "check", "rules", str(ALERTS)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 6 rules found" in result.stdout
+
+
+def test_the_dashboard_parses_and_uses_only_metrics_tether_exports() -> None:
+    import re
+
+    from prometheus_client import CollectorRegistry
+
+    from tether.observability.metrics import Metrics, StoreCollector
+
+    registry = CollectorRegistry()
+    counted = Metrics(registry)  # one sample of each labelled metric, for its series names
+    counted.run_started("w")
+    counted.run_finished("w", "completed")
+    counted.node_finished("w", "task", "completed", 0.1)
+    counted.tokens("model", 1, 1)
+    names = set()
+    for family in registry.collect():
+        names.add(family.name)
+        names.update(sample.name for sample in family.samples)
+    names.update(f.name for f in StoreCollector(lambda: open_checkpointer("memory://"),
+                                                30.0).collect())
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", ())]
+    assert len(exprs) >= 8
+    used = {m for e in exprs for m in re.findall(r"\btether_[a-z_]+", e)}
+    assert used and used <= names, used - names
+    assert {"tether_queue_depth", "tether_stuck_runs", "tether_node_duration_seconds_bucket",
+            "tether_agent_tokens_total", "tether_worker_slots_busy"} <= used
+
+
+def test_a_metrics_port_in_use_is_a_clear_usage_error(tmp_path: Path) -> None:
+    open_checkpointer(f"sqlite:///{tmp_path / 'tether.db'}").close()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "tether", "worker", "--tasks", TASKS, "--db",
+             f"sqlite:///{tmp_path / 'tether.db'}", "--metrics-port", str(port)],
+            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,64 @@
+"""Tasks of the trace tests: each makes its own span with the OpenTelemetry API (as an
+instrumented library would), and ``flaky`` fails its first call (counted in $TRACE_COUNTER)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from opentelemetry import trace
+
+import tether
+
+tracer = trace.get_tracer("trace_tasks")
+
+
+@tether.task("t.flaky")
+def flaky() -> str:
+    counter = Path(os.environ["TRACE_COUNTER"])
+    calls = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(calls + 1))
+    if calls == 0:
+        raise ConnectionError("the first call fails")
+    return "ok"
+
+
+@tether.task("t.item")
+def item(x: int) -> int:
+    """Double a number.
+
+    Args:
+        x: The number.
+    """
+    with tracer.start_as_current_span("task.own", attributes={"x": x}):
+        return x * 2
+
+
+@tether.task("t.leak")
+def leak(key: str) -> str:
+    raise RuntimeError(f"refused with key {key}")
+
+
+@tether.task("t.slow")
+def slow(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+@tether.task("t.stall")
+def stall() -> str:
+    """The first call says so (file ``blocked``) and waits for the file ``release``; later
+    calls return at once (``$TRACE_GATE`` names the directory)."""
+    import logging
+    import time
+
+    gate = Path(os.environ["TRACE_GATE"])
+    logging.getLogger("trace_tasks").info("stall called")
+    if (gate / "blocked").exists():
+        return "again"
+    (gate / "blocked").write_text(str(os.getpid()))
+    while not (gate / "release").exists():
+        time.sleep(0.05)
+    return "first"
