@@ -26,7 +26,6 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from tether.diagnostics import Span
-from tether.dsl.flow_fast import fast_parse, terminal_pattern
 from tether.dsl.source import MAX_DEPTH, Path, position
 from tether.kinds import NodeKind
 from tether.suggest import did_you_mean
@@ -135,6 +134,20 @@ def _lark_token(token: Any) -> Token:
                  token.end_line, token.end_column, token.end_pos)
 
 
+@functools.cache
+def _terminals() -> dict[str, str]:
+    """The regular-expression terminals of ``flow.lark`` (name -> pattern), read from its
+    text: the patterns stay written once, and reading them builds no parser."""
+    grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
+    return {m.group(1): m.group(2) for m in
+            re.finditer(r"^([A-Z_]+)(?:\.\d+)?: /(.*)/$", grammar, re.MULTILINE)}
+
+
+def terminal_pattern(name: str) -> str:
+    """The regular expression of the grammar's terminal ``name`` (``STRING``, ``ID``...)."""
+    return _terminals()[name]
+
+
 def _build(*, compiled: bool) -> Lark:
     grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
     options: dict[str, Any] = {"_plugins": _lark_cython.plugins, "tree_class": _Tree} \
@@ -161,19 +174,14 @@ def grammar() -> Lark:
     return _compiled_parser() or parser()
 
 
-def parse_statement(text: str, *, pure: bool = False, fast: bool = True) -> Tree[Token]:
-    """The parse tree of one statement: by the hand-written reader of the common shapes
-    (:mod:`tether.dsl.flow_fast`, unless ``fast`` is false), else by lark-cython when
-    installed (unless ``pure``), else by Lark's own parser; all three give the same tree.
+def parse_statement(text: str, *, pure: bool = False) -> Tree[Token]:
+    """The parse tree of one statement: by lark-cython when installed (unless ``pure``), else
+    by Lark's own parser; both give the same tree.
 
     A statement the compiled parser refuses is parsed again by Lark's own, so a syntax error
     is always Lark's :class:`UnexpectedInput` (with its interactive parser) and is reported
     the same way with or without lark-cython.
     """
-    if fast:
-        tree = fast_parse(text)
-        if tree is not None:
-            return tree
     compiled = None if pure else _compiled_parser()
     if compiled is not None:
         try:
@@ -464,4 +472,5 @@ __all__ = [
     "shorten",
     "split_keyword",
     "split_statements",
+    "terminal_pattern",
 ]
