@@ -26,6 +26,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from tether.diagnostics import Span
+from tether.dsl.parser_cache import table_file
 from tether.dsl.source import MAX_DEPTH, Path, position
 from tether.kinds import NodeKind
 from tether.suggest import did_you_mean
@@ -106,7 +107,8 @@ except ImportError:  # pragma: no cover - PyPy, or lark-cython absent
 
 
 class _Tree(Tree[Token]):
-    """A parse tree whose tokens are Lark's own, whichever parser built it.
+    """A parse tree whose tokens are Lark's own, whichever parser built it (and whether its
+    tables were built or loaded from the cache).
 
     lark-cython's tokens are not ``str`` (``json.loads`` and ``isinstance(x, Token)`` refuse
     them): each is turned into a :class:`lark.Token` with the same positions as the rule
@@ -122,6 +124,8 @@ class _Tree(Tree[Token]):
                 children[i] = _lark_token(child)
         if type(data) is compiled:
             data = _lark_rule(data)
+        elif type(data) is str:  # tables loaded from the cache name rules by plain strings
+            data = Token("RULE", data)
         super().__init__(data, children, meta)
 
 
@@ -149,9 +153,16 @@ def terminal_pattern(name: str) -> str:
 
 
 def _build(*, compiled: bool) -> Lark:
+    """A parser of one statement; its tables are loaded from the user's cache when they are
+    there (:mod:`tether.dsl.parser_cache`), else built and saved."""
     grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
+    # Both parsers build _Tree: the same rule and token types whether the tables were built
+    # here or loaded from the cache.
     options: dict[str, Any] = {"_plugins": _lark_cython.plugins, "tree_class": _Tree} \
-        if compiled else {}
+        if compiled else {"tree_class": _Tree}
+    cache = table_file("flow-compiled" if compiled else "flow")
+    if cache is not None:
+        options["cache"] = cache
     return Lark(grammar, parser="lalr", lexer="contextual", start="statement",
                 propagate_positions=True, maybe_placeholders=False, **options)
 
