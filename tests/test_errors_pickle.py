@@ -59,6 +59,8 @@ def _samples() -> dict[str, Any]:
         errors.StoreError("disk full"),
         errors.SchemaVersionError(9, 2),
         errors.StoreUnavailable("connection refused"),
+        errors.InvalidId("a/b", "an execution id", "may not hold '/'"),
+        errors.ValueTooLarge("big", 20_000_000, 16_777_216),
         errors.InterruptSignal("manager_approval", {"amount": 5}, node_id="n",
                                agent_path="workflow:w"),
         agent_errors.AgentError("agent"),
@@ -105,6 +107,13 @@ def _samples() -> dict[str, Any]:
                     ConfigError("bad --auth"), BadRequest("comment", "too long"),
                     Conflict("finished"), NotFound("no run"), FleetUnavailable("no worker"),
                     LinkError("expired", expired=True)]
+    try:
+        from tether.lsp.graph import NoGraph
+        from tether.lsp.navigation import RenameRefused
+    except ImportError:  # the lsp extra is not installed
+        pass
+    else:
+        samples += [NoGraph("no graph: x.yaml has errors"), RenameRefused("no node id here")]
     return {f"{type(s).__module__}.{type(s).__qualname__}": s for s in samples}
 
 

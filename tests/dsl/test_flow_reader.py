@@ -375,7 +375,8 @@ def test_validation_errors_point_into_the_flow_text() -> None:
          ("E102", "unexpected `retries`; expected one of: a clause (after, when, trigger, "
           "for_each, concurrency, retry, timeout, idempotent, loop, reason, context, form, "
           "on_timeout, model, "
-          "instructions, prompt, tools, max_turns, output, handoffs, approve_tools, title, until, "
+          "instructions, prompt, tools, max_turns, output, handoffs, approve_tools, "
+          "max_tool_calls, title, until, "
           "fail_fast, matrix, on, case, default), `(`, end of line", 2, 12)),
         ("workflow w\ntask a = \n",
          ("E102", "unexpected end of line; expected one of: a string, a task name", 2, 9)),

@@ -141,3 +141,83 @@ def test_sigkill_during_a_model_call_reissues_it_from_the_saved_history(
         assert again == first
         assert calls(Path(env["AGENT_LOG"])) == ["lookup INV-2"]
         assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize(("provider", "backend"), DIAGONAL)
+def test_sigkill_in_the_middle_of_many_calls_keeps_the_results_before_it(
+        tmp_path: Path, provider: str, backend: str, env: dict[str, str],
+        request: pytest.FixtureRequest) -> None:
+    """A reply of 25 calls, killed inside the 13th: the resumed process runs only the 13th
+    again and the 12 after it, and the model gets all 25 results in order (rebuilt from the
+    turn's messages and the results stored in the calls' own rows)."""
+    url = url_for(backend, tmp_path, request)
+    echoes = [ScriptedToolCall(name="shop_echo", arguments={"text": f"result {i}"})
+              for i in range(25)]
+    echoes[12] = ScriptedToolCall(name="shop_block", arguments={"invoice": "INV-13"})
+    with ScriptedModelServer([ScriptedReply(tool_calls=tuple(echoes)),
+                              ScriptedReply(text="All 25.")]) as server:
+        path = write_workflow(tmp_path, {"payer": {"agent": agent(
+            provider, server, prompt="{{ inputs.request }}",
+            tools=["shop.echo", "shop.block"])}})
+        child = _start(path, url, env)
+        _wait_for(Path(env["AGENT_LOG"] + ".blocked").exists, "the tool to block")
+        _kill(child)
+        execution_id = _only_run(url)
+        assert calls(Path(env["AGENT_LOG"])) == ["echo"] * 12 + ["block INV-13"]
+        Path(env["AGENT_RELEASE"]).touch()
+        resumed = tether_cli("resume", execution_id, "--db", url, "--tasks", str(TASKS),
+                             "--json", env=env)
+        assert resumed.returncode == 0, resumed.stderr
+        assert run_json(resumed)["output"] == "All 25."
+        assert calls(Path(env["AGENT_LOG"])) == (
+            ["echo"] * 12 + ["block INV-13", "block INV-13"] + ["echo"] * 12)
+        assert len(server.requests) == 2
+        contents = [r["content"] for r in tool_results(server, 1, provider)]
+        expected = [f"result {i}" for i in range(25)]
+        expected[12] = "INV-13 done"
+        assert contents == expected
+        with open_checkpointer(url) as store:
+            rows = agent_rows(store, execution_id)
+        tool_rows = [c for c in rows if c.step_type == "tool_call"]
+        assert len(tool_rows) == 26  # the 13th twice
+        assert rows[-1].node_id == "payer/turn:1"
+        stored = rows[-1].state_snapshot["messages"][-25:]
+        assert [m["content"] for m in stored] == expected
+
+
+@pytest.mark.parametrize(("provider", "backend"), DIAGONAL)
+def test_sigkill_inside_a_workers_tool_keeps_its_earlier_calls(
+        tmp_path: Path, provider: str, backend: str, env: dict[str, str],
+        request: pytest.FixtureRequest) -> None:
+    """A supervisor asks a worker, whose reply has three echoes then a blocking call; killed
+    in that call, the new process runs only it again (the worker's state is nested in the
+    supervisor's call and stored as deltas of its own entries), then both agents finish."""
+    url = url_for(backend, tmp_path, request)
+    echoes = tuple(ScriptedToolCall(name="shop_echo", arguments={"text": f"w{i}"})
+                   for i in range(3))
+    with ScriptedModelServer([
+        ScriptedReply(tool_calls=(ScriptedToolCall(name="helper",
+                                                   arguments={"request": "do it"}),)),
+        ScriptedReply(tool_calls=(*echoes, ScriptedToolCall(
+            name="shop_block", arguments={"invoice": "INV-W"}))),
+        ScriptedReply(text="helper done"),
+        ScriptedReply(text="boss done"),
+    ]) as server:
+        path = write_workflow(tmp_path, {
+            "boss": {"agent": agent(provider, server, prompt="{{ inputs.request }}",
+                                    tools=["helper"])},
+            "helper": {"agent": agent(provider, server, tools=["shop.echo", "shop.block"])}})
+        child = _start(path, url, env)
+        _wait_for(Path(env["AGENT_LOG"] + ".blocked").exists, "the tool to block")
+        _kill(child)
+        execution_id = _only_run(url)
+        Path(env["AGENT_RELEASE"]).touch()
+        resumed = tether_cli("resume", execution_id, "--db", url, "--tasks", str(TASKS),
+                             "--json", env=env)
+        assert resumed.returncode == 0, resumed.stderr
+        assert run_json(resumed)["output"] == "boss done"
+        assert calls(Path(env["AGENT_LOG"])) == ["echo"] * 3 + ["block INV-W"] * 2
+        assert len(server.requests) == 4
+        contents = [r["content"] for r in tool_results(server, 2, provider)]
+        assert contents == ["w0", "w1", "w2", "INV-W done"]
+        assert [r["content"] for r in tool_results(server, 3, provider)] == ["helper done"]

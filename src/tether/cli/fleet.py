@@ -49,8 +49,10 @@ def register(group: click.Group) -> None:
 @queue_option
 @click.option("--priority", type=int, default=0, show_default=True,
               help="Higher is claimed first within the queue.")
-@click.option("--id", "execution_id", callback=check_id_option("an execution id"),
-              help="Use this execution id instead of a new one.")
+@click.option("--id", "execution_id",
+              callback=check_id_option("an execution id", new=True),
+              help="Use this execution id (1 to 200 of A-Z a-z 0-9 - _ . : @ + =, not "
+              "starting with '.', no '..') instead of a new one.")
 @db_option
 def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: str,
            priority: int, execution_id: str | None, db: str) -> None:

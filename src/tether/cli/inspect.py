@@ -229,15 +229,15 @@ def pending(db: str, as_json: bool) -> None:
     if as_json:
         click.echo(dumps([{
             "execution_id": p.execution_id, "node_id": p.node_id, "agent_path": p.agent_path,
-            "reason": p.reason, "context": p.context, "since": p.created_at.isoformat(),
+            "address": p.address, "reason": p.reason, "context": p.context,
+            "since": p.created_at.isoformat(),
             "checkpoint_id": p.checkpoint_id} for p in rows], indent=2))
         return
     if not rows:
         click.echo("no paused runs")
         return
     for p in rows:
-        where = f"{p.agent_path}/{p.node_id}" if p.agent_path else p.node_id
-        click.echo(f"{printable(p.execution_id)}  {printable(where)}  {printable(p.reason)}  "
+        click.echo(f"{printable(p.execution_id)}  {printable(p.address)}  {printable(p.reason)}  "
                    f"since {when(p.created_at)}")
         click.echo("    context: " + dumps(p.context))
 

@@ -48,6 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.serve",
     "tether.cli.schedules",
     "tether.cli.fleet",
+    "tether.cli.lsp",
 )
 
 COMMANDS: dict[str, str] = {

@@ -19,7 +19,13 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tether.compiler.context import Context
-from tether.compiler.plan import PlanAgent, PlanModelRef, PlanTool
+from tether.compiler.plan import (
+    TOOL_CALLS_PER_TURN,
+    PlanAgent,
+    PlanModelRef,
+    PlanTool,
+    PlanToolCalls,
+)
 from tether.diagnostics import Related
 from tether.dsl.ast import Workflow
 from tether.dsl.document import AgentSpec, ModelRef
@@ -85,6 +91,7 @@ def check_agents(ctx: Context, tasks: Tasks | None) -> None:
             _check_output(ctx, node_id, spec.output, base)
         _check_tools(ctx, node_id, spec, agents, tasks)
         _check_handoffs(ctx, node_id, spec, agents)
+        _check_tool_calls(ctx, node_id, spec, base)
         if node_id in called:
             _check_called(ctx, node_id, called[node_id])
         elif spec.prompt is None:
@@ -215,6 +222,20 @@ def _check_handoffs(ctx: Context, node_id: str, spec: AgentSpec,
                    or "a handoff target is another agent node of the workflow")
 
 
+def _check_tool_calls(ctx: Context, node_id: str, spec: AgentSpec,
+                      base: tuple[str, ...]) -> None:
+    limits = spec.max_tool_calls
+    if limits is None:
+        return
+    for key in ("per_turn", "per_run"):
+        value = getattr(limits, key)
+        if value is not None and value < 1:
+            ctx.report("E913", f"`max_tool_calls.{key}` of agent `{node_id}` is {value}: it "
+                       "must be at least 1", ctx.span(*base, "max_tool_calls", key),
+                       node_id=node_id, help="e.g. `max_tool_calls: {per_turn: 64, "
+                       "per_run: 500}`; leave a key out for its default")
+
+
 def _check_called(ctx: Context, node_id: str, callers: list[str]) -> None:
     node = ctx.workflow.nodes[node_id]
     by = ", ".join(f"`{c}`" for c in callers)
@@ -281,7 +302,16 @@ def plan_agent(node_id: str, spec: AgentSpec, agents: frozenset[str]) -> PlanAge
         output=spec.output,
         handoffs=tuple(dict.fromkeys(spec.handoffs or ())),
         approve_tools=tuple(dict.fromkeys(spec.approve_tools or ())),
+        max_tool_calls=_tool_calls(spec),
     )
+
+
+def _tool_calls(spec: AgentSpec) -> PlanToolCalls:
+    limits = spec.max_tool_calls
+    if limits is None:
+        return PlanToolCalls()
+    return PlanToolCalls(per_turn=limits.per_turn or TOOL_CALLS_PER_TURN,
+                         per_run=limits.per_run)
 
 
 @functools.cache

@@ -112,8 +112,9 @@ class PlanApproval(_PlanModel):
     reason: str
     context: Any = None
     form: tuple[PlanInput, ...] | None = None
-    timeout: float | None = None
-    """Seconds the approval waits for a human before ``on_timeout`` applies."""
+    timeout: float | str | None = None
+    """Seconds the approval waits for a human before ``on_timeout`` applies, or a template
+    over the inputs giving them (a duration text or a number), rendered when it starts."""
     on_timeout: Literal["fail", "skip"] | dict[str, Any] = "fail"
 
     @model_serializer(mode="wrap")
@@ -218,6 +219,17 @@ class PlanTool(_PlanModel):
     kind: Literal["task", "worker"] = "task"
 
 
+TOOL_CALLS_PER_TURN = 64
+"""The most tool calls one model reply may ask for when the agent does not say."""
+
+
+class PlanToolCalls(_PlanModel):
+    """An agent's bounds on tool calls: per model reply, and per run of its node."""
+
+    per_turn: int = TOOL_CALLS_PER_TURN
+    per_run: int | None = None
+
+
 class PlanAgent(_PlanModel):
     """An agent's definition: its model, prompts, tools, bound and answer schema.
 
@@ -234,6 +246,16 @@ class PlanAgent(_PlanModel):
     output: dict[str, Any] | None = None
     handoffs: tuple[str, ...] = ()
     approve_tools: tuple[str, ...] = ()
+    max_tool_calls: PlanToolCalls = PlanToolCalls()
+
+    @model_serializer(mode="wrap")
+    def _without_default_limits(self, handler: SerializerFunctionWrapHandler
+                                ) -> dict[str, Any]:
+        # left out at the default, so plans of earlier releases keep their fingerprints
+        data: dict[str, Any] = handler(self)
+        if self.max_tool_calls == PlanToolCalls():
+            data.pop("max_tool_calls", None)
+        return data
 
 
 class AgentNode(_NodeBase):

@@ -83,6 +83,9 @@ def _agent_problems(plan: Plan, index: dict[str, int]) -> Iterator[str]:
     for agent in agents.values():
         if agent.max_turns < 1:
             yield f"agent '{agent.id}': `max_turns` must be at least 1, not {agent.max_turns}"
+        limits = agent.max_tool_calls
+        if limits.per_turn < 1 or (limits.per_run is not None and limits.per_run < 1):
+            yield f"agent '{agent.id}': `max_tool_calls` bounds must be at least 1"
         called = [t.name for t in agent.tools if t.kind == "worker"] + list(agent.handoffs)
         for name in called:
             if name not in agents:

@@ -144,8 +144,8 @@ class ApprovalSpec(_Model):
         None, description="The fields a resume must give; they become the node's output."
     )
     timeout: str | None = Field(
-        None, description="How long the approval waits for a human (30m, 3d, ...); then "
-        "`on_timeout` applies.")
+        None, description="How long the approval waits for a human (30m, 3d, ..., or a "
+        "template over the inputs giving a duration or seconds); then `on_timeout` applies.")
     on_timeout: Literal["fail", "skip"] | dict[str, Any] | None = Field(
         None, description="What a timed-out approval does: `fail` (the default), `skip`, or "
         "an answer (a mapping checked against the form), recorded with resolver `timeout`.")
@@ -168,6 +168,19 @@ def _agent_schema(schema: dict[str, Any]) -> None:
     # `max_turns` is required; the document accepts it missing so that the compiler can
     # report it with its own code (E903) instead of a generic missing key.
     schema["required"] = [*schema.get("required", []), "max_turns"]
+
+
+class ToolCallLimitsSpec(_Model):
+    """The bounds on an agent's tool calls (each refused beyond, failing the node)."""
+
+    # (the bound is checked by the compiler, E913, rather than here: a clearer error)
+    per_turn: int | None = Field(
+        None, description="The most tool calls one reply of the model may ask for "
+        "(default 64).", json_schema_extra={"minimum": 1})
+    per_run: int | None = Field(
+        None, description="The most tool calls the agent may ask for in one run of its "
+        "node, over all its turns (default: no bound but max_turns * per_turn).",
+        json_schema_extra={"minimum": 1})
 
 
 class AgentSpec(_Model):
@@ -194,6 +207,10 @@ class AgentSpec(_Model):
     )
     approve_tools: list[str] | None = Field(
         None, description="Tools whose every call waits for a human's approval."
+    )
+    max_tool_calls: ToolCallLimitsSpec | None = Field(
+        None, description="{per_turn, per_run}: the most tool calls the model may ask for in "
+        "one reply (default 64) and in one run of the node."
     )
 
 
@@ -229,7 +246,8 @@ class NodeSpec(_Model):
         None, description="Wait until this moment (a template giving ISO 8601 text with a "
         "UTC offset, or a Unix timestamp in seconds): a durable timer.")
     title: str | None = Field(None, description="A human title, shown in graphs, progress "
-                              "and `tether show`.")
+                              "and `tether show`; a template, rendered when the node (or, "
+                              "reading `item`, each element) starts.")
     with_: dict[str, Any] | None = Field(
         None, alias="with", description="Arguments of the task, or inputs of the sub-workflow."
     )

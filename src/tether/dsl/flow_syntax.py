@@ -45,7 +45,7 @@ class Reporter(Protocol):
 CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "timeout",
            "idempotent", "loop", "reason", "context", "form", "on_timeout", "model",
            "instructions", "prompt", "tools", "max_turns", "output", "handoffs", "approve_tools",
-           "title", "until",
+           "max_tool_calls", "title", "until",
            "fail_fast", "matrix", "on", "case", "default")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "schedule",
               "task", "approval", "agent", "switch", "noop", "fail", "sleep", "sleep_until",
@@ -53,7 +53,7 @@ STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets",
 APPROVAL_PARTS = ("reason", "context", "form", "on_timeout")
 """The clauses that give an approval node's ``approval``, one part each."""
 AGENT_PARTS = ("model", "instructions", "prompt", "tools", "max_turns", "output", "handoffs",
-               "approve_tools")
+               "approve_tools", "max_tool_calls")
 """The clauses that give an agent node's ``agent``, one part each (in the writer's order)."""
 AGENT_LISTS = ("tools", "handoffs", "approve_tools")
 """The agent parts written as a list of names (like ``after``)."""
@@ -307,7 +307,8 @@ def refused_help(kind: NodeKind) -> str | None:
             return "retries and timeouts belong to the tasks of the sub-workflow"
         case NodeKind.AGENT:
             return ("an agent node takes `model`, `instructions`, `prompt`, `tools`, "
-                    "`max_turns`, `output`, `handoffs` and `approve_tools`")
+                    "`max_turns`, `output`, `handoffs`, `approve_tools` and "
+                    "`max_tool_calls`")
         case NodeKind.SWITCH:
             return "a switch node takes `on`, `case` and `default`"
         case NodeKind.NOOP | NodeKind.FAIL | NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
@@ -414,6 +415,10 @@ def _word_around(text: str, offset: int) -> tuple[int, str]:
     return start, text[start:end]
 
 
+# Clause words of other tools that no spelling distance finds (GitHub Actions' `if`).
+_OTHER_TOOLS = {"if": "when", "depends_on": "after", "needs": "after"}
+
+
 def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
     word = found.strip("`")
     if first and word in CLAUSES:
@@ -421,6 +426,9 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
     if not re.fullmatch(r"[A-Za-z_]\w*", word):
         return None
     keywords = [w.strip("`") for w in map(describe_terminal, accepts) if re.fullmatch(r"`\w+`", w)]
+    if word in _OTHER_TOOLS and _OTHER_TOOLS[word] in keywords:
+        return f"did you mean `{_OTHER_TOOLS[word]}`? (GitHub Actions' `if` is tether's `when`)" \
+            if word == "if" else f"did you mean `{_OTHER_TOOLS[word]}`?"
     close = did_you_mean(word, keywords)
     if close is None and accepts >= _VALUE_START:
         return f'quote a string (`"{word}"`) or write a template (`{{{{ {word} }}}}`)'
@@ -429,7 +437,7 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
 
 _KEYWORD_PREFIX = re.compile(
     r"(?<![\w.])(after|agent|approval|approve_tools|backoff|concurrency|context|description"
-    r"|false|for_each|form|handoffs|idempotent|input|inputs|instructions|loop|max|max_turns"
+    r"|false|for_each|form|handoffs|idempotent|input|inputs|instructions|loop|max_tool_calls|max|max_turns"
     r"|model|null|on_exhausted|output|prompt|reason|retry|schedule|secrets|task|tether|timeout"
     r"|tools|to"
     r"|trigger|true|when|while|with|workflow|title|until|fail_fast|matrix|strategy|switch"

@@ -237,11 +237,33 @@ class PendingInterrupt(Mapping[str, Any]):
 
     @property
     def address(self) -> str:
-        """``agent_path/node_id``: the unit that asked, unique among a run's pending rows."""
-        return f"{self.agent_path}/{self.node_id}" if self.agent_path else self.node_id
+        """Where the run waits, as shown and as ``--node`` names it; unique among a run's
+        pending rows (see :func:`place`)."""
+        return place(self.agent_path, self.node_id)
+
+    def names(self, node: str) -> bool:
+        """Whether ``node`` (an address, a node id, or ``agent_path/node_id``) names this."""
+        return names_place(self.agent_path, self.node_id, node)
 
 
 _PENDING_KEYS = ("reason", "context", "node_id", "agent_path")
+
+
+def place(agent_path: str, node_id: str) -> str:
+    """The address of a pause: ``agent_path/node_id``, except for an agent's tool call, whose
+    ``agent_path`` names it whole (``agent:<node>/tool:<name>``, the reference model's
+    address), while its ``node_id`` (``<node>/turn:N/tool:<name>``) says the turn as well."""
+    if not agent_path:
+        return node_id
+    if agent_path.rpartition("/")[2].startswith("tool:"):
+        return agent_path
+    return f"{agent_path}/{node_id}"
+
+
+def names_place(agent_path: str, node_id: str, node: str) -> bool:
+    """Whether ``node`` names the pause at (``agent_path``, ``node_id``): its address, its
+    node id, or the two joined (the address earlier releases printed for agent tools)."""
+    return node in (place(agent_path, node_id), node_id, f"{agent_path}/{node_id}")
 
 
 @dataclass(frozen=True)
@@ -264,8 +286,12 @@ class Decision:
 
     @property
     def address(self) -> str:
-        """``agent_path/node_id`` of the unit that asked."""
-        return f"{self.agent_path}/{self.node_id}" if self.agent_path else self.node_id
+        """Where the unit that asked waited (see :func:`place`)."""
+        return place(self.agent_path, self.node_id)
+
+    def names(self, node: str) -> bool:
+        """Whether ``node`` (an address, a node id, or ``agent_path/node_id``) names this."""
+        return names_place(self.agent_path, self.node_id, node)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ class PendingOut(BaseModel):
     workflow: str | None = None
     node_id: str
     agent_path: str
+    address: str = Field(description="where the run waits (an agent's tool call: "
+                         "agent:<node>/tool:<name>); what --node and the console show")
     reason: str
     context: Any
     waiting_since: datetime
@@ -65,7 +67,8 @@ class PendingOut(BaseModel):
         page = approval_url(p.execution_id, p.checkpoint_id)
         return cls(execution_id=p.execution_id, checkpoint_id=p.checkpoint_id,
                    workflow=workflow, node_id=p.node_id, agent_path=p.agent_path,
-                   reason=p.reason, context=p.context, waiting_since=p.created_at, url=page,
+                   address=p.address, reason=p.reason, context=p.context,
+                   waiting_since=p.created_at, url=page,
                    api="/api" + page)
 
 
@@ -276,7 +279,7 @@ def runs(request: Request, status: str | None = None, workflow: str | None = Non
     return RunList(items=[RunOut.of(r) for r in page.items], next=page.next)
 
 
-@router.get("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.get("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
             response_model=ApprovalOut, responses=_ERRORS)
 def approval(request: Request, execution_id: str, checkpoint_id: str,
              who: Identity = Reader) -> ApprovalOut:
@@ -299,7 +302,7 @@ def approval(request: Request, execution_id: str, checkpoint_id: str,
         buttons=form.decided_by_buttons)
 
 
-@router.get("/runs/{execution_id:path}/checkpoints", response_model=CheckpointList,
+@router.get("/runs/{execution_id:id}/checkpoints", response_model=CheckpointList,
             responses=_ERRORS)
 def checkpoints(request: Request, execution_id: str, after: str | None = None,
                 limit: int = Query(100, ge=1, le=1000),
@@ -315,7 +318,7 @@ def checkpoints(request: Request, execution_id: str, after: str | None = None,
 
 
 # -- actions ------------------------------------------------------------------------------------
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}/link",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}/link",
              response_model=LinkOut, responses=_ERRORS)
 def link(request: Request, execution_id: str, checkpoint_id: str, body: LinkIn,
          who: Identity = Writer) -> LinkOut:
@@ -324,7 +327,7 @@ def link(request: Request, execution_id: str, checkpoint_id: str, body: LinkIn,
     return LinkOut(url=minted.url, expires_at=minted.expires_at)
 
 
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
              response_model=AnswerOut, responses=_ERRORS)
 def answer(request: Request, execution_id: str, checkpoint_id: str, body: AnswerIn,
            who: Identity = Writer) -> AnswerOut | JSONResponse:
@@ -348,7 +351,7 @@ def answer(request: Request, execution_id: str, checkpoint_id: str, body: Answer
                 errors=listed).model_dump(mode="json", exclude_none=True))
 
 
-@router.post("/runs/{execution_id:path}/resume", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/resume", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def resume(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Hand a failed run to the worker to resume."""
@@ -357,7 +360,7 @@ def resume(request: Request, execution_id: str, who: Identity = Writer) -> Accep
     return Accepted(execution_id=execution_id, detail="the worker resumes the run")
 
 
-@router.post("/runs/{execution_id:path}/fork", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/fork", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def fork(request: Request, execution_id: str, body: ForkIn,
          who: Identity = Writer) -> Accepted:
@@ -366,7 +369,7 @@ def fork(request: Request, execution_id: str, body: ForkIn,
     return Accepted(execution_id=branch, detail="the worker runs the branch")
 
 
-@router.post("/runs/{execution_id:path}/cancel", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/cancel", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def cancel(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Ask for the run to stop at its next node boundary."""
@@ -377,7 +380,7 @@ def cancel(request: Request, execution_id: str, who: Identity = Writer) -> Accep
         "cancellation requested: the worker holding it stops it at its next node boundary"))
 
 
-@router.get("/runs/{execution_id:path}", response_model=RunDetail, responses=_ERRORS)
+@router.get("/runs/{execution_id:id}", response_model=RunDetail, responses=_ERRORS)
 def run(request: Request, execution_id: str, who: Identity = Reader) -> RunDetail:
     """A run: status, inputs, output, error, node statuses, pending pauses, decisions."""
     view = web_of(request).console.run_view(execution_id)

@@ -83,6 +83,7 @@ class AgentRun:
     node: AgentNode
     names: dict[str, Any]
     models: dict[str, Model] = field(default_factory=dict)
+    unit_written: bool = False
 
     @property
     def plan(self) -> Plan:
@@ -120,7 +121,7 @@ class AgentRun:
         journal = level.session.journal
         if journal is None:
             return
-        level.mark(self.unit.path)
+        self._mark(state)
         if view:
             journal.state["messages"] = state.data["messages"]
             journal.state["turn"] = state.turn
@@ -130,6 +131,23 @@ class AgentRun:
                     agent_path=agent_path, counters=level.state.counters,
                     node_input=node_input,
                     node_output_json=None if output is None else dumps(output))
+
+    def _mark(self, state: AgentState) -> None:
+        """Mark what changed for the next row: the whole unit on this process's first row,
+        then only the unit's own keys and the agent state's changed paths (a tool call's
+        row is its call's entry and a few scalars, never the conversation again)."""
+        level = self.unit.level
+        changed = state.changes.take()
+        if not self.unit_written:
+            self.unit_written = True
+            level.mark(self.unit.path)
+            return
+        entry = level.state.at(self.unit.path).data
+        for key in entry:
+            if key != "agent":
+                level.mark((*self.unit.path, key))
+        for path in changed:
+            level.mark((*self.unit.path, *path))
 
     def record_usage(self, state: AgentState, input_tokens: int, output_tokens: int) -> None:
         """Count a model call's tokens in the run state's ``usage``: the run's totals, and
@@ -228,9 +246,32 @@ class AgentLoop:
                                                 attempt if attempt > 1 else None)) from None
                 wait = max(backoff * 2 ** (attempt - 1), exc.retry_after or 0.0)
                 await asyncio.sleep(min(wait, MAX_WAIT))
-        state.set_conversation(history.append(reply.message))
         self.run.record_usage(state, reply.usage.input_tokens, reply.usage.output_tokens)
+        self._check_tool_calls(agent, len(reply.tool_calls))
+        state.set_conversation(history.append(reply.message))
+        if reply.tool_calls:
+            state.count_tool_calls(agent.id, len(reply.tool_calls))
         state.set_phase("tools" if reply.tool_calls else "final")
+
+    def _check_tool_calls(self, agent: PlanAgent, asked: int) -> None:
+        """Refuse a reply asking for more tool calls than ``max_tool_calls`` allows, before
+        any of them runs (the reply is not kept: a resume asks the model again, with the
+        calls counted afresh)."""
+        limits = agent.max_tool_calls
+        state = self.state
+        made = state.tool_calls(agent.id)
+        if asked > limits.per_turn:
+            message = (f"agent '{agent.id}' asked for {asked} tool calls in one reply (turn "
+                       f"{state.turn}); the limit is {limits.per_turn} "
+                       "(max_tool_calls.per_turn)")
+        elif limits.per_run is not None and made + asked > limits.per_run:
+            message = (f"agent '{agent.id}' asked for {asked} more tool calls at turn "
+                       f"{state.turn}, after {made}: {made + asked} in this run; the limit "
+                       f"is {limits.per_run} (max_tool_calls.per_run)")
+        else:
+            return
+        state.limited()
+        raise NodeFailure(NodeError("ToolCallLimit", message, self.run.node.id))
 
     def _fail_after_loop(self, agent: PlanAgent) -> None:
         """``max_turns`` used up: a boundary row one past the last turn (so a resume asks
@@ -258,10 +299,9 @@ class AgentLoop:
         if agent.output is None:
             return True, text
         value, problem = check_answer(text, agent.output)
+        state.set_problem(problem)
         if problem is None:
-            state.data.pop("problem", None)
             return True, value
-        state.data["problem"] = problem
         state.set_conversation(history.append(UserMessage(content=REASK.format(
             problem=problem))))
         return False, None
@@ -271,16 +311,12 @@ class AgentLoop:
         """Dispatch the turn's calls not answered yet; True when the conversation was handed
         over (the next agent's turn comes next)."""
         state = self.state
-        history = state.conversation
-        index = max(i for i, m in enumerate(history.messages) if isinstance(m, AssistantMessage))
-        message = history.messages[index]
-        assert isinstance(message, AssistantMessage)
-        answered = {m.call_id for m in history.messages[index + 1:] if isinstance(m, ToolResult)}
+        message = state.reply()
         specs = self._specs(agent)
         skip: str | None = None
         handoff: _Handoff | None = None
         for call in message.tool_calls:
-            if call.id in answered:
+            if state.answered(call.id):
                 continue
             if skip is not None:
                 self._answer(did_not_run(call, skip))
@@ -303,7 +339,7 @@ class AgentLoop:
         return False
 
     def _answer(self, result: ToolResult) -> None:
-        self.state.set_conversation(self.state.conversation.append(result))
+        self.state.answer(result)
 
     def _hand_over(self, handoff: _Handoff) -> None:
         state = self.state
@@ -393,9 +429,8 @@ class AgentLoop:
         worker = state.worker(call.id)
         if worker is None:
             self.run.row(state, address, StepType.TOOL_CALL, tool_path, node_input=arguments)
-            worker = AgentState.new(target, f"{state.path}/worker:{target}",
-                                    str(arguments.get("request", "")))
-            state.call(call.id)["worker"] = worker.data
+            worker = state.start_worker(call.id, AgentState.new(
+                target, f"{state.path}/worker:{target}", str(arguments.get("request", ""))))
         try:
             value = await AgentLoop(self.run, worker).run_to_end()
         except NodeFailure as failure:
