@@ -5,7 +5,8 @@ Prints the median wall time of `tether.check` (parse, validate, graph checks, te
 size and syntax, and the 10,000/1,000 ratio (target: under 1 s at 10,000 nodes, ratio <= 12:
 linear growth). Also times the `tether check` command end to end (process start included).
 `--pure` parses `.flow` with Lark's own parser even when lark-cython is installed;
-`--no-fast` reads every `.flow` statement with the grammar (no hand-written fast path).
+`--no-fast` reads every `.flow` statement with the grammar (no direct reader of task
+statements, `tether.dsl.flow_direct`).
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ def main() -> None:
                         "(in process only: the command timings keep it)")
     args = parser.parse_args()
     if args.no_fast:
-        from tether.dsl import flow_syntax
+        from tether.dsl import flow_reader
 
-        flow_syntax.fast_parse = lambda text: None  # type: ignore[assignment]
+        flow_reader.read_task = lambda *args, **kwargs: None  # type: ignore[assignment]
     if args.pure:
         from tether.dsl import flow_syntax
 

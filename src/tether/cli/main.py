@@ -20,6 +20,10 @@ Ctrl-C                                      130
 
 Messages are data (they quote ids, values, paths): every one is printed with its control
 characters escaped (``tether.cli.terminal.printable``).
+
+The group loads its command modules lazily (:class:`LazyGroup`): ``tether check`` imports the
+authoring commands only, not the store, the runtime or the web console (docs/performance.md,
+"Start-up").
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import click
 
@@ -46,6 +51,20 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.lsp",
 )
 
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("check", "compile", "graph", "schema", "fmt", "explain"),
+                    "tether.cli.authoring"),
+    **dict.fromkeys(("run", "resume", "fork"), "tether.cli.operator"),
+    **dict.fromkeys(("runs", "show", "pending", "prune"), "tether.cli.inspect"),
+    "serve": "tether.cli.serve",
+    "schedules": "tether.cli.schedules",
+    **dict.fromkeys(("submit", "worker", "workers", "cancel", "queues"), "tether.cli.fleet"),
+    "lsp": "tether.cli.lsp",
+}
+"""Which module registers each command: running one imports that module alone. A command
+not listed here (a module added to ``COMMAND_MODULES`` only) is still found, by loading
+every module."""
+
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
@@ -55,7 +74,48 @@ EXIT_INTERRUPTED = 130
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+class LazyGroup(click.Group):
+    """A group whose commands are registered by their modules on first use.
+
+    Importing every command module costs a command's start-up the store, the runtime and the
+    web console; a module is imported when one of its commands is run (or when all are
+    listed, for ``--help``).
+    """
+
+    def __init__(self, *args: Any, modules: Sequence[str] = (),
+                 where: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.modules = tuple(modules)
+        self.where = dict(where or {})
+        self.loaded: set[str] = set()
+
+    def load(self, module: str) -> None:
+        """Import ``module`` and let it add its commands (once)."""
+        if module not in self.loaded:
+            self.loaded.add(module)
+            register_commands(self, (module,))
+
+    def load_all(self) -> None:
+        """Import every command module."""
+        for module in self.modules:
+            self.load(module)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            module = self.where.get(cmd_name)
+            if module is not None:
+                self.load(module)
+            if cmd_name not in self.commands:  # an unlisted command, or a mistyped one
+                self.load_all()
+        return self.commands.get(cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.load_all()
+        return sorted(self.commands)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS, modules=COMMAND_MODULES,
+             where=COMMANDS)
 @click.version_option(package_name="tether", prog_name="tether", message="%(prog)s %(version)s")
 def cli() -> None:
     """tether: workflow files compiled to checked plans, run durably.
@@ -70,8 +130,6 @@ def register_commands(group: click.Group, modules: Sequence[str] = COMMAND_MODUL
     for name in modules:
         importlib.import_module(name).register(group)
 
-
-register_commands(cli)
 
 
 def _debug() -> bool:

@@ -45,7 +45,10 @@ TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",
 
 
 class _PlanModel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    # defer_build: the validators are built on a plan's first use, not at import: `tether
+    # check` builds no plan and so never pays for them (docs/performance.md, "Start-up").
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True,
+                              defer_build=True)
 
 
 class PlanInput(_PlanModel):
@@ -560,7 +563,3 @@ def with_fingerprint(plan: Plan) -> Plan:
     """The plan with its fingerprint filled in."""
     return plan.model_copy(update={"fingerprint": fingerprint_of(plan)})
 
-
-PlanSubworkflow.model_rebuild()
-WorkflowNode.model_rebuild()
-Plan.model_rebuild()

@@ -1,16 +1,18 @@
-"""The ``task`` statements of a ``.flow`` file read straight into document data.
+"""The one fast reader of ``.flow``: ``task`` statements read straight into document data.
 
-Most statements of a large file are ``task ID = NAME(args)`` with clauses. The hand-written
-reader (:mod:`tether.dsl.flow_fast`) reads them into Lark's parse tree, and the reader
-(:mod:`tether.dsl.flow_reader`) walks the tree into data and spans; :func:`read_task` does
-both at once for the same shapes, giving the node's data and the spans of its keys and values
-under the same paths, in the same order, without a tree. It reads what ``flow_fast`` reads,
-by its very scanning methods, and declines the rest; it declines too every statement the tree
+Most statements of a large file are ``task ID = NAME(args)`` with clauses. The grammar
+(``flow.lark``, the specification) parses every statement into a Lark tree that the reader
+(:mod:`tether.dsl.flow_reader`) walks into data and spans; :func:`read_task` does both at once
+for the common task shapes, giving the node's data and the spans of its keys and values under
+the same paths, in the same order, without a tree. It is a subset of the grammar, not a
+second grammar: where Lark's contextual lexer could read a word two ways (``null`` where an
+id goes, a keyword glued to a name) it declines, and it declines too every statement the tree
 walk would report a problem in (a duplicate clause, argument or key, a clause a task does not
 take, a bad string escape, a number too large, too deep a value, ``retry null``), so then the
-tree path reads it and reports the problem its own way. The one problem left to the reader
-is a duplicate node id (E300), which depends on the statements before.
-tests/dsl/test_flow_parsers.py compares the readings, diagnostics included.
+grammar reads it and reports the problem its own way: syntax errors are always Lark's. The
+one problem left to the reader is a duplicate node id (E300), which depends on the statements
+before. tests/dsl/test_flow_parsers.py compares the readings, diagnostics included, on every
+golden and example file, on generated files and on every one-character mutation of the shapes.
 """
 
 from __future__ import annotations
@@ -23,14 +25,6 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from tether.diagnostics import Span
-from tether.dsl.flow_fast import (
-    _CONSTANTS,
-    _VALUE_CLAUSES,
-    _WORD_CLAUSES,
-    _Decline,
-    _Parser,
-    terminal_pattern,
-)
 from tether.dsl.flow_syntax import (
     AGENT_PARTS,
     APPROVAL_PARTS,
@@ -38,11 +32,25 @@ from tether.dsl.flow_syntax import (
     CLAUSE_PARTS,
     CONSTANTS,
     SWITCH_PARTS,
+    terminal_pattern,
 )
 from tether.dsl.source import MAX_DEPTH, SURROGATE, Path
 from tether.kinds import KINDS, NodeKind
 
 __all__ = ["TaskRecord", "read_task"]
+
+
+_CONSTANTS = {"true": "TRUE", "false": "FALSE", "null": "NULL"}
+"""The constant words and their terminals (the lexer reads them before an ID or a NAME)."""
+_VALUE_CLAUSES = ("when", "for_each", "concurrency", "until")
+"""Clauses followed by any value (``clause: "word" value``)."""
+_WORD_CLAUSES = {"trigger": "NAME", "timeout": "DURATION", "title": None}
+"""Clauses followed by one word (of this terminal) or a string (None: a string only)."""
+
+
+class _Decline(Exception):
+    """The statement is not one of the shapes read here, or has a problem: the grammar reads
+    it."""
 
 
 class TaskRecord(NamedTuple):
@@ -70,7 +78,7 @@ _TAKEN = frozenset(
 _PARTS = {word: key for key, word in CLAUSE_PARTS.values()}
 """A loop's (and a retry's) part keyword -> its document key."""
 _BLANK_STARTS = " \t\r\n\f#"
-"""What blanks (and comments) start with (flow_fast's ``skip``)."""
+"""What blanks (and comments) start with (see :meth:`_Scanner.skip`)."""
 _span: Callable[[tuple[str, int, int, int, int]], Span] = functools.partial(tuple.__new__, Span)
 """``Span(*fields)`` without the named tuple's Python-level ``__new__`` (many are made)."""
 _UNSET: Any = None
@@ -98,7 +106,50 @@ def _ids() -> re.Pattern[str]:
     return re.compile(rf"{terminal_pattern('ID')}(?:, {terminal_pattern('ID')})*")
 
 
-class _Reader(_Parser):
+@functools.cache
+def _matchers() -> dict[str, Any]:
+    """The grammar's terminals (and blanks, and words) as ``match`` functions, by name."""
+    names = ("ID", "NAME", "TASK_NAME", "DURATION", "NUMBER", "STRING", "TEMPLATE")
+    patterns = {name: re.compile(terminal_pattern(name)) for name in names}
+    patterns["skip"] = re.compile(r"(?:[ \t\r\n\f]+|#[^\n]*)*")
+    patterns["word"] = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+    return {name: pattern.match for name, pattern in patterns.items()}
+
+
+class _Scanner:
+    """A cursor over one statement's text that keeps its line (blanks and comments are
+    skipped after every token, as the grammar's ``%ignore`` does)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line, self.line_start = text, 0, 1, 0
+        self.re = _matchers()
+        self.skip_re, self.word_re = self.re["skip"], self.re["word"]
+
+    def skip(self) -> None:
+        """Past the blanks and comments at the cursor."""
+        text, pos = self.text, self.pos
+        if pos < len(text) and text[pos] in _BLANK_STARTS:
+            if text[pos] == " " and pos + 1 < len(text) and text[pos + 1] not in _BLANK_STARTS:
+                self.pos = pos + 1  # one space between two tokens: the commonest blank
+                return
+            end = self.skip_re(text, pos).end()
+            newlines = text.count("\n", pos, end)
+            if newlines:
+                self.line += newlines
+                self.line_start = text.rfind("\n", pos, end) + 1
+            self.pos = end
+
+    def word(self) -> str | None:
+        """The word at the cursor (not consumed), if any."""
+        match = self.word_re(self.text, self.pos)
+        return None if match is None else match.group()
+
+    def peek(self) -> str:
+        """The character at the cursor ("" at the end)."""
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+
+class _Reader(_Scanner):
     """Reads one statement, recording spans as :mod:`tether.dsl.flow_reader` would."""
 
     def __init__(self, text: str, file: str, offset: int) -> None:

@@ -499,7 +499,7 @@ def _parse_chunk(reader: _Reader, chunk: Chunk) -> Parsed | None:
         if record is not None:
             return record
     try:
-        tree = parse_statement(text, pure=reader.pure, fast=reader.fast)
+        tree = parse_statement(text, pure=reader.pure)
     except UnexpectedInput as exc:
         report_syntax_error(reader, chunk, exc)
         return None
@@ -537,7 +537,7 @@ def read_flow(text: str, file: str, *, pure: bool = False, fast: bool = True) ->
         file: The name diagnostics show.
         pure: Parse with Lark's own parser even when lark-cython is installed (both give
             the same result; the tests compare them).
-        fast: Read the common statement shapes by hand (:mod:`tether.dsl.flow_fast`),
+        fast: Read the common ``task`` statements directly (:mod:`tether.dsl.flow_direct`),
             the grammar reading the rest; false: the grammar reads every statement.
 
     Returns:

@@ -26,7 +26,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from tether.diagnostics import Span
-from tether.dsl.flow_fast import fast_parse, terminal_pattern
+from tether.dsl.parser_cache import table_file
 from tether.dsl.source import MAX_DEPTH, Path, position
 from tether.kinds import NodeKind
 from tether.suggest import did_you_mean
@@ -107,7 +107,8 @@ except ImportError:  # pragma: no cover - PyPy, or lark-cython absent
 
 
 class _Tree(Tree[Token]):
-    """A parse tree whose tokens are Lark's own, whichever parser built it.
+    """A parse tree whose tokens are Lark's own, whichever parser built it (and whether its
+    tables were built or loaded from the cache).
 
     lark-cython's tokens are not ``str`` (``json.loads`` and ``isinstance(x, Token)`` refuse
     them): each is turned into a :class:`lark.Token` with the same positions as the rule
@@ -123,6 +124,8 @@ class _Tree(Tree[Token]):
                 children[i] = _lark_token(child)
         if type(data) is compiled:
             data = _lark_rule(data)
+        elif type(data) is str:  # tables loaded from the cache name rules by plain strings
+            data = Token("RULE", data)
         super().__init__(data, children, meta)
 
 
@@ -135,10 +138,31 @@ def _lark_token(token: Any) -> Token:
                  token.end_line, token.end_column, token.end_pos)
 
 
-def _build(*, compiled: bool) -> Lark:
+@functools.cache
+def _terminals() -> dict[str, str]:
+    """The regular-expression terminals of ``flow.lark`` (name -> pattern), read from its
+    text: the patterns stay written once, and reading them builds no parser."""
     grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
+    return {m.group(1): m.group(2) for m in
+            re.finditer(r"^([A-Z_]+)(?:\.\d+)?: /(.*)/$", grammar, re.MULTILINE)}
+
+
+def terminal_pattern(name: str) -> str:
+    """The regular expression of the grammar's terminal ``name`` (``STRING``, ``ID``...)."""
+    return _terminals()[name]
+
+
+def _build(*, compiled: bool) -> Lark:
+    """A parser of one statement; its tables are loaded from the user's cache when they are
+    there (:mod:`tether.dsl.parser_cache`), else built and saved."""
+    grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
+    # Both parsers build _Tree: the same rule and token types whether the tables were built
+    # here or loaded from the cache.
     options: dict[str, Any] = {"_plugins": _lark_cython.plugins, "tree_class": _Tree} \
-        if compiled else {}
+        if compiled else {"tree_class": _Tree}
+    cache = table_file("flow-compiled" if compiled else "flow")
+    if cache is not None:
+        options["cache"] = cache
     return Lark(grammar, parser="lalr", lexer="contextual", start="statement",
                 propagate_positions=True, maybe_placeholders=False, **options)
 
@@ -161,19 +185,14 @@ def grammar() -> Lark:
     return _compiled_parser() or parser()
 
 
-def parse_statement(text: str, *, pure: bool = False, fast: bool = True) -> Tree[Token]:
-    """The parse tree of one statement: by the hand-written reader of the common shapes
-    (:mod:`tether.dsl.flow_fast`, unless ``fast`` is false), else by lark-cython when
-    installed (unless ``pure``), else by Lark's own parser; all three give the same tree.
+def parse_statement(text: str, *, pure: bool = False) -> Tree[Token]:
+    """The parse tree of one statement: by lark-cython when installed (unless ``pure``), else
+    by Lark's own parser; both give the same tree.
 
     A statement the compiled parser refuses is parsed again by Lark's own, so a syntax error
     is always Lark's :class:`UnexpectedInput` (with its interactive parser) and is reported
     the same way with or without lark-cython.
     """
-    if fast:
-        tree = fast_parse(text)
-        if tree is not None:
-            return tree
     compiled = None if pure else _compiled_parser()
     if compiled is not None:
         try:
@@ -472,4 +491,5 @@ __all__ = [
     "shorten",
     "split_keyword",
     "split_statements",
+    "terminal_pattern",
 ]

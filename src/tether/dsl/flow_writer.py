@@ -15,8 +15,7 @@ import re
 from typing import Any, assert_never
 
 from tether.dsl.document import FORMAT_VERSION, WorkflowDoc, dump_document
-from tether.dsl.flow_fast import terminal_pattern
-from tether.dsl.flow_syntax import AGENT_LISTS, AGENT_PARTS
+from tether.dsl.flow_syntax import AGENT_LISTS, AGENT_PARTS, terminal_pattern
 from tether.kinds import KIND_NAMES, NodeKind
 
 INDENT = "    "

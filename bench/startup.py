@@ -1,0 +1,149 @@
+"""Start-up cost of the ``tether`` command, whole process, against ``python -c pass``.
+
+Run: .venv/bin/python bench/startup.py [--repeat 15]
+
+Each command runs ``--repeat`` times as a child process, interleaved with the baseline
+(``python -c pass``), so that the machine's drift hits both alike. CPU is user + system of the
+finished children (``resource.getrusage(RUSAGE_CHILDREN)`` deltas around each run), wall is a
+monotonic clock around it. Printed: the median CPU and wall of each command, its CPU minus the
+baseline's, the ratio to the baseline, and the issue-25 target.
+
+Bytecode is cached as for an installed package (``PYTHONDONTWRITEBYTECODE`` is cleared and the
+cache goes to a temporary ``PYTHONPYCACHEPREFIX``; one warm-up run fills it): a user's second
+``tether check`` does not compile the sources again, so neither does the benchmark.
+
+The commands: ``tether --help``, ``tether check`` of examples/refund/refund.yaml (and of
+refund.flow: the ``.flow`` parser's tables come from the user's cache after the warm-up run,
+as they do for a user), ``tether submit`` of it to a SQLite file, and ``tether resume`` of a
+run waiting at its approval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REFUND = ROOT / "examples" / "refund" / "refund.yaml"
+TASKS = ROOT / "examples" / "refund" / "tasks.py"
+
+TARGETS: dict[str, float] = {"check": 0.15, "check .flow": 0.15, "submit": 0.25,
+                             "resume": 0.25}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One child process: CPU seconds (user + system) and wall seconds."""
+
+    cpu: float
+    wall: float
+
+
+def run_once(argv: list[str], env: dict[str, str], expect: tuple[int, ...] = (0,)) -> Sample:
+    """Run ``argv`` to its end and return what it cost."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in expect:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Sample(cpu=cpu, wall=wall)
+
+
+def environment(cache: str) -> dict[str, str]:
+    """The children's environment: this checkout's sources, cached bytecode."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = cache
+    env["PYTHONPATH"] = str(ROOT / "src")
+    env["TETHER_EXAMPLE_LEDGER"] = str(Path(cache).parent / "ledger.jsonl")
+    return env
+
+
+def tether(*args: str) -> list[str]:
+    """The argv of one ``tether`` command, as ``python -m tether``."""
+    return [sys.executable, "-m", "tether", *args]
+
+
+def waiting_run(db: str, env: dict[str, str]) -> str:
+    """Submit and run the refund example until it waits at its approval; return the run id."""
+    out = subprocess.run(tether("run", str(REFUND), "--tasks", str(TASKS), "--db", db,
+                                "-i", "account=ACC-42", "-i", "amount=500", "--json"),
+                         env=env, capture_output=True, text=True, check=False)
+    result = json.loads(out.stdout)
+    if result["status"] != "paused":
+        raise SystemExit(f"the refund run did not pause at its approval: {out.stdout}")
+    return str(result["execution_id"])
+
+
+def commands(workdir: Path, env: dict[str, str]) -> dict[str, tuple[list[str], tuple[int, ...]]]:
+    """Name -> (argv, accepted exit codes). ``resume`` gets a fresh waiting run each time
+    (see :func:`measure`), so its argv here is a template."""
+    db = f"sqlite:///{workdir / 'bench.db'}"
+    return {
+        "--help": (tether("--help"), (0,)),
+        "check": (tether("check", str(REFUND)), (0,)),
+        "check .flow": (tether("check", str(REFUND.with_suffix(".flow"))), (0,)),
+        "submit": (tether("submit", str(REFUND), "--db", db, "-i", "account=ACC-42",
+                          "-i", "amount=20"), (0,)),
+        "resume": (tether("resume", "RUN", "--tasks", str(TASKS), "--db", db,
+                          "--value", '{"approved": true}'), (0,)),
+    }
+
+
+def measure(repeat: int, workdir: Path, env: dict[str, str]) -> dict[str, list[Sample]]:
+    """Run every command ``repeat`` times, each run beside one of the baseline."""
+    table = commands(workdir, env)
+    db = f"sqlite:///{workdir / 'bench.db'}"
+    samples: dict[str, list[Sample]] = {"python -c pass": [], **{name: [] for name in table}}
+    baseline = [sys.executable, "-c", "pass"]
+    for name, (argv, expect) in table.items():  # warm-up: fills the bytecode cache
+        if name != "resume":
+            run_once(argv, env, expect)
+    for _ in range(repeat):
+        for name, (argv, expect) in table.items():
+            if name == "resume":
+                argv = [waiting_run(db, env) if a == "RUN" else a for a in argv]
+            samples["python -c pass"].append(run_once(baseline, env))
+            samples[name].append(run_once(argv, env, expect))
+    return samples
+
+
+def report(samples: dict[str, list[Sample]]) -> None:
+    """Print the medians, the CPU above the baseline, the ratios and the targets."""
+    base = statistics.median(s.cpu for s in samples["python -c pass"])
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"{'command':16} {'cpu s':>7} {'wall s':>7} {'cpu-base':>9} {'ratio':>7}  target")
+    for name, runs in samples.items():
+        cpu = statistics.median(s.cpu for s in runs)
+        wall = statistics.median(s.wall for s in runs)
+        target = TARGETS.get(name)
+        verdict = "" if target is None else (
+            f"<= {target:.2f} s cpu: {'met' if cpu <= target else 'MISSED'}")
+        print(f"{name:16} {cpu:7.3f} {wall:7.3f} {cpu - base:9.3f} {cpu / base:6.1f}x  {verdict}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tether-startup-") as tmp:
+        workdir = Path(tmp)
+        env = environment(str(workdir / "pycache"))
+        report(measure(args.repeat, workdir, env))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""The ``tether`` command imports only what the command it runs needs (issue 25, fast start).
+
+Each check runs in a fresh interpreter (a subprocess with this checkout on ``PYTHONPATH``) and
+reads ``sys.modules`` there: what a command imports is behaviour, not timing. The figures
+themselves are in docs/performance.md (``bench/startup.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from tether.cli.main import COMMAND_MODULES, COMMANDS, LazyGroup, cli, register_commands
+
+ROOT = Path(__file__).resolve().parents[2]
+REFUND = ROOT / "examples" / "refund" / "refund.yaml"
+
+# Imported by no command before it needs them.
+NEVER_AT_IMPORT = (
+    "pydantic", "sqlalchemy", "jinja2", "yaml", "lark", "asyncio", "fastapi", "starlette",
+    "uvicorn", "rich", "networkx", "openai", "anthropic", "httpx", "psycopg", "opentelemetry",
+    "tether.compiler", "tether.dsl.document", "tether.stores", "tether.runtime", "tether.web",
+    "tether.agents",
+)
+# What checking a YAML file has no use for: the store, the runtime, the console, the
+# provider SDKs, the .flow grammar, and the other commands' modules.
+NOT_FOR_CHECK = (
+    "sqlalchemy", "lark", "asyncio", "fastapi", "starlette", "uvicorn", "rich", "networkx",
+    "openai", "anthropic", "httpx", "psycopg", "opentelemetry", "tether.stores",
+    "tether.runtime.runner", "tether.runtime.driver", "tether.web", "tether.workers",
+    "tether.agents.providers", "tether.cli.operator", "tether.cli.fleet", "tether.cli.inspect",
+    "tether.cli.serve", "tether.cli.schedules", "tether.cli.queues",
+)
+
+_PROBE = """
+import json, sys
+{body}
+names = sorted(sys.modules)
+print(json.dumps({{"modules": names, "extra": extra}}))
+"""
+
+
+def _probe(body: str, cwd: Path) -> tuple[set[str], object]:
+    """Run ``body`` in a fresh interpreter; the modules it left imported, and its ``extra``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-c", _PROBE.format(body=body)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return set(report["modules"]), report["extra"]
+
+
+def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """The names of ``names`` that are imported, as packages or as any module under them."""
+    return [name for name in names
+            if name in modules or any(m.startswith(name + ".") for m in modules)]
+
+
+def test_importing_the_command_imports_nothing_heavy(tmp_path: Path) -> None:
+    modules, _ = _probe("import tether.cli.main\nextra = None", tmp_path)
+    assert "click" in modules  # the probe sees imports at all
+    assert _loaded(modules, NEVER_AT_IMPORT) == []
+
+
+def test_checking_a_yaml_file_imports_only_the_checker(tmp_path: Path) -> None:
+    body = (
+        "from tether.cli.main import main\n"
+        f"code = main(['check', {str(REFUND)!r}])\n"
+        "from tether.compiler.plan import Plan\n"
+        "extra = [code, Plan.__pydantic_complete__]\n"
+    )
+    modules, extra = _probe(body, tmp_path)
+    assert "tether.compiler.compile" in modules and "tether.cli.authoring" in modules
+    assert _loaded(modules, NOT_FOR_CHECK) == []
+    # exit 0, and the plan's validators were never built (check builds no plan)
+    assert extra == [0, False]
+
+
+def test_a_plan_still_validates_when_first_used(tmp_path: Path) -> None:
+    """Deferred validators are built on first use: a compiled plan reads back, a bad one is
+    refused."""
+    body = (
+        "from tether.compiler import compile\n"
+        "from tether.compiler.plan import Plan\n"
+        f"plan = compile({str(REFUND)!r})\n"
+        "again = Plan.model_validate_json(plan.model_dump_json(by_alias=True))\n"
+        "try:\n"
+        "    Plan.model_validate({'nodes': 'x'})\n"
+        "    refused = False\n"
+        "except Exception:\n"
+        "    refused = True\n"
+        "extra = [again == plan, refused, Plan.__pydantic_complete__]\n"
+    )
+    _, extra = _probe(body, tmp_path)
+    assert extra == [True, True, True]
+
+
+def test_every_command_is_mapped_to_the_module_that_registers_it() -> None:
+    """The lazy table and the modules agree: each listed command is registered by its module
+    and by no other (a stale entry would send a command to the wrong import)."""
+    for name, module in COMMANDS.items():
+        group = click.Group("tether")
+        register_commands(group, [module])
+        assert name in group.commands, (name, module)
+    eager = click.Group("tether")
+    register_commands(eager, COMMAND_MODULES)
+    assert set(COMMANDS) == set(eager.commands)
+
+
+def test_help_lists_every_command_of_every_module() -> None:
+    eager = click.Group("tether")
+    register_commands(eager, COMMAND_MODULES)
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    listed = {line.split()[0] for line in result.output.split("Commands:")[1].splitlines()
+              if line.strip()}
+    assert listed == set(eager.commands)
+
+
+def test_a_command_of_an_unlisted_module_is_still_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module added to the modules but not to the table (a new command) still works: an
+    unknown name loads every module before it is refused."""
+    module = types.ModuleType("tether_test_unlisted_commands")
+
+    def register(group: click.Group) -> None:
+        group.add_command(click.Command("hello", callback=lambda: click.echo("hi")))
+
+    module.register = register  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    group = LazyGroup("tether", modules=("tether.cli.authoring", module.__name__),
+                      where={"check": "tether.cli.authoring"})
+    assert CliRunner().invoke(group, ["hello"]).output == "hi\n"
+    assert CliRunner().invoke(group, ["helo"]).exit_code == 2  # refused, after loading all
+
+
+def test_a_mistyped_command_gets_a_suggestion(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-m", "tether", "chek", "x.yaml"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    assert "No such command 'chek'" in done.stderr and "'check'" in done.stderr
