@@ -194,7 +194,7 @@ _SCHEDULES_V3 = Table(
     Column("next_tick", Float))
 
 
-def _v3_schedules(ctx: MigrationContext) -> None:
+def _v4_schedules(ctx: MigrationContext) -> None:
     """Schedules: one row per workflow name (``tether schedules add``); its plan lives in
     ``plans``. ``last_tick`` moves by compare-and-set, so each tick is handled once."""
     _SCHEDULES_V3.create(ctx.connection)
@@ -222,7 +222,7 @@ _QUEUES_V3 = Table(
     Column("created_at", Float, nullable=False))
 
 
-def _v4_workers(ctx: MigrationContext) -> None:
+def _v5_workers(ctx: MigrationContext) -> None:
     """Version 5: ``runs.queue``, ``priority``, ``available_at``, ``cancel_requested_at`` (a
     claim index on them); the ``workers`` and ``queues`` tables."""
     runs = ctx.table("runs")
@@ -264,7 +264,7 @@ def _v7_claim_order(ctx: MigrationContext) -> None:
             "(queue, status, priority DESC, created_at, execution_id)")
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v3_schedules, _v4_workers,
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v4_schedules, _v5_workers,
                                _v6_queue_limits, _v7_claim_order]
 
 SCHEMA_VERSION = len(MIGRATIONS)
