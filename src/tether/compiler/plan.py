@@ -154,6 +154,8 @@ class _NodeBase(_PlanModel):
     loops: tuple[str, ...] = ()
     generation: int = 0
     title: str | None = None
+    renamed_from: tuple[str, ...] = ()
+    """The ids this node had in earlier versions of the workflow (``renamed_from:``)."""
 
     @model_validator(mode="before")
     @classmethod

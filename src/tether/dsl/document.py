@@ -247,6 +247,9 @@ class NodeSpec(_Model):
         "UTC offset, or a Unix timestamp in seconds): a durable timer.")
     title: str | None = Field(None, description="A human title, shown in graphs, progress "
                               "and `tether show`.")
+    renamed_from: str | list[str] | None = Field(
+        None, description="The id (or ids) this node had before a rename: live runs moved to "
+        "this plan by `tether upgrade` keep its checkpoints, counters and pending interrupts.")
     with_: dict[str, Any] | None = Field(
         None, alias="with", description="Arguments of the task, or inputs of the sub-workflow."
     )
