@@ -62,8 +62,8 @@ def test_converting_keeps_renamed_from(tmp_path: Path) -> None:
     ("  a: {task: t.a, renamed_from: b}\n  b: {task: t.b, needs: [a]}\n", "C100", (4, 32)),
     ("  a: {task: t.a, renamed_from: a}\n", "C100", (4, 32)),
     ("  a: {task: t.a, renamed_from: old}\n  b: {task: t.b, needs: [a], renamed_from: [x, old]}\n",
-     "C101", (5, 49)),
-    ("  a: {task: t.a, renamed_from: [old, old]}\n", "C101", (4, 40)),
+     "C101", (5, 48)),
+    ("  a: {task: t.a, renamed_from: [old, old]}\n", "C101", (4, 38)),
 ])
 def test_a_wrong_rename_is_refused_at_its_place(tmp_path: Path, text: str, code: str,
                                                 where: tuple[int, int]) -> None:
