@@ -44,6 +44,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.schedules",
     "tether.cli.fleet",
     "tether.cli.lsp",
+    "tether.cli.compat",
 )
 
 EXIT_OK = 0
