@@ -100,10 +100,12 @@ def renamed_to(new: Plan, old_id: str) -> str | None:
 def findings(old: Plan, new: Plan, position: Position) -> list[Finding]:
     """Every change of ``new`` that a run of ``old`` at ``position`` cannot follow."""
     found: list[Finding] = []
-    for node_id in position.started:
-        found.extend(_started(old, new, position, node_id))
     for node_id in position.counters:
         found.extend(_loop(old, new, node_id))
+    changed_loops = {finding.node_id for finding in found}
+    for node_id in position.started:
+        if node_id not in changed_loops:  # a changed loop is reported once, as C116
+            found.extend(_started(old, new, position, node_id))
     return found
 
 
@@ -141,7 +143,7 @@ def _started(old: Plan, new: Plan, position: Position, node_id: str) -> list[Fin
         return [Finding("C117", node_id, f"sub-workflow `{node_id}` ({after.workflow.path}) "
                         f"changed where its sub-runs already are: {inner[0].message}",
                         inner[0].help)]
-    if node_id in position.fanned and not position.finished(node_id) and \
+    if node_id in position.fanned and position.started[node_id] != UnitStatus.COMPLETED and \
             ({"for_each", "matrix"} & set(fields)):
         return [Finding("C116", node_id, f"runs have elements of `{node_id}` done, and its "
                         f"{what} changed: the elements done would mean others",
