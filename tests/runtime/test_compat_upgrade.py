@@ -38,6 +38,7 @@ CHANGES: dict[str, tuple[str, str]] = {
     "a_changed": ("label: A}", "label: A2}"),
     "a_renamed_bare": ("  a:\n", "  first:\n"),
     "a_renamed_declared": ("  a:\n", "  first:\n    renamed_from: a\n"),
+    "review_renamed_declared": ("  review:\n", "  gate:\n    renamed_from: review\n"),
     "form_changed": ("approval: {reason: check}",
                      "approval: {reason: check, form: {ok: {type: boolean}}}"),
     "required_input": ("nodes:\n", "inputs:\n  region: {type: string}\nnodes:\n"),
@@ -54,7 +55,8 @@ VERDICTS: dict[str, dict[str, str]] = {
     "b_changed": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
     "a_changed": {"paused": "C110", "queued": MOVE, "failed": "C110"},
     "a_renamed_bare": {"paused": "C111", "queued": MOVE, "failed": "C111"},
-    "a_renamed_declared": {"paused": "C111", "queued": MOVE, "failed": "C111"},
+    "a_renamed_declared": {"paused": MOVE, "queued": MOVE, "failed": "C111"},
+    "review_renamed_declared": {"paused": "C111", "queued": MOVE, "failed": MOVE},
     "form_changed": {"paused": "C112", "queued": MOVE, "failed": MOVE},
     "required_input": {"paused": "C114", "queued": "C114", "failed": "C114"},
     "optional_input": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
@@ -68,6 +70,8 @@ def _text(change: str) -> str:
     text = textwrap.dedent(V1).replace(old, new, 1)
     if change.startswith("a_renamed"):
         text = text.replace("needs: [a]", "needs: [first]").replace("nodes.a.", "nodes.first.")
+    if change.startswith("review_renamed"):
+        text = text.replace("needs: [review]", "needs: [gate]")
     return text
 
 
@@ -161,6 +165,11 @@ def test_the_verdict_and_the_upgrade_of_each_change_class(
         assert tasks.calls["A2"] == 0 and tasks.calls["B"] == 1
     if position == "paused":
         assert done["A"] == 0  # a node the run finished is never repeated
+    if change == "a_renamed_declared" and expected == MOVE:
+        last = store.get_last(eid)  # the stored state holds the new id only
+        assert last is not None
+        assert "first" in last.state_snapshot["nodes"]
+        assert "a" not in last.state_snapshot["nodes"]
 
 
 def test_a_run_held_by_a_worker_is_not_moved_and_is_reported(

@@ -117,9 +117,7 @@ def _started(old: Plan, new: Plan, position: Position, node_id: str) -> list[Fin
     if after is None:
         target = renamed_to(new, node_id)
         if target is not None:
-            return [Finding("C111", target, f"node `{target}` is renamed from `{node_id}`, "
-                            "which the runs started: upgrade does not move a started node's "
-                            "progress to a new id", "let these runs finish on their plan")]
+            return _renamed(before, new.by_id[target], position)
         return [Finding("C111", None, f"node `{node_id}`, which the runs started, is removed "
                         "or renamed without `renamed_from:`",
                         f"if it was renamed, add `renamed_from: {node_id}` to the new node")]
@@ -150,6 +148,43 @@ def _started(old: Plan, new: Plan, position: Position, node_id: str) -> list[Fin
                         "let these runs finish the node on their plan")]
     return [Finding("C110", node_id, f"node `{node_id}`, which the runs started, changed: "
                     f"{what}", "change a node no run has started, or add a new node")]
+
+
+def _renamed(before: PlanNode, after: PlanNode, position: Position) -> list[Finding]:
+    """A started node renamed with ``renamed_from``: its checkpoint follows it when it
+    finished (:func:`rename_state`) and is otherwise defined alike."""
+    old_id = before.id
+    if position.started[old_id] not in _CARRIED or old_id in position.counters:
+        return [Finding("C111", after.id, f"node `{after.id}` is renamed from `{old_id}`, "
+                        f"where the runs are now ({position.started[old_id]}): only a "
+                        "finished node's checkpoint follows a rename",
+                        "let these runs finish the node on their plan")]
+    fields = [key for key in changed_fields(before, after) if key != "id"]
+    if fields:
+        what = ", ".join(f"`{key}`" for key in fields)
+        return [Finding("C110", after.id, f"node `{after.id}` (renamed from `{old_id}`, "
+                        f"which the runs started) changed: {what}",
+                        "rename the node, or change it, not both in one deploy")]
+    return []
+
+
+_CARRIED = frozenset({UnitStatus.COMPLETED.value, UnitStatus.SKIPPED.value})
+"""The unit statuses whose checkpoint a rename carries to the new id."""
+
+
+def rename_state(plan: Plan, state: dict[str, Any]) -> bool:
+    """Move the entries of ids ``plan`` renamed (``renamed_from``) to their new ids, in place;
+    True when something moved. Idempotent: called on every load of a moved run's state (a
+    snapshot written before the move still holds the old ids)."""
+    nodes: dict[str, Any] = state.get("nodes") or {}
+    moved = False
+    for node in plan.nodes:
+        for old_id in node.renamed_from:
+            if old_id in nodes and old_id not in plan.by_id:
+                entry = nodes.pop(old_id)
+                nodes.setdefault(node.id, entry)
+                moved = True
+    return moved
 
 
 def _loop(old: Plan, new: Plan, closer: str) -> list[Finding]:
