@@ -136,3 +136,53 @@ def test_a_for_each_with_elements_done_and_a_changed_source_stays_pinned(
     assert final.status == "completed"
     assert (tasks.calls["x"], tasks.calls["y"], tasks.calls["z"]) == (1, 2, 1)
     assert (tasks.calls["done"], tasks.calls["finished"]) == (0, 1)
+
+
+MAIN = textwrap.dedent("""\
+    tether: 1
+    name: parent
+    nodes:
+      child:
+        workflow: sub.yaml
+      last:
+        needs: [child]
+        task: t.tag
+        with: {label: L}
+""")
+SUB = textwrap.dedent("""\
+    tether: 1
+    name: sub
+    nodes:
+      s1:
+        task: t.tag
+        with: {label: S1}
+      ask:
+        needs: [s1]
+        approval: {reason: inner}
+      s2:
+        needs: [ask]
+        task: t.tag
+        with: {label: S2}
+""")
+
+
+def test_a_sub_workflow_is_checked_recursively(store: Checkpointer, tmp_path: Path) -> None:
+    """Paused inside the sub-run: a change to the sub-workflow's started node pins the run
+    (C117, naming the inner reason); a change after the sub-run's position lets it move."""
+    old_dir, before_dir, after_dir = (tmp_path / "v1", tmp_path / "v2", tmp_path / "v3")
+    for folder, sub in ((old_dir, SUB), (before_dir, SUB.replace("label: S1", "label: S1b")),
+                        (after_dir, SUB.replace("label: S2", "label: S2b"))):
+        folder.mkdir()
+        _write(folder, "main.yaml", MAIN)
+        _write(folder, "sub.yaml", sub)
+    tasks = Tasks()
+    result = tether.Runner(old_dir / "main.yaml", store, tasks=tasks.registry).run()
+    assert result.status == "paused"
+    eid = result.execution_id
+    pinned = check(store, tether.compile(before_dir / "main.yaml"))
+    (finding,) = pinned.pinned[eid]
+    assert finding.code == "C117" and "`s1`" in finding.message
+    assert upgrade(store, tether.compile(after_dir / "main.yaml")).moved == [eid]
+    final = tether.Runner(None, store, tasks=tasks.registry).resume(eid, tether.Resume(ok=True))
+    assert final.status == "completed"
+    assert (tasks.calls["S1"], tasks.calls["S2"], tasks.calls["S2b"]) == (1, 0, 1)
