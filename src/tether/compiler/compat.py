@@ -16,7 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.compiler.plan import ApprovalNode, Plan, PlanNode, WorkflowNode, canonical_json
+from tether.compiler.plan import (
+    AgentNode,
+    ApprovalNode,
+    Plan,
+    PlanNode,
+    WorkflowNode,
+    canonical_json,
+)
 from tether.status import FINISHED, UnitStatus
 
 _NOT_BEHAVIOUR = frozenset({"index", "generation", "waits_for", "title", "renamed_from", "needs"})
@@ -146,6 +153,14 @@ def _started(old: Plan, new: Plan, position: Position, node_id: str) -> list[Fin
         return [Finding("C116", node_id, f"runs have elements of `{node_id}` done, and its "
                         f"{what} changed: the elements done would mean others",
                         "let these runs finish the node on their plan")]
+    if position.finished(node_id) and _only_output_schema(before, after):
+        readers = [node.id for node in new.nodes if node.id not in position.started
+                   and f"nodes.{node_id}." in canonical_json(_definition(node))]
+        if not readers:
+            return []  # its output is read by no node still to run: nothing to mismatch
+        return [Finding("C115", node_id, f"the output schema of `{node_id}` changed, and "
+                        f"`{readers[0]}`, still to run, reads its output (the runs hold the "
+                        "old shape)", "let these runs finish on their plan")]
     return [Finding("C110", node_id, f"node `{node_id}`, which the runs started, changed: "
                     f"{what}", "change a node no run has started, or add a new node")]
 
@@ -185,6 +200,16 @@ def rename_state(plan: Plan, state: dict[str, Any]) -> bool:
                 nodes.setdefault(node.id, entry)
                 moved = True
     return moved
+
+
+def _only_output_schema(before: PlanNode, after: PlanNode) -> bool:
+    """Whether the only difference of two agent nodes is their declared output schema."""
+    if not (isinstance(before, AgentNode) and isinstance(after, AgentNode)):
+        return False
+    return before.agent.output != after.agent.output and \
+        before.agent.model_copy(update={"output": None}) == \
+        after.agent.model_copy(update={"output": None}) and \
+        changed_fields(before, after) == ["agent"]
 
 
 def _loop(old: Plan, new: Plan, closer: str) -> list[Finding]:
