@@ -58,7 +58,7 @@ def test_compat_points_into_the_new_file_and_exits_1(shared_url: str, tmp_path: 
         in result.stdout
     assert f"1 run stays pinned: {paused}" in result.stdout
     assert "  |   ^" in result.stdout
-    assert "2 live runs of `deploy`: 1 can move, 1 stay pinned" in result.stdout
+    assert "2 live runs of `deploy`: 1 can move, 1 stays pinned" in result.stdout
     assert "Traceback" not in result.stderr
 
     data = json.loads(_tether("compat", "v2.yaml", "--db", shared_url, "--json",
@@ -111,3 +111,19 @@ def test_usage_errors_exit_2(shared_url: str, tmp_path: Path) -> None:
         result = _tether(*args, cwd=tmp_path)
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_carets_point_at_the_input_and_at_the_nodes_of_a_removal(shared_url: str,
+                                                                 tmp_path: Path) -> None:
+    paused, _ = _setup(tmp_path, shared_url)
+    changed = V1.replace("nodes:\n", "inputs:\n  region: {type: string}\nnodes:\n") \
+        .replace("  a:\n", "  first:\n").replace("needs: [a]", "needs: [first]")
+    (tmp_path / "v3.yaml").write_text(changed, encoding="utf-8")
+    result = _tether("compat", "v3.yaml", "--db", shared_url, "--status", "paused",
+                     cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "v3.yaml:4:3: error[C114]: the new plan requires input `region`" in result.stdout
+    assert "v3.yaml:5:1: error[C111]: node `a`, which the runs started, is removed" \
+        in result.stdout
+    assert "help: if it was renamed, add `renamed_from: a` to the new node" in result.stdout
+    assert "info: node `first` added" in result.stdout and paused in result.stdout

@@ -8,7 +8,6 @@ move, 1 when some cannot (they stay pinned), 2 on usage errors.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -92,20 +91,20 @@ def _load(new_file: str, db: str) -> tuple[Plan, Any]:
     return tether.compile(new_file), open_store(db)
 
 
-def _diagnostics(report: Report, plan: Plan, new_file: str) -> list[Diagnostic]:
-    from tether.diagnostics import Span, make
+def _diagnostics(report: Report, new_file: str) -> list[Diagnostic]:
+    from tether.diagnostics import make
+    from tether.dsl.loader import load
 
+    workflow = load(new_file)  # compiled already: its spans give the carets
     found = []
     for blocked in report.blocked:
         finding = blocked.finding
-        ref = plan.source_map.get(finding.node_id) if finding.node_id else None
-        if ref is None:
-            span = Span(new_file, 1, 1, 1, 1)
+        if finding.node_id is not None:
+            span = workflow.key_span("nodes", finding.node_id)
+        elif finding.input_name is not None:
+            span = workflow.key_span("inputs", finding.input_name)
         else:
-            file = new_file if ref.file == Path(new_file).name else \
-                str(Path(new_file).parent / ref.file)
-            end = ref.col + len(finding.node_id or "x") - 1
-            span = Span(file, ref.line, ref.col, ref.line, end)
+            span = workflow.key_span("nodes")
         count = len(blocked.runs)
         shown = ", ".join(blocked.runs[:_SHOWN]) + (", ..." if count > _SHOWN else "")
         runs = f"{count} runs stay" if count != 1 else "1 run stays"
@@ -125,7 +124,8 @@ def _summary(report: Report) -> str:
     if report.held:
         parts.append(f"{len(report.held)} held by a worker now (will be retried by the next "
                      "`tether upgrade`)")
-    parts.append(f"{len(report.pinned)} stay pinned")
+    pinned = len(report.pinned)
+    parts.append(f"{pinned} {'stays' if pinned == 1 else 'stay'} pinned")
     if report.current:
         parts.append(f"{len(report.current)} already on it")
     return ": ".join(parts[:1]) + ": " + ", ".join(parts[1:])
@@ -134,7 +134,7 @@ def _summary(report: Report) -> str:
 def _emit(report: Report, plan: Plan, new_file: str, output_format: str, color: str) -> None:
     from tether.diagnostics import render
 
-    diags = _diagnostics(report, plan, new_file)
+    diags = _diagnostics(report, new_file)
     if output_format == "json":
         document: dict[str, Any] = json.loads(render.render_json(diags, 1))
         document["compat"] = {

@@ -82,6 +82,8 @@ class Finding:
     node_id: str | None
     message: str
     help: str | None = None
+    input_name: str | None = None
+    """The input of the new plan the finding is about (C114)."""
 
 
 def _definition(node: PlanNode) -> dict[str, Any]:
@@ -260,4 +262,4 @@ def input_problem(new: Plan, inputs: Any) -> Finding | None:
     names = ", ".join(f"`{name}`" for name in missing)
     return Finding("C114", None, f"the new plan requires input {names}, which the runs were "
                    "not started with (no default)", "give the input a default, or make it "
-                   "optional, to let these runs move")
+                   "optional, to let these runs move", input_name=missing[0])
