@@ -57,7 +57,7 @@ def test_every_key_a_kind_may_lack_has_a_neutral_value_in_format_1() -> None:
     JSON and fingerprints."""
     new_kinds = set(KIND_NAMES) - set(FORMAT_1_KINDS)
     assert set(plan_shape.NEUTRAL) | set(plan_shape.OMITTED) | new_kinds == \
-        set(KIND_NAMES) | set(SETTINGS) | {"title"}
+        set(KIND_NAMES) | set(SETTINGS) | {"title", "renamed_from"}
     for kind in new_kinds:
         assert plan_shape.absent(NodeKind(kind)) == ()
 

@@ -377,7 +377,7 @@ def test_validation_errors_point_into_the_flow_text() -> None:
           "on_timeout, model, "
           "instructions, prompt, tools, max_turns, output, handoffs, approve_tools, "
           "max_tool_calls, title, until, "
-          "fail_fast, matrix, on, case, default), `(`, end of line", 2, 12)),
+          "fail_fast, matrix, on, case, default, renamed_from), `(`, end of line", 2, 12)),
         ("workflow w\ntask a = \n",
          ("E102", "unexpected end of line; expected one of: a string, a task name", 2, 9)),
         ("workflow w\ntask = t\n", ("E102", "unexpected `=`; expected an id", 2, 6)),

@@ -180,3 +180,12 @@ def test_a_database_at_the_current_version_runs_no_migration_again(
     finally:
         store.close()
 
+
+
+def test_each_migration_is_named_by_its_schema_version() -> None:
+    """``_vN_...`` is the migration that brings the schema to version N (its position), so a
+    migration added by one branch and one added by another cannot share a name silently."""
+    from tether.stores.migrations import MIGRATIONS
+
+    for version, migration in enumerate(MIGRATIONS, start=1):
+        assert migration.__name__.split("_")[1] == f"v{version}", migration.__name__

@@ -49,6 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tether.cli.schedules",
     "tether.cli.fleet",
     "tether.cli.lsp",
+    "tether.cli.compat",
 )
 
 COMMANDS: dict[str, str] = {

@@ -140,6 +140,7 @@ def _plan_node(node_id: str, node: NodeSpec, graph: Graph, generation: int,
         "loops": tuple(graph.enclosing.get(node_id, ())),
         "generation": generation,
         "title": node.title,
+        "renamed_from": _renamed_from(node.renamed_from),
     }
     kind = node.kind
     # constructed: the values were validated as a document; the plan is built, not parsed
@@ -191,6 +192,13 @@ def _timeout(text: str | None) -> float | str | None:
     if not text:
         return None
     return text if "{{" in text else parse_duration(text)
+
+
+def _renamed_from(value: str | list[str] | None) -> tuple[str, ...]:
+    """``renamed_from:`` as a tuple of old ids (one id may be written bare)."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _retry(node: NodeSpec) -> PlanRetry | None:

@@ -21,6 +21,7 @@ from tether.compiler.lints import (
 )
 from tether.compiler.plan import Plan
 from tether.compiler.references import check_templates
+from tether.compiler.renames import check_renames
 from tether.compiler.schedules import check_schedule
 from tether.compiler.shapes import check_shapes
 from tether.compiler.subworkflows import compile_subworkflows
@@ -108,6 +109,7 @@ class Compiler:
             check_tasks(ctx, self.tasks)
         check_agents(ctx, self.tasks)
         check_schedule(ctx)
+        check_renames(ctx)
         check_shapes(ctx, reads, self.tasks)
         check_lints(ctx, reads, self.tasks)
         check_skipped_reads(ctx, reads)

@@ -14,6 +14,11 @@ twin share one fingerprint, and the same file compiles to the same bytes on any 
 Plan format 1 writes every node with every key of every kind (``"task": null`` on an
 approval, ...). The variants keep writing that shape, and read it back, so plans and
 fingerprints stored by earlier releases stay valid (see :mod:`tether.compiler.plan_shape`).
+
+Fingerprints depend on every field of these models: adding, renaming or re-defaulting a field
+changes the fingerprint of stored runs' plans unless the serialiser leaves it out at its
+default. ``tests/compiler/test_fingerprint_golden.py`` fails on such a change; the fast path
+of :func:`semantic` is derived from the models' fields, never restated.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import functools
 import hashlib
 import json
 import math
+import types
+import typing
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import (
@@ -90,9 +97,13 @@ class PlanRetry(_PlanModel):
                                   ) -> dict[str, Any]:
         # the default is left out, so plans of earlier releases keep their fingerprints
         data: dict[str, Any] = handler(self)
-        if self.strategy == "exponential":
+        if self.strategy == _DEFAULT_STRATEGY:
             data.pop("strategy", None)
         return data
+
+
+_DEFAULT_STRATEGY: str = PlanRetry.model_fields["strategy"].default
+"""The retry strategy left out of a plan's JSON (plans of release 0.1 have no such key)."""
 
 
 class PlanLoop(_PlanModel):
@@ -147,6 +158,8 @@ class _NodeBase(_PlanModel):
     loops: tuple[str, ...] = ()
     generation: int = 0
     title: str | None = None
+    renamed_from: tuple[str, ...] = ()
+    """The ids this node had in earlier versions of the workflow (``renamed_from:``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -493,8 +506,29 @@ def semantic(plan: Plan, memo: dict[int, dict[str, Any]] | None = None) -> dict[
     return data
 
 
-_PLAIN_NODES = frozenset(("TaskNode", "NoopNode", "FailNode", "SleepNode", "SleepUntilNode"))
-"""The node variants whose fields hold only JSON data, a loop and a retry policy."""
+_PLAIN_LEAVES: frozenset[Any] = frozenset(
+    (str, int, float, bool, type(None), Any, dict, tuple, list, NodeKind, PlanLoop, PlanRetry))
+"""The annotation leaves :func:`_plain_node` writes directly: JSON data (checked value by
+value by :func:`_plain`), the kind, a loop and a retry policy."""
+
+
+def _plain_annotation(annotation: Any) -> bool:
+    """Whether every type in ``annotation`` is one of :data:`_PLAIN_LEAVES` (Literal values
+    are plain; a union or container is plain when its arguments are)."""
+    if typing.get_origin(annotation) is Literal:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is not None:
+        return (origin in _PLAIN_LEAVES or origin in (typing.Union, types.UnionType)) and \
+            all(_plain_annotation(arg) for arg in typing.get_args(annotation) if arg is not ...)
+    return annotation in _PLAIN_LEAVES
+
+
+@functools.cache
+def plain_kind(cls: type[_PlanModel]) -> bool:
+    """Whether :func:`_plain_node` writes nodes of ``cls``: derived from the model's fields,
+    so a field of another type added to a variant sends it to pydantic's serialiser."""
+    return all(_plain_annotation(field.annotation) for field in cls.model_fields.values())
 
 
 def _plain_node(node: _NodeBase) -> dict[str, Any] | None:
@@ -502,7 +536,7 @@ def _plain_node(node: _NodeBase) -> dict[str, Any] | None:
     (up to key order, and tuples for lists); None when a value is not plain JSON data (a date
     from YAML, a non-finite float, ...), which pydantic converts its own way."""
     cls = type(node)
-    if cls.__name__ not in _PLAIN_NODES:
+    if not plain_kind(cls):
         return None
     values = node.__dict__
     data: dict[str, Any] = {}
@@ -512,7 +546,7 @@ def _plain_node(node: _NodeBase) -> dict[str, Any] | None:
             value = {alias: value.__dict__[name] for name, alias in _aliases(PlanLoop)}
         elif type(value) is PlanRetry:
             value = dict(value.__dict__)
-            if value["strategy"] == "exponential":
+            if value["strategy"] == _DEFAULT_STRATEGY:
                 del value["strategy"]
         elif name == "kind":
             value = value.value

@@ -33,7 +33,8 @@ Keys added since come after them, in the order of their model, and only when the
 from their default (:data:`OMITTED`), so plans of earlier releases keep their JSON and their
 fingerprints."""
 
-OMITTED: dict[str, Any] = {"title": None, "matrix": None, "fail_fast": True, "until": None}
+OMITTED: dict[str, Any] = {"title": None, "matrix": None, "fail_fast": True, "until": None,
+                           "renamed_from": ()}
 """Keys added after release 0.1, left out of a node's JSON while they hold these values."""
 
 _FIELD_NAMES = {"with": "args"}  # the attribute behind a key, where they differ
@@ -91,6 +92,8 @@ def add_absent(kind: NodeKind, data: dict[str, Any], info: SerializationInfo) ->
 
 
 def is_default(value: Any, default: Any) -> bool:
+    if type(default) is tuple:  # JSON mode writes a tuple as a list
+        return type(value) in (tuple, list) and tuple(value) == default
     return value is default or (type(value) is type(default) and value == default)
 
 

@@ -3,7 +3,8 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, E80x secrets, E85x timers, E87x schedules, E9xx agents, W1xx lints.
+sub-workflows, E80x secrets, E85x timers, E87x schedules, E9xx agents, W1xx lints,
+C1xx changes to a workflow with live runs (`tether compat`).
 """
 
 from __future__ import annotations
@@ -556,6 +557,58 @@ The elements of a literal `for_each` list are mappings, and only some of them ha
 read: the others fail at run time (an undefined value). Give a default
 (`item.name | default(item.python)`, `item.get('name', 'x')`) or test for it
 (`'name' in item`, `item.name is defined`); such a template is not reported.
+"""),
+        _code("C100", "renamed-from-existing", "`renamed_from` names an id that still exists", """
+`renamed_from:` lists the ids a node had before a rename, so that `tether upgrade` moves a
+live run's checkpoints, counters and pending interrupts of the old id to this node. An old id
+that is still the id of a node (or this node's own id) would give that progress to two nodes.
+Remove it from `renamed_from`, or rename the other node.
+"""),
+        _code("C101", "renamed-from-twice", "two nodes claim to be renamed from one id", """
+A node's old id can move to one node only. Keep the old id in the `renamed_from` of the node
+that continues the old one's work; the other node starts afresh in upgraded runs.
+"""),
+        _code("C110", "started-node-changed", "a node live runs started is defined differently", """
+`tether compat`: some live runs already started (or finished) this node, and the new file
+defines it differently (its task, arguments' templates, kind, retry, timeout, guard, loop or
+for_each). Their checkpoints were made by the old definition, so those runs stay pinned to
+their plan (`tether upgrade` leaves them) and finish on it. Change a node no run has started,
+add a new node instead, or let the runs finish before the deploy.
+"""),
+        _code("C111", "started-node-removed", "a node live runs started is gone", """
+`tether compat`: some live runs started this node and the new file has no node of that id. A
+rename keeps the runs movable only when the new node says `renamed_from: OLD_ID`.
+"""),
+        _code("C112", "approval-form-changed", "a pending approval's form changed", """
+`tether compat`: runs are paused at this approval and the new file changed its `form` or its
+frozen `context`: the answer a person is about to give (or gave) was asked with the old form
+and may not fit the new one. The runs stay pinned; answer them first, or keep the form.
+"""),
+        _code("C113", "agent-changed-mid-loop", "an agent node mid-loop changed", """
+`tether compat`: runs are inside this agent's loop (turns taken, tool calls pending) and the
+new file changed its model, tools, instructions or output schema: the conversation so far was
+held with the old definition. The runs stay pinned.
+"""),
+        _code("C114", "new-required-input", "a new required input without a default", """
+`tether compat`: the new file declares an input the live runs were not started with, required
+and without a default: those runs could not render a template reading it. Give it a default
+(or make it optional) to let them move.
+"""),
+        _code("C115", "output-shape-changed", "an output a later node reads changed shape", """
+`tether compat`: a node some runs finished now declares another output shape (its task's
+return annotation or an agent's output schema), and a node that has not run yet reads it: the
+reader would get the old shape. The runs stay pinned.
+"""),
+        _code("C116", "loop-progress-unfit",
+              "loop or for_each progress the new plan cannot hold", """
+`tether compat`: runs are inside a loop or a for_each whose structure changed (the loop's body,
+its bound, the node carrying it, the for_each source): their counters or the elements already
+done would mean something else in the new plan. The runs stay pinned.
+"""),
+        _code("C117", "subworkflow-changed", "a started sub-workflow's plan changed", """
+`tether compat`: runs started this sub-workflow node and the sub-workflow's own plan changed
+in a way its started nodes cannot follow (checked recursively, with the same rules). The runs
+stay pinned.
 """),
     )
 }

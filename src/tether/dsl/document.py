@@ -248,6 +248,9 @@ class NodeSpec(_Model):
     title: str | None = Field(None, description="A human title, shown in graphs, progress "
                               "and `tether show`; a template, rendered when the node (or, "
                               "reading `item`, each element) starts.")
+    renamed_from: str | list[str] | None = Field(
+        None, description="The id (or ids) this node had before a rename: live runs moved to "
+        "this plan by `tether upgrade` keep its checkpoints, counters and pending interrupts.")
     with_: dict[str, Any] | None = Field(
         None, alias="with", description="Arguments of the task, or inputs of the sub-workflow."
     )

@@ -434,7 +434,8 @@ class _Reader:
         if name == "args":
             self.record(path, key, key)
             return self.pairs(children, path, "argument")
-        if name in ("after", "retry", "loop", "form", "switch_default") or name in AGENT_LISTS:
+        if name in ("after", "retry", "loop", "form", "switch_default", "renamed_from") \
+                or name in AGENT_LISTS:
             self.record(path, key, self.span(tree))
             method = "cl_after" if name in AGENT_LISTS else "cl_" + name
             return getattr(self, method)(children, path, key)
@@ -451,6 +452,7 @@ class _Reader:
         return [self.value(item, (*path, i)) for i, item in enumerate(children)]
 
     cl_switch_default = cl_after
+    cl_renamed_from = cl_after
 
     def cl_retry(self, children: list[Node], path: Path, key: Span) -> Any:
         count, *backoff = children

@@ -46,7 +46,7 @@ CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "time
            "idempotent", "loop", "reason", "context", "form", "on_timeout", "model",
            "instructions", "prompt", "tools", "max_turns", "output", "handoffs", "approve_tools",
            "max_tool_calls", "title", "until",
-           "fail_fast", "matrix", "on", "case", "default")
+           "fail_fast", "matrix", "on", "case", "default", "renamed_from")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "schedule",
               "task", "approval", "agent", "switch", "noop", "fail", "sleep", "sleep_until",
               "output")
@@ -440,7 +440,7 @@ _KEYWORD_PREFIX = re.compile(
     r"|false|for_each|form|handoffs|idempotent|input|inputs|instructions|loop|max_tool_calls|max|max_turns"
     r"|model|null|on_exhausted|output|prompt|reason|retry|schedule|secrets|task|tether|timeout"
     r"|tools|to"
-    r"|trigger|true|when|while|with|workflow|title|until|fail_fast|matrix|strategy|switch"
+    r"|trigger|true|when|while|with|workflow|title|until|renamed_from|fail_fast|matrix|strategy|switch"
     r"|noop|on_timeout|sleep)(\w+)"
 )
 

@@ -270,6 +270,7 @@ def _clauses(node: dict[str, Any]) -> list[str]:
         lines += _switch_clauses(node["switch"])
     for key, text in (
         ("title", lambda v: "title " + ("null" if v is None else quoted(v))),
+        ("renamed_from", lambda v: _names("renamed_from", [v] if isinstance(v, str) else v, "ID")),
         ("needs", lambda v: _needs(v)),
         ("when", lambda v: _clause("when", v)),
         ("trigger", lambda v: "trigger " + ("null" if v is None else word(v))),

@@ -15,7 +15,7 @@ from tether.lsp.paths import describe, output_fields, path_around
 from tether.lsp.positions import span_contains
 from tether.lsp.tasks import TaskInfo, project_tasks
 
-_CODE = re.compile(r"\b[EW]\d{3}\b")
+_CODE = re.compile(r"\b[EWC]\d{3}\b")
 
 
 def hover(analysis: Analysis, line: int, column: int) -> types.Hover | None:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from tether.compiler.compat import rename_state
 from tether.compiler.plan import ApprovalNode, Plan
 from tether.errors import AlreadyResumed, ResumeError, ResumeValueError
 from tether.paths import StatePath
@@ -177,6 +178,7 @@ class Resumption:
             else RunState.new(dict(self.run.inputs or {}))
         if plan.fingerprint != self.run.plan_fingerprint:
             check_compatible(eid, stored_plan(store, self.run), plan, state.data)
+        renamed = rename_state(plan, state.data)  # a run `tether upgrade` moved (issue 24)
         pending = self._pending_read if self._pending_read is not None else \
             store.list_pending(eid)
         self.pending = pending
@@ -213,6 +215,8 @@ class Resumption:
             changed = self._reenter(plan, state, fresh)
         for path in changed:
             journal.mark(path)
+        if renamed:
+            journal.mark(("nodes",))
         return Prepared(plan, state, journal, self.attempt, self.run)
 
     def record(self) -> PendingInterrupt:

@@ -151,6 +151,13 @@ class Checkpointer(abc.ABC):
                      owner: str | None = None) -> None:
         """Switch a run to another (compatible) plan; fenced on ``owner`` when given."""
 
+    @abc.abstractmethod
+    def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
+                      plan_json: str) -> bool:
+        """Move a live run from plan ``expected`` to plan ``fingerprint`` (``tether
+        upgrade``), atomically, only while no attempt holds it: True when moved, False when
+        the run is held, finished, or no longer on ``expected``."""
+
     # -- leases ------------------------------------------------------------------------------
     @abc.abstractmethod
     def acquire(self, execution_id: str, owner: str, until: float, now: float,

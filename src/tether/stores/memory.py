@@ -30,6 +30,7 @@ from tether.stores.queueing import (
     WorkerRecord,
 )
 from tether.stores.records import (
+    LIVE_STATUSES,
     RUN_END,
     CheckpointRow,
     Claim,
@@ -110,6 +111,17 @@ class InMemoryCheckpointer(Checkpointer):
             self._fence(execution_id, owner)
             self._plans.setdefault(fingerprint, plan_json)
             self._update(execution_id, plan_fingerprint=fingerprint)
+
+    def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
+                      plan_json: str) -> bool:
+        with self._lock:
+            run = self._runs.get(execution_id)
+            if run is None or run.owner is not None or run.plan_fingerprint != expected or \
+                    run.status not in LIVE_STATUSES:
+                return False
+            self._plans.setdefault(fingerprint, plan_json)
+            self._update(execution_id, plan_fingerprint=fingerprint)
+            return True
 
     def _update(self, execution_id: str, **changes: Any) -> None:
         run = self._runs[execution_id]

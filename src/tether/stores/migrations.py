@@ -194,7 +194,7 @@ _SCHEDULES_V3 = Table(
     Column("next_tick", Float))
 
 
-def _v3_schedules(ctx: MigrationContext) -> None:
+def _v4_schedules(ctx: MigrationContext) -> None:
     """Schedules: one row per workflow name (``tether schedules add``); its plan lives in
     ``plans``. ``last_tick`` moves by compare-and-set, so each tick is handled once."""
     _SCHEDULES_V3.create(ctx.connection)
@@ -222,7 +222,7 @@ _QUEUES_V3 = Table(
     Column("created_at", Float, nullable=False))
 
 
-def _v4_workers(ctx: MigrationContext) -> None:
+def _v5_workers(ctx: MigrationContext) -> None:
     """Version 5: ``runs.queue``, ``priority``, ``available_at``, ``cancel_requested_at`` (a
     claim index on them); the ``workers`` and ``queues`` tables."""
     runs = ctx.table("runs")
@@ -284,7 +284,7 @@ def _v8_run_events(ctx: MigrationContext) -> None:
     _RUN_EVENTS_V8.create(ctx.connection)
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v3_schedules, _v4_workers,
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v4_schedules, _v5_workers,
                                _v6_queue_limits, _v7_claim_order, _v8_run_events]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -159,6 +159,10 @@ def fold(rows: list[CheckpointRow], inputs: Any) -> list[Checkpoint]:
     return result
 
 
+LIVE_STATUSES: tuple[str, ...] = ("queued", "running", "paused", "failed")
+"""The statuses of runs a new plan may still concern (``tether compat``, ``upgrade``)."""
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """One run: what it executes, how it stands, who holds it."""

@@ -35,6 +35,7 @@ from sqlalchemy import (
     case,
     delete,
     insert,
+    or_,
     select,
     update,
 )
@@ -59,6 +60,7 @@ from tether.stores.queueing import (
     WorkerRecord,
 )
 from tether.stores.records import (
+    LIVE_STATUSES,
     CheckpointRow,
     PruneResult,
     RunCursor,
@@ -354,6 +356,21 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                 runs.c.execution_id == _EID).values(plan_fingerprint=bindparam("fp"),
                                                      updated_at=bindparam("now")),
                 eid=execution_id, fp=fingerprint, now=time.time())
+
+    @transient()
+    def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
+                      plan_json: str) -> bool:
+        """One ``UPDATE ... WHERE`` (a compare-and-set like a claim): only while no attempt
+        holds the run and it is still live on ``expected``."""
+        with self._cursor(f"upgrading run {execution_id}", write=True) as cursor:
+            self._store_plan(cursor, fingerprint, plan_json)
+            self._execute(cursor, "move_run_plan", lambda: update(runs).where(
+                runs.c.execution_id == _EID, runs.c.owner.is_(None),
+                runs.c.plan_fingerprint == bindparam("expected"),
+                or_(*(runs.c.status == status for status in LIVE_STATUSES))).values(
+                plan_fingerprint=bindparam("fp"), updated_at=bindparam("now")),
+                eid=execution_id, expected=expected, fp=fingerprint, now=time.time())
+            return bool(cursor.rowcount == 1)
 
     # -- queues and workers (statements in sql_queue.py) -------------------------------------
     def enqueue_run(self, execution_id: str, queue: str, priority: int = 0,

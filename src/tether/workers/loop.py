@@ -35,6 +35,7 @@ from tether.compiler.plan import Plan
 from tether.errors import AlreadyResumed, LeaseLost, ResumeError, TetherError, TimerNotDue
 from tether.observability import observer
 from tether.runtime.attempt import StopAtBoundary
+from tether.runtime.drift import task_drift
 from tether.runtime.plans import task_names
 from tether.runtime.resume import Claimed
 from tether.runtime.runner import Runner
@@ -106,6 +107,7 @@ class Worker:
         self._tokens: dict[str, str] = {}  # execution id: the claim token it is driven under
         self._reported_lost: set[str] = set()  # claim tokens whose lost lease was logged
         self._task_names: frozenset[str] = frozenset()
+        self._task_registry: Mapping[str, Callable[..., Any]] = {}
         self._servable: set[str] = set()  # plan fingerprints whose tasks this worker has
         self._unservable: dict[str, str] = {}  # fingerprint: why not
         self._blocked_at: dict[str, float] = {}  # fingerprint: when its runs were marked
@@ -144,6 +146,7 @@ class Worker:
                         lease_seconds=self.lease_seconds, park_timers=True)
         runner.inline_bodies = False  # several runs share this loop: bodies in threads
         self._task_names = frozenset(runner.tasks)
+        self._task_registry = runner.tasks
         self._slots = self._open_slots(store, runner)
         owner = parse_owner(self.worker_id)
         now = time.time()
@@ -284,7 +287,8 @@ class Worker:
         missing = sorted(task_names(plan) - self._task_names)
         if missing:
             return f"{who} lacks tasks: {', '.join(missing)}"
-        return None
+        drift = task_drift(plan, self._task_registry)
+        return f"{who}: {drift}" if drift is not None else None
 
     def _fire_schedules(self, store: Checkpointer) -> None:
         """Enqueue the runs of the schedules' due ticks (exactly one per tick fleet-wide)."""
