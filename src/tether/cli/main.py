@@ -61,6 +61,7 @@ COMMANDS: dict[str, str] = {
     "schedules": "tether.cli.schedules",
     **dict.fromkeys(("submit", "worker", "workers", "cancel", "queues"), "tether.cli.fleet"),
     "lsp": "tether.cli.lsp",
+    **dict.fromkeys(("compat", "upgrade"), "tether.cli.compat"),
 }
 """Which module registers each command: running one imports that module alone. A command
 not listed here (a module added to ``COMMAND_MODULES`` only) is still found, by loading
