@@ -93,6 +93,10 @@ def test_upgrade_moves_the_compatible_runs_only(shared_url: str, tmp_path: Path)
     assert one.returncode == 0 and "1 moved to the new plan" in one.stdout, one.stdout
     rest = _tether("upgrade", "v2.yaml", "--db", shared_url, cwd=tmp_path)
     assert rest.returncode == 0 and "1 moved" in rest.stdout and "1 already on it" in rest.stdout
+    shown = json.loads(_tether("show", paused, "--db", shared_url, "--json", cwd=tmp_path).stdout)
+    [moved] = [e for e in shown["events"] if e["kind"] == "upgraded"]  # in the run's history
+    assert moved["detail"]["to"] == new.fingerprint and moved["detail"]["from"] != \
+        new.fingerprint and moved["channel"] == "cli"
     store = open_checkpointer(shared_url)
     try:
         result = tether.Runner(None, store, tasks=TASKS).resume(paused, tether.Resume(ok=True))

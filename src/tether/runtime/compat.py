@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from tether.compiler.compat import Finding, Position, findings, input_problem, notes
 from tether.compiler.plan import Plan
 from tether.errors import PlanError
+from tether.runtime.run_events import record_upgraded
 from tether.stores.base import Checkpointer
 from tether.stores.records import LIVE_STATUSES, RunCursor, RunRecord
 
@@ -121,6 +122,9 @@ def upgrade(store: Checkpointer, new: Plan, *, statuses: Sequence[str] = LIVE_ST
         run = store.get_run(run_id)
         if run is not None and store.move_run_plan(run_id, run.plan_fingerprint,
                                                    new.fingerprint, plan_json):
+            # recorded after the move (its own write): a crash between the two leaves the
+            # run moved with no event; the run row's fingerprint stays the authority
+            record_upgraded(store, run_id, run.plan_fingerprint, new.fingerprint)
             report.moved.append(run_id)
         else:
             report.held.append(run_id)

@@ -164,6 +164,9 @@ class _Builder:
         elif kind == RunEventKind.CANCEL_REQUESTED:
             self.emit(EventKind.CANCEL_REQUESTED, at, actor=event.actor, channel=event.channel,
                       status=event.data.get("outcome"))
+        elif kind == RunEventKind.UPGRADED:
+            self.emit(EventKind.UPGRADED, at, actor=event.actor, channel=event.channel,
+                      detail={"from": event.data.get("from"), "to": event.data.get("to")})
 
     def on_answer(self, event: RunEvent) -> None:
         data = event.data

@@ -65,6 +65,9 @@ def describe(event: HistoryEvent) -> str:
             return f"asks: {event.reason}"
         case EventKind.ANSWERED | EventKind.TIMED_OUT:
             return _answer(event)
+        case EventKind.UPGRADED:
+            detail = event.detail or {}
+            return f"plan {str(detail.get('from'))[:12]} -> {str(detail.get('to'))[:12]}"
         case EventKind.CANCEL_REQUESTED:
             return f"by {event.actor or 'someone'} through {event.channel}: {event.status}"
         case EventKind.AGENT_TURN:

@@ -33,6 +33,7 @@ class RunEventKind(StrEnum):
     ANSWERED = "answered"  # a pause's answer was claimed (actor, channel)
     CANCEL_REQUESTED = "cancel_requested"  # tether cancel, or the console's cancel
     FORKED = "forked"  # this run was forked from another run's checkpoint (with its patch)
+    UPGRADED = "upgraded"  # `tether upgrade` moved the run to a new plan (from, to fingerprints)
 
 
 class AnswerChannel(StrEnum):
