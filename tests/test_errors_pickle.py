@@ -49,6 +49,7 @@ def _samples() -> dict[str, Any]:
         errors.CheckpointNotFound("run-1", "c1", "is not in this run"),
         errors.ForkError("run-1", ["nodes must be an object"]),
         errors.ExecutionExists("run-1"),
+        errors.DedupKeyTaken("key-1", "deploy"),
         errors.ResumeError("run-1", "nothing is waiting", node_id="n"),
         errors.ResumeValueError("run-1", "review", ["approved is missing"]),
         errors.AlreadyResumed("run-1", "answered", answered_by="ada",

@@ -373,3 +373,15 @@ class InterruptSignal(Picklable):
         self.node_id = node_id
         self.agent_path = agent_path
         super().__init__(reason)
+
+
+class DedupKeyTaken(RunStateError):
+    """A submission's dedup key (``--id``, ``Idempotency-Key``, ``dedup_key=``) already names
+    a run of another workflow, so it can neither start a run nor return that one."""
+
+    def __init__(self, key: str, workflow: str) -> None:
+        self.key = key
+        self.workflow = workflow
+        super().__init__(
+            f"the dedup key '{key}' already names a run of workflow '{workflow}'; "
+            "choose another key")
