@@ -45,7 +45,7 @@ def _url(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
               show_default=True, help="token: bearer tokens and a login page; tokens from "
               "TETHER_TOKENS (NAME:TOKEN[:ROLE], comma-separated) or --tokens-file.")
 @click.option("--tokens-file", type=click.Path(dir_okay=False), metavar="FILE",
-              help="One NAME:TOKEN[:ROLE] a line (role approver or viewer).")
+              help="One NAME:TOKEN[:ROLE] a line (role approver, viewer or submitter).")
 @click.option("--notify-url", callback=_url, metavar="URL",
               help="POST a signed JSON event here when a run pauses, fails or completes "
               "(HMAC-SHA256 with TETHER_WEBHOOK_SECRET, header X-Tether-Signature).")
@@ -60,9 +60,13 @@ def _url(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
 @click.option("--secret-file", default=".tether/console.key", show_default=True,
               metavar="FILE", help="The key sessions, CSRF tokens and links are signed "
               "with (made on first use); TETHER_CONSOLE_SECRET overrides it.")
+@click.option("--workflows", "workflows", multiple=True, metavar="PATH",
+              type=click.Path(exists=True), help="A workflow file, plan or directory of "
+              "workflows that POST /api/workflows/NAME/runs may start (repeatable).")
 def serve(db: str, host: str, port: int, tasks: tuple[str, ...], auth: str,
           tokens_file: str | None, notify_url: str | None, worker: bool,
-          link_max_age: float, public_url: str | None, secret_file: str) -> None:
+          link_max_age: float, public_url: str | None, secret_file: str,
+          workflows: tuple[str, ...]) -> None:
     """Serve the approvals inbox and runs console (and its JSON API under /api/).
 
     Answers are recorded in the store (exactly one wins a pause); the runs are continued by
@@ -90,7 +94,7 @@ def serve(db: str, host: str, port: int, tasks: tuple[str, ...], auth: str,
             auth=AuthMode(auth), users=load_tokens(tokens_file) if auth == "token" else {},
             tasks=tasks, worker=worker, notify_url=notify_url,
             webhook_secret=webhook.encode() if webhook else None, link_max_age=link_max_age,
-            public_url=public_url)
+            public_url=public_url, workflows=workflows)
         run_console(config, tasks=registry)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound
+from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound, TetherError, UsageError
 from tether.runtime.ids import check_id
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer
@@ -32,8 +32,12 @@ class Submitted:
 
 
 def check_dedup_key(key: str) -> str:
-    """``key`` when it can serve as an execution id; raises TetherError saying why not."""
-    check_id(key, "a dedup key")
+    """``key`` when it can serve as an execution id; raises
+    :class:`~tether.errors.UsageError` saying why not."""
+    try:
+        check_id(key, "a dedup key")
+    except TetherError as exc:
+        raise UsageError(str(exc)) from None
     return key
 
 

@@ -39,6 +39,7 @@ from tether.web.graph import graph_svg
 from tether.web.links import LinkError, Links
 from tether.web.notify import Notifier
 from tether.web.security import SecurityHeaders, loopback_hosts
+from tether.web.starts import Catalog
 from tether.web.urls import approval_url, quote_id, run_url
 
 log = logging.getLogger("tether.web")
@@ -57,9 +58,11 @@ def templates() -> Environment:
 class Web:
     """What the handlers share: the console, the guard, the templates, the settings."""
 
-    def __init__(self, config: ServeConfig, console: Console) -> None:
+    def __init__(self, config: ServeConfig, console: Console,
+                 catalog: Catalog | None = None) -> None:
         self.config = config
         self.console = console
+        self.catalog = catalog or Catalog({})
         self.guard = Guard(config)
         self.env = templates()
 
@@ -153,6 +156,7 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
     fleet to none (answers wait for a worker). The app owns the store it opens."""
     from tether.stores.open import open_checkpointer
 
+    catalog = Catalog.load(config.workflows)  # before the store: a bad file opens nothing
     owned = store is None
     shared = store if store is not None else open_checkpointer(config.db, create=False)
     links = Links(config.secret, config.base_url, config.link_max_age)
@@ -178,9 +182,9 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
                   exception_handlers=_handlers(),
                   telemetry={"tracing": False, "metrics": False, "logs": False},
                   description="The approvals inbox and runs console of tether. Answer "
-                  "pauses, list and inspect runs, resume, fork and cancel them. With "
+                  "pauses, list and inspect runs, start, resume, fork and cancel them. With "
                   "--auth token, send 'Authorization: Bearer <token>'.")
-    app.state.web = Web(config, console)
+    app.state.web = Web(config, console, catalog)
     app.state.notifier = notifier
     from tether.web import api, pages
 
