@@ -113,6 +113,12 @@ def _samples() -> dict[str, Any]:
         pass
     else:
         samples += [NoGraph("no graph: x.yaml has errors"), RenameRefused("no node id here")]
+    try:
+        from tether.web.starts import UnknownWorkflow
+    except ImportError:  # the web extra is not installed
+        pass
+    else:
+        samples += [UnknownWorkflow("deploy", ["build", "release"])]
     return {f"{type(s).__module__}.{type(s).__qualname__}": s for s in samples}
 
 
