@@ -32,6 +32,8 @@ from tether.dsl.document import (
     RetryPolicy,
     ScheduleSpec,
     SwitchSpec,
+    TriggersSpec,
+    WebhookSpec,
     WorkflowDoc,
 )
 from tether.dsl.source import Path, RawDocument, SourceMap
@@ -74,6 +76,8 @@ def describe(path: Path) -> str:
         return f"in input `{path[1]}`"
     if path and path[0] == "schedule":
         return "in the schedule"
+    if path and path[0] == "on":
+        return "in the webhook" if path[1:2] == ("webhook",) else "in `on`"
     return "at the top level"
 
 
@@ -85,6 +89,10 @@ def _model_at(path: Path) -> type[BaseModel] | None:
         key = steps.pop(0)
         if model is WorkflowDoc and key == "schedule":
             model = ScheduleSpec
+        elif model is WorkflowDoc and key == "on":
+            model = TriggersSpec
+        elif model is TriggersSpec and key == "webhook":
+            model = WebhookSpec
         elif model is WorkflowDoc and key in ("nodes", "inputs") and steps:
             steps.pop(0)
             model = NodeSpec if key == "nodes" else InputSpec

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tether.compiler.plan import Plan
+from tether.compiler.plan import Plan, PlanWebhook
 from tether.errors import NotFoundError, TetherError
 from tether.runtime.dedup import Submitted
 from tether.runtime.runner import Runner
@@ -54,6 +54,16 @@ class Catalog:
 
     def __init__(self, plans: Mapping[str, Plan]) -> None:
         self.plans = dict(plans)
+        self.hooks: dict[str, tuple[Plan, PlanWebhook]] = {}
+        """The webhooks (``on: webhook``) of the plans, by path (``web/hooks.py``)."""
+        for plan in self.plans.values():
+            if plan.webhook is None:
+                continue
+            if plan.webhook.path in self.hooks:
+                raise ConfigError(f"--workflows: workflows '{plan.name}' and "
+                                  f"'{self.hooks[plan.webhook.path][0].name}' both listen at "
+                                  f"/hooks/{plan.webhook.path}")
+            self.hooks[plan.webhook.path] = (plan, plan.webhook)
 
     @classmethod
     def load(cls, paths: Iterable[str]) -> Catalog:
