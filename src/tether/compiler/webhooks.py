@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jinja2 import TemplateSyntaxError, meta
+from jinja2 import TemplateSyntaxError, meta, nodes
 
 from tether.compiler.context import Context
 from tether.compiler.plan import PlanWebhook
@@ -23,7 +23,7 @@ from tether.templating import ENV, has_markup
 PATH_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 HEADER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
 DEFAULT_TOLERANCE = 300.0
-TRIGGER_FIELDS = ("kind", "payload", "headers", "delivery", "received_at")
+TRIGGER_FIELDS = ("kind", "verify", "payload", "headers", "delivery", "received_at")
 _HMAC_ONLY = ("header", "timestamp_header", "delivery_header")
 
 
@@ -112,11 +112,16 @@ def _template_problems(value: Any) -> list[str]:
     if not isinstance(value, str) or not has_markup(value):
         return []
     try:
-        names = meta.find_undeclared_variables(ENV.parse(value))
+        tree = ENV.parse(value)
     except TemplateSyntaxError as exc:
         return [f"the template cannot be read: {exc.message}"]
+    names = meta.find_undeclared_variables(tree)
+    fields = {n.attr for n in tree.find_all(nodes.Getattr)
+              if isinstance(n.node, nodes.Name) and n.node.name == "trigger"}
     return [f"reads `{n}`, which does not exist when a request arrives (only `trigger`)"
-            for n in sorted(names - {"trigger"})]
+            for n in sorted(names - {"trigger"})] + [
+        f"`trigger.{f}` does not exist (known: " + ", ".join(TRIGGER_FIELDS) + ")"
+        for f in sorted(fields - set(TRIGGER_FIELDS))]
 
 
 def plan_webhook(workflow: Workflow) -> PlanWebhook | None:
