@@ -186,10 +186,11 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
                   "--auth token, send 'Authorization: Bearer <token>'.")
     app.state.web = Web(config, console, catalog)
     app.state.notifier = notifier
-    from tether.web import api, hooks, pages
+    from tether.web import api, hooks, pages, start_pages
 
     app.include_router(api.router)
     app.include_router(hooks.router)
+    app.include_router(start_pages.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=str(files("tether.web") / "static")),
               name="static")
