@@ -151,6 +151,8 @@ def test_wrong_or_missing_signatures_start_nothing(server: Server, project: Proj
                                   headers={"X-GitHub-Delivery": "d-3"})
     assert unsigned.status_code == 401
     assert runs(project, "on-push") == []
+    listed = server.get("/api/workflows").json()["items"]
+    assert {w["name"]: w["webhook"] for w in listed}["billing"] == "/hooks/stripe-events"
     unknown = server.client.post("/hooks/nope", content=body)
     assert unknown.status_code == 404
     unset = server.client.post("/hooks/unset", content=b"{}")

@@ -418,6 +418,8 @@ class WorkflowOut(BaseModel):
     fingerprint: str
     inputs: list[FieldOut]
     runs: str = Field(description="POST here to start a run")
+    webhook: str | None = Field(default=None, description="where its signed webhook is "
+                                "received (on: webhook), e.g. /hooks/deploy")
 
 
 class WorkflowList(BaseModel):
@@ -445,6 +447,7 @@ def workflows(request: Request, who: Identity = Reader) -> WorkflowList:
     catalog = web_of(request).catalog
     return WorkflowList(items=[WorkflowOut(
         name=name, fingerprint=plan.fingerprint, runs=f"/api/workflows/{name}/runs",
+        webhook=f"/hooks/{plan.webhook.path}" if plan.webhook else None,
         inputs=[FieldOut(name=i.name, type=i.type, required=i.required, default=i.default,
                          description=i.description,
                          enum=list(i.enum) if i.enum is not None else None)
