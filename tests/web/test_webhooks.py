@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from web_support import Project, Server, served
+from web_support import Project, Server, served, wait_for
 
 GITHUB_SECRET = "gh-secret-for-tests-0123"
 STRIPE_SECRET = "whsec_stripe_for_tests_4567"
@@ -232,3 +232,25 @@ def test_the_secret_is_never_stored(server: Server, project: Project) -> None:
     for secret in (GITHUB_SECRET, STRIPE_SECRET, HMAC_SECRET):
         assert secret.encode() not in stored
     assert b"TEST_GITHUB_SECRET" in stored  # the plan names the variable, and only that
+
+
+def test_a_delivery_runs_to_completion_with_the_embedded_worker(
+        project: Project, tmp_path: Path) -> None:
+    """End to end: the delivery's run is executed by ``tether serve --worker`` and its node
+    sees the payload's field through the run's inputs."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "push.yaml").write_text(GITHUB, encoding="utf-8")
+    for server in served(project, "--workflows", str(hooks), "--worker", "--tasks",
+                         str(project.tasks), env={"TEST_GITHUB_SECRET": GITHUB_SECRET}):
+        started = github(server, PUSH, "e2e-delivery")
+        assert started.status_code == 201, started.text
+        execution_id = started.json()["execution_id"]
+
+        def completed(run_id: str = execution_id) -> bool:
+            run = project.store.get_run(run_id)
+            return run is not None and run.status == "completed"
+
+        wait_for(completed, "the webhook's run to complete", 60)
+        outputs = {c.node_id: c.node_output for c in project.store.list(execution_id)}
+        assert outputs["go"] == {"big": False, "note": "refs/heads/main"}
