@@ -60,6 +60,8 @@ def _samples() -> dict[str, Any]:
         errors.StoreError("disk full"),
         errors.SchemaVersionError(9, 2),
         errors.StoreUnavailable("connection refused"),
+        errors.InvalidId("a/b", "an execution id", "may not hold '/'"),
+        errors.ValueTooLarge("big", 20_000_000, 16_777_216),
         errors.InterruptSignal("manager_approval", {"amount": 5}, node_id="n",
                                agent_path="workflow:w"),
         agent_errors.AgentError("agent"),

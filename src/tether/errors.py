@@ -13,6 +13,7 @@
     │   ├── StoreURLError      a store URL that cannot be used
     │   ├── IdTooShort         an id prefix under 8 characters that is no exact id
     │   ├── AmbiguousId        an id prefix that several ids start with (lists them)
+    │   ├── InvalidId          an id a new run may not have (a path, whitespace, look-alikes)
     │   └── ForkError          a fork whose state patch leaves an unusable state
     │       └── IneffectivePatch  a fork whose patch could not change what the run does
     ├── NotFoundError          (also a LookupError) no such thing in the store
@@ -28,10 +29,13 @@
     ├── ExecutionError         a run's own values or templates went wrong while running
     │   ├── NotJSONError       a value that is not JSON (task output, cached result, context)
     │   ├── TemplateLimit      a template exceeded its time or size budget
+    │   ├── ValueTooLarge      an output larger than ``max_value_bytes``
     │   └── AgentError         models, tools, conversations (tether.agents.errors)
     └── StoreError             the checkpoint store failed
         ├── SchemaVersionError the database schema is newer than this tether
         └── StoreUnavailable   the store could not be reached (after retrying where safe)
+    InvalidId                  (also a ValueError) an id a new run may not have
+    ValueTooLarge              a node's output larger than ``max_value_bytes``
 
     InterruptSignal (BaseException)  control flow: a node suspends for human input
 
@@ -385,3 +389,31 @@ class DedupKeyTaken(RunStateError):
         super().__init__(
             f"the dedup key '{key}' already names a run of workflow '{workflow}'; "
             "choose another key")
+
+
+class InvalidId(UsageError):
+    """An id that a new run (or checkpoint) may not have: ``what`` names the kind of id,
+    ``reason`` says what is wrong (see :func:`tether.runtime.ids.check_execution_id`). Ids
+    are data, never paths: ``/``, ``\\``, ``..``, whitespace, control characters and
+    non-ASCII look-alikes are refused on creation; ids already stored stay readable."""
+
+    def __init__(self, value: str, what: str, reason: str) -> None:
+        self.value = value
+        self.what = what
+        self.reason = reason
+        super().__init__(f"{what} {reason}")
+
+
+class ValueTooLarge(ExecutionError):
+    """A node's output (or a run's result) whose JSON text is larger than
+    ``max_value_bytes``: ``node_id`` names the unit (None: the workflow's output), ``size``
+    and ``limit`` are bytes."""
+
+    def __init__(self, node_id: str | None, size: int, limit: int) -> None:
+        self.node_id = node_id
+        self.size = size
+        self.limit = limit
+        what = f"the output of node '{node_id}'" if node_id else "the workflow's output"
+        super().__init__(f"{what} is {size:,} bytes of JSON, more than max_value_bytes "
+                         f"({limit:,}); return a reference to large data (a path, a URL, a "
+                         "key) instead of the data")

@@ -84,6 +84,24 @@ def assert_inert(result: subprocess.CompletedProcess[str]) -> None:
     assert raw == [], both
 
 
+def stored_by_an_older_tether(project: Path, execution_id: str) -> None:
+    """Start a run (it pauses) with an id only the rule of an older tether accepted."""
+    from tether.runtime import runner as runner_module
+    from tether.runtime.ids import check_id
+    from tether.runtime.runner import Runner
+
+    saved = runner_module.check_execution_id
+    runner_module.check_execution_id = lambda text: check_id(text, "an execution id")
+    try:
+        with SQLiteCheckpointer(project / "t.db") as store:
+            tasks = {"t.hostile": lambda: HOSTILE, "t.fail": lambda: None}
+            result = Runner(project / "w.yaml", store, tasks).run(
+                {}, execution_id=execution_id)
+            assert result.status == "paused"
+    finally:
+        runner_module.check_execution_id = saved
+
+
 def hint_arguments(line: str, prefix: str) -> list[str]:
     """What a real shell makes of a printed command hint (`$(...)` must stay literal)."""
     command = line.split(prefix, 1)[1]
@@ -94,17 +112,16 @@ def hint_arguments(line: str, prefix: str) -> list[str]:
 
 def test_hostile_ids_outputs_and_errors_print_literally_through_every_command(
         project: Path) -> None:
-    """run (paused), pending, resume (failed), runs, show, show --json: all inert, markup
+    """A new run may not have such an id (exit 2, nothing made); one an older tether stored
+    goes through pending, resume (failed), runs, show, show --json: all inert, markup
     literal, hints quoted; the `$(touch PWNED)` in the id never runs."""
-    paused = tether(project, "run", "w.yaml", "--tasks", "hostile_tasks.py",
-                    "--execution-id", RUN_ID)
-    assert paused.returncode == 4, paused.stderr
-    assert_inert(paused)
-    assert f"paused run {RUN_ID} at node 'review' ([/] check)" in paused.stdout
-    assert "\\u001b[31mred" in paused.stdout and "[link=https://evil.example]" in paused.stdout
-    hint = next(line for line in paused.stdout.splitlines() if "resume with:" in line)
-    assert hint_arguments(hint, "resume with: ") == [
-        "tether", "resume", RUN_ID, "--value", '{"approved": true}']
+    refused = tether(project, "run", "w.yaml", "--tasks", "hostile_tasks.py",
+                     "--execution-id", RUN_ID)
+    assert refused.returncode == 2, refused.stderr
+    assert_inert(refused)
+    assert "may hold only ASCII letters, digits and - _ . : @ + =; this one holds '['" \
+        in refused.stderr
+    stored_by_an_older_tether(project, RUN_ID)
 
     pending = tether(project, "pending")
     assert_inert(pending)
@@ -186,6 +203,31 @@ def test_execution_ids_that_no_run_may_have_are_usage_errors(project: Path) -> N
             other = tether(project, command, bad)
             assert other.returncode == 2 and reason in other.stderr, other.stderr
     assert not (project / "t.db").exists()
+
+
+def test_new_ids_are_data_not_paths(project: Path) -> None:
+    """A new run's id holds only ASCII letters, digits and -_.:@+= (no leading '.', no
+    '..'): separators, dot segments, whitespace and look-alikes are usage errors (exit 2, one
+    line naming the character), nothing is stored; reading commands still accept them."""
+    cases = {"a/b": "holds '/' at position 2", "a\\b": "holds '\\\\'", "..": "'.'",
+             "x..y": "may not hold '..'", ".hidden": "may not start with '.'",
+             "a b": "holds ' '", "a\uff0fb": "holds '\\uff0f'",
+             "a\u2215b": "holds '\\u2215'", "caf\u00e9": "holds '\\xe9'",
+             "%2F": "holds '%'"}
+    for bad, reason in cases.items():
+        for command in (["run", "w.yaml", "--execution-id", bad],
+                        ["submit", "w.yaml", "--id", bad]):
+            result = tether(project, *command)
+            assert result.returncode == 2, (bad, result.stderr)
+            assert_inert(result)
+            assert reason in result.stderr, (bad, result.stderr)
+            assert "Traceback" not in result.stderr and len(
+                result.stderr.strip().splitlines()) <= 4, result.stderr
+        assert tether(project, "show", bad).returncode == 1  # no such run: not a usage error
+    assert not (project / "t.db").exists()
+    ok = tether(project, "run", "w.yaml", "--tasks", "hostile_tasks.py", "--execution-id",
+                "order-17:eu@2026+retry=2_a.b")
+    assert ok.returncode == 4, ok.stderr
 
 
 @pytest.mark.parametrize("value", [

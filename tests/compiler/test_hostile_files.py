@@ -154,9 +154,14 @@ def test_a_path_that_is_not_a_regular_file_is_refused_without_reading_it(
 
 
 def test_a_sub_workflow_that_is_a_device_is_refused_through_its_parent(tmp_path: Path) -> None:
+    """A symlink to /dev/zero leaves the project (E706: never opened); a FIFO inside it is
+    not a regular file (E701's note says so, and nothing waits for a writer)."""
     (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo.yaml")
     main = tmp_path / "main.yaml"
-    main.write_text("tether: 1\nname: m\nnodes:\n  a: {workflow: zero.yaml}\n")
-    (error,) = tether.check(main)
-    assert error.code == "E701"
-    assert "not a regular file (a character device)" in error.related[0].message
+    main.write_text("tether: 1\nname: m\nnodes:\n  a: {workflow: zero.yaml}\n"
+                    "  b: {workflow: fifo.yaml}\n")
+    zero, fifo = tether.check(main)
+    assert zero.code == "E706" and "zero.yaml` is outside the project" in zero.message
+    assert fifo.code == "E701"
+    assert "not a regular file (a FIFO)" in fifo.related[0].message

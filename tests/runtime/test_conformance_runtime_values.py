@@ -18,6 +18,7 @@ import tether
 from tether.compiler.plan import Plan, with_fingerprint
 from tether.errors import (
     InterruptSignal,
+    InvalidId,
     NotJSONError,
     RunNotFound,
     TetherError,
@@ -135,6 +136,24 @@ def test_an_execution_id_no_store_can_hold_is_refused_before_anything_is_written
     with pytest.raises(RunNotFound):
         runner.resume(execution_id)
     assert runner.run(execution_id="e" * 200).execution_id == "e" * 200
+
+
+@pytest.mark.parametrize("execution_id", [
+    "x/live", "p/approvals/q", "..", ".x", "a..b", "a\\b", "a b", "a\tb", "a\uff0fb",
+    "a\u2215b", "%2F", "%2e%2e", "\u0430dmin"])
+def test_a_new_run_id_is_data_not_a_path_on_every_backend(
+        store: Checkpointer, tmp_path: Path, execution_id: str) -> None:
+    """run() and submit() refuse ids outside ASCII letters, digits and -_.:@+= (or starting
+    with '.', or holding '..') with InvalidId naming the id; nothing is stored."""
+    runner = _two(tmp_path, store, lambda: {"name": "x"})
+    with pytest.raises(InvalidId) as raised:
+        runner.run(execution_id=execution_id)
+    assert raised.value.value == execution_id and isinstance(raised.value, ValueError)
+    assert str(raised.value).startswith("an execution id ")
+    with pytest.raises(InvalidId):
+        runner.submit({}, execution_id=execution_id)
+    assert store.list_runs() == []
+    assert runner.run(execution_id="ok-1.2:a@b+c=d_e").status == "completed"
 
 
 def test_inputs_that_are_not_json_are_refused_before_anything_is_stored(

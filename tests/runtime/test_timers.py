@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tether import open_checkpointer
-from tether.errors import ResumeError
+from tether.errors import AlreadyResumed, ResumeError
 from tether.runtime.runner import Runner
 from tether.runtime.timers import fire_due
 from tether.stores.base import Checkpointer
@@ -271,3 +271,55 @@ def test_resume_of_a_parked_run_before_its_timer_is_due_says_when(
         assert f"due at {row.due.isoformat(timespec='seconds')}" in early.stderr  # type: ignore[union-attr]
         assert store.list_pending() == [row]
         assert fire_due(store) == []
+
+
+@pytest.mark.parametrize(("on_timeout", "trigger", "run_status"), [
+    ("fail", "all_success", "failed"),
+    ("skip", "all_done", "completed"),
+    ("{approved: false}", "all_success", "completed"),
+])
+def test_after_a_timeout_no_channel_answers_the_approval(
+        shared_url: str, tmp_path: Path, env: dict[str, str], on_timeout: str, trigger: str,
+        run_status: str) -> None:
+    """The attack: the deadline passed and on_timeout applied (here by `tether resume ID`
+    without a value); then `tether resume ID --value '{"approved": true}'`,
+    Runner.resume and Runner.answer(...).record() are refused naming the run, the node and
+    the moment; `tether resume ID` again never completes the approval."""
+    wf = _workflow(tmp_path, APPROVAL.format(on_timeout=on_timeout, trigger=trigger))
+    with _store(shared_url) as store:
+        paused = Runner(str(wf), store).run()
+        eid = paused.execution_id
+        row = store.list_pending()[0]
+        _wait_for(lambda: time.time() >= row.due_at, "the deadline passed")  # type: ignore[operator]
+    first = _tether(env, "resume", eid, "--db", shared_url, "-q")
+    assert first.returncode == (1 if run_status == "failed" else 0), first.stderr
+    with _store(shared_url) as store:
+        before = [(c.checkpoint_id, c.status) for c in store.rows(eid)]
+        for attempt in (lambda: Runner(checkpointer=store).resume(eid, {"approved": True}),
+                        lambda: Runner(checkpointer=store).answer(
+                            eid, {"approved": True}).record()):
+            with pytest.raises((ResumeError, AlreadyResumed),
+                               match=r"approval 'review' timed out at \d{4}-\d\d-\d\dT[0-9:]+"
+                               r"\+00:00; an answer after its deadline is refused") as raised:
+                attempt()
+            assert raised.value.execution_id == eid
+            assert isinstance(raised.value, AlreadyResumed if run_status == "completed"
+                              else ResumeError)
+    late = _tether(env, "resume", eid, "--db", shared_url, "-q", "--value",
+                   '{"approved": true}')
+    assert late.returncode not in (0, 3), late.stdout
+    assert f"run {eid}" in late.stderr and "approval 'review' timed out at " in late.stderr
+    assert "Traceback" not in late.stderr
+    again = _tether(env, "resume", eid, "--db", shared_url, "-q")
+    assert again.returncode != 0
+    with _store(shared_url) as store:
+        run = store.get_run(eid)
+        assert run is not None and run.status == run_status
+        decisions = store.decisions(eid)
+        assert [d.resolver for d in decisions] == ["timeout"]
+        assert all(d.value != {"approved": True} for d in decisions)
+        after = [(c.checkpoint_id, c.status) for c in store.rows(eid)]
+        if run_status == "completed":
+            assert after == before  # nothing written by any refused answer
+        else:
+            assert "completed" not in [s for _, s in after[len(before):]]

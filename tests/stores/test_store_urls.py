@@ -90,6 +90,48 @@ def test_masking_helpers() -> None:
     assert redact("ab", "a") == "ab"  # a one-letter password is masked only inside URLs
 
 
+PUNCTUATED = ["pa#ss#S3cret", "p@ss#S3cret", "pa?ss/S3cret", "p@ss@S3cret", "pa%ss#S3cret",
+              "a#b?c/d@S3cret"]
+
+
+@pytest.mark.parametrize("password", PUNCTUATED)
+def test_a_password_holding_url_punctuation_is_never_partly_printed(password: str) -> None:
+    """Every store-URL error path, with a raw password holding # ? / @ %: the message (and
+    the whole traceback) holds no part of it after its first character; an unreachable
+    server's error neither."""
+    secret = password[1:]
+    urls = [f"postgresql://u:{password}@127.0.0.1:{port}/db{query}" for port, query in (
+        ("99999", ""), ("5x", ""), ("1", "?retry_seconds=abc"), ("1", "?connect_timeout=0"),
+        ("1", "?sslmod=require"), ("1", "?schema=1abc"), ("1", "?password=x"),
+        ("1", "?schema=a&schema=b"))]
+    urls += [f"postgress://u:{password}@h/db", f"u:{password}@h/db",
+             f"postgresql:/u:{password}@h/db", f"sqlite://u:{password}@h/x.db",
+             f"postgresql://u:{password}@h/db\n"]
+    for url in urls:
+        try:
+            open_checkpointer(url)
+        except TetherError as exc:
+            printed = "".join(traceback.format_exception(exc))
+            for cut in {secret, secret.split("#")[-1], secret.split("@")[-1],
+                        secret.split("/")[-1], secret.split("?")[-1]}:
+                assert cut not in printed, (url, printed)
+        else:
+            pytest.fail(f"{url} was accepted")
+    unreachable = f"postgresql://u:{password}@127.0.0.1:1/db?retry_seconds=0&connect_timeout=1"
+    try:
+        open_checkpointer(unreachable)
+    except TetherError as exc:
+        printed = "".join(traceback.format_exception(exc))
+        assert "S3cret" not in printed, printed
+
+
+def test_mask_url_masks_up_to_the_last_at_sign() -> None:
+    assert mask_url("postgresql://u:p@ss#S3cret@127.0.0.1/db") == \
+        "postgresql://u:***@127.0.0.1/db"
+    assert mask_url("u:pa#S3cret@h/db") == "u:***@h/db"
+    assert mask_url("failed to resolve 'x@y'") == "failed to resolve 'x@y'"  # no user:
+
+
 def test_a_real_driver_error_quoting_the_password_is_masked_through_its_chain() -> None:
     """libpq echoes a password with a space when it cannot parse the URI; after redaction
     neither the error nor its printed traceback shows it."""

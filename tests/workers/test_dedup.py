@@ -57,7 +57,7 @@ def test_without_a_key_a_taken_id_still_raises(store: Checkpointer, tmp_path: Pa
         runner.submit({"branch": "a"}, execution_id="fixed-1")
     with pytest.raises(UsageError, match="not both"):
         runner.submit({"branch": "a"}, execution_id="x", dedup_key="y")
-    for bad in ("", "a\nb", "k" * 201):
+    for bad in ("", "a\nb", "k" * 201, "a/b", "..x"):
         with pytest.raises(TetherError, match="dedup key"):
             runner.submit({"branch": "a"}, dedup_key=bad)
 

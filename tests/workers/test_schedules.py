@@ -328,3 +328,17 @@ def test_a_plan_without_schedule_keeps_its_json(tmp_path: Path) -> None:
     path.write_text("tether: 1\nname: plain\nnodes:\n  a: {noop: true}\n")
     plan = compile(path)
     assert plan.schedule is None and '"schedule"' not in plan.to_json()
+
+
+def test_a_tick_id_is_a_valid_new_id_for_any_workflow_name() -> None:
+    """Names outside A-Za-z0-9_- are written =XX per UTF-8 byte: the id passes the new-id
+    rule and two different names never share a tick's id."""
+    from tether.runtime.ids import check_execution_id
+
+    tick = datetime(2024, 1, 5, 2, 0, tzinfo=UTC)
+    assert tick_execution_id("nightly", tick) == "nightly@2024-01-05T02:00:00Z"
+    names = ["daily report", "daily=20report", "a/b", "..", "caf\u00e9", "a_b"]
+    ids = [tick_execution_id(name, tick) for name in names]
+    assert ids[0] == "daily=20report@2024-01-05T02:00:00Z" and len(set(ids)) == len(ids)
+    for execution_id in ids:
+        check_execution_id(execution_id)

@@ -49,9 +49,11 @@ def register(group: click.Group) -> None:
 @queue_option
 @click.option("--priority", type=int, default=0, show_default=True,
               help="Higher is claimed first within the queue.")
-@click.option("--id", "execution_id", callback=check_id_option("an execution id"),
-              help="The run's execution id and dedup key: when a run of this workflow "
-              "already has it, nothing is submitted and its id is printed (exit 0).")
+@click.option("--id", "execution_id",
+              callback=check_id_option("an execution id", new=True),
+              help="The run's execution id and dedup key (1 to 200 of A-Z a-z 0-9 - _ . : "
+              "@ + =, not starting with '.', no '..'): when a run of this workflow already "
+              "has it, nothing is submitted and its id is printed (exit 0).")
 @db_option
 def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: str,
            priority: int, execution_id: str | None, db: str) -> None:

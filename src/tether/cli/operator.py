@@ -146,7 +146,7 @@ def _report_paused(result: RunResult, store: Checkpointer | None) -> None:
         click.echo("context: " + dumps(interrupt.context))
         example = dumps({"approved": True})
         form = _form_of(store, result.execution_id, interrupt) if store else None
-        if form:
+        if form is not None:  # an empty form takes `{}`, not an example of another form
             example = dumps({f.name: _example(f) for f in form if f.required}
                             or {f.name: _example(f) for f in form})
         which = f" --node {shell_quote(node)}" if len(result.pending) > 1 else ""
@@ -188,9 +188,9 @@ def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any
               help="An input value (read as JSON unless the input is a string); repeatable.")
 @click.option("--inputs-file", type=click.Path(exists=True, dir_okay=False),
               help="A JSON (.json) or YAML file with the inputs (at most 10 MB).")
-@click.option("--execution-id", callback=check_id_option("an execution id"),
-              help="Use this execution id (1 to 200 printable characters) instead of a "
-              "new one.")
+@click.option("--execution-id", callback=check_id_option("an execution id", new=True),
+              help="Use this execution id (1 to 200 of A-Z a-z 0-9 - _ . : @ + =, not "
+              "starting with '.', no '..') instead of a new one.")
 @run_tasks_option
 @db_option
 @json_option

@@ -88,15 +88,16 @@ def open_store(url: str, *, create: bool = False) -> Checkpointer:
         raise click.BadParameter(printable(exc), param_hint="--db") from None
 
 
-def check_id_option(what: str) -> Callable[[click.Context, click.Parameter, str | None],
-                                           str | None]:
-    """A click callback refusing an id that no run can have (see ``check_execution_id``)."""
+def check_id_option(what: str, *, new: bool = False) -> Callable[
+        [click.Context, click.Parameter, str | None], str | None]:
+    """A click callback refusing an id that no run can have (``check_id``), or with ``new``
+    one that a new run may not have (``check_execution_id``: the documented character set)."""
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-        from tether.runtime.ids import check_id
+        from tether.runtime.ids import check_execution_id, check_id
 
         if value is not None:
             try:
-                check_id(value, what)
+                (check_execution_id if new else check_id)(value, what)
             except TetherError as exc:
                 raise click.BadParameter(printable(exc)) from None
         return value

@@ -227,8 +227,11 @@ def _approval(node: NodeSpec) -> PlanApproval:
     )
 
 
-def _timeout_seconds(text: str | None) -> float | None:
-    """An approval's timeout in seconds (checked valid by E852 before a plan is built)."""
+def _timeout_seconds(text: str | None) -> float | str | None:
+    """An approval's timeout in seconds (checked valid by E852 before a plan is built), or
+    the template computing it from the inputs when the approval starts."""
+    if text and "{{" in text:
+        return text
     try:
         return parse_duration(text) if text else None
     except DurationError:

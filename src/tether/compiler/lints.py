@@ -62,6 +62,8 @@ def check_lints(ctx: Context, reads: Reads,
     for node_id, node in ctx.workflow.nodes.items():
         if node.retry is None or node.task is None or node.idempotent is not None:
             continue
+        if node.until is not None:  # a poll: `retry` bounds the calls (E210), by design
+            continue
         fn = tasks.get(node.task) if tasks is not None else None
         if fn is not None and getattr(fn, "__tether_idempotent__", False):
             continue

@@ -109,8 +109,9 @@ class PlanApproval(_PlanModel):
     reason: str
     context: Any = None
     form: tuple[PlanInput, ...] | None = None
-    timeout: float | None = None
-    """Seconds the approval waits for a human before ``on_timeout`` applies."""
+    timeout: float | str | None = None
+    """Seconds the approval waits for a human before ``on_timeout`` applies, or a template
+    over the inputs giving them (a duration text or a number), rendered when it starts."""
     on_timeout: Literal["fail", "skip"] | dict[str, Any] = "fail"
 
     @model_serializer(mode="wrap")

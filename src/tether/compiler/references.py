@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from tether.compiler.agents import callers_in_graph
 from tether.compiler.context import Context, Where
 from tether.compiler.graph import Graph
+from tether.compiler.needs_reads import check_needs_read
 from tether.compiler.secrets import check_secret
 from tether.diagnostics import Span
 from tether.dsl.document import AgentSpec, NodeSpec
@@ -21,7 +22,7 @@ from tether.suggest import did_you_mean
 from tether.templating import ENV
 
 NODE_FIELDS = ("output", "status")
-ROOTS = ("inputs", "nodes", "secrets", "item", "iteration", "run")
+ROOTS = ("inputs", "nodes", "secrets", "item", "iteration", "run", "needs")
 RUN_FIELDS = ("id", "workflow", "started_at", "attempt", "parent_id")
 
 
@@ -93,6 +94,10 @@ def sites(ctx: Context, graph: Graph) -> Iterator[Site]:
         for path, text in strings(node.matrix, (*base, "matrix")):
             yield Site(path, text, node_id, iteration=in_loop)
         yield from _kind_sites(node, base, node_id, in_loop, item)
+        if node.title is not None:
+            yield Site((*base, "title"), node.title, node_id, item=item, iteration=in_loop,
+                       stored=f"the title of node `{node_id}` (shown in progress and the "
+                       "console)")
         if node.approval is not None:
             approval = node.approval
             yield Site((*base, "approval", "reason"), approval.reason, node_id, iteration=in_loop,
@@ -135,9 +140,39 @@ def _kind_sites(node: NodeSpec, base: Path, node_id: str, in_loop: bool,
     for key, value in (("concurrency", node.concurrency), ("timeout", node.timeout)):
         if isinstance(value, str) and (key == "concurrency" or "{{" in value):
             yield Site((*base, key), value, node_id, condition=True, setting=True)
+    approval = node.approval
+    if approval is not None and isinstance(approval.timeout, str) and "{{" in approval.timeout:
+        yield Site((*base, "approval", "timeout"), approval.timeout, node_id, condition=True,
+                   setting=True)
+    for key, text in (("sleep", node.sleep), ("sleep_until", node.sleep_until)):
+        if text is not None:
+            yield Site((*base, key), text, node_id, iteration=in_loop)
     if node.loop is not None and isinstance(node.loop.max_iterations, str):
         yield Site((*base, "loop", "max_iterations"), node.loop.max_iterations, node_id,
                    condition=True, setting=True)
+
+
+_REFUSED_MESSAGES = {
+    "E420": ("templates cannot `{% include %}` another template",
+             "a template has no files to read: write the text here, or build it in a task"),
+    "E421": ("templates cannot `{% {word} %}` macros from another template",
+             "define the macro in this template, or compute the value in a task"),
+    "E422": ("templates cannot `{% extends %}` another template",
+             "a template has no files to read: write the whole text here"),
+    "E423": ("the `attr` filter is refused",
+             "read the attribute with `.name` or `['name']`, which `check` can see"),
+    "E424": ("`attr('{word}')` reaches for a private attribute",
+             "the template sandbox refuses names starting with an underscore"),
+}
+
+
+def _report_refused(ctx: Context, site: Site, refused: tuple[tuple[str, str], ...]) -> None:
+    """E420-E424: what the runtime sandbox refuses, reported at the word that does it."""
+    for code, word in refused:
+        message, help_text = _REFUSED_MESSAGES[code]
+        ctx.report(code, message.replace("{word}", word),
+                   ctx.locate(site.path, site.text, word), node_id=site.reader,
+                   help=help_text)
 
 
 def check_templates(ctx: Context, graph: Graph) -> Reads:
@@ -174,6 +209,7 @@ def _check_site(ctx: Context, graph: Graph, site: Site, analysis: Analysis,
                    ctx.span(*site.path), node_id=node_id,
                    help="text around the expression, or several expressions, make a string, "
                    "which is always true")
+    _report_refused(ctx, site, analysis.refused)
     for name in analysis.unsafe:
         ctx.report("E408", f"templates cannot read private attributes such as `{name}`",
                    ctx.locate(site.path, site.text, name), node_id=node_id,
@@ -196,6 +232,7 @@ def _available(name: str, what: str, known: list[str]) -> str:
 
 
 _PYTHON_ONLY = re.compile(r"~")
+_DASHED_READ = re.compile(r"\bnodes\.([A-Za-z][\w]*(?:-[A-Za-z_][\w]*)+)")
 
 
 def syntax_error_offset(text: str, message: str = "") -> int | None:
@@ -251,6 +288,8 @@ def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
             reads.nodes.append((site, ref))
     elif ref.root == "run":
         _check_run_read(ctx, ref, span, reader)
+    elif ref.root == "needs":
+        check_needs_read(ctx, ref, span, reader, graph.needs.get(reader or "", []))
     elif ref.root == "item":
         if site.in_when:
             ctx.report("E406", "`item` is not defined in `when`: `when` is decided once for "
@@ -271,10 +310,26 @@ def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
                        node_id=reader, help="`iteration` counts the passes of the enclosing loop")
     elif ref.root in analysis_calls(site) and ref.root not in ENV.globals:
         report_unknown_function(ctx, ref.root, span, reader)
-    elif ref.root not in ENV.globals:
+    elif ref.root not in ENV.globals and not _dashed_id_part(site.text, ref.root):
         ctx.report("E401", f"unknown name `{ref.root}`", span, node_id=reader,
-                   help=did_you_mean(ref.root, ROOTS)
-                   or "templates read `inputs.<name>`, `nodes.<id>.output` and `run.<field>`")
+                   help=_unknown_name_help(ref, site))
+
+
+def _unknown_name_help(ref: Reference, site: Site) -> str:
+    if ref.root == "matrix":  # GitHub Actions' `matrix.os`
+        axis = ref.attrs[0] if ref.attrs else "<axis>"
+        where = "" if site.item else " (in a node with `matrix:`)"
+        return f"a matrix combination is `item`{where}: write `item.{axis}`"
+    return did_you_mean(ref.root, ROOTS) or \
+        "templates read `inputs.<name>`, `nodes.<id>.output` and `run.<field>`"
+
+
+def _dashed_id_part(text: str, name: str) -> bool:
+    """Whether ``name`` is a part of a dashed node id (``nodes.coverage-combine``), which
+    Jinja2 reads as a subtraction: the unknown node is reported (E403, with the subscript to
+    write), not each part after a dash as an unknown name."""
+    return any(name in match.group(1).split("-")[1:]
+               for match in _DASHED_READ.finditer(text))
 
 
 def analysis_calls(site: Site) -> tuple[str, ...]:
@@ -355,7 +410,9 @@ def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
                    or f"did you mean `nodes.{target}.output.{field}`?")
         return False
     if reader is None or reader in graph.cyclic or target in graph.cyclic:
-        return reader is None
+        # upstream is not judged while a cycle stands (E302 says why), but the read is kept:
+        # its field (E604) and what it reads (W105, W106) are checked in the same pass
+        return True
     if site.callers or reader in ctx.called:
         return _check_called_read(ctx, graph, site, target, span)
     if graph.is_upstream(target, reader) or graph.share_loop(target, reader):
@@ -367,9 +424,17 @@ def _check_node_read(ctx: Context, graph: Graph, site: Site, ref: Reference,
                    help="a node's output exists only after it ran")
         return False
     ctx.report("E404", f"node `{reader}` reads `{target}`, which is not upstream of it",
-               span, node_id=reader,
-               help=f"add `{target}` to the `needs` of `{reader}` so it runs first")
+               span, node_id=reader, help=_not_upstream_help(graph, target, reader))
     return False
+
+
+def _not_upstream_help(graph: Graph, target: str, reader: str) -> str:
+    """Add the need, unless ``target`` runs after ``reader``: that need would be a cycle."""
+    if not graph.is_upstream(reader, target):
+        return f"add `{target}` to the `needs` of `{reader}` so it runs first"
+    how = "needs" if reader in graph.needs.get(target, ()) else "runs after"
+    return (f"`{target}` {how} `{reader}`, so it cannot also run before it (that would be a "
+            f"cycle): read `{target}` in a node that needs it, or in the workflow's `output`")
 
 
 def _check_broken_read(ctx: Context, graph: Graph, target: str, reader: str | None,

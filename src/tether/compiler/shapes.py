@@ -4,7 +4,10 @@ keys of its elements, the fields of a task's annotated output.
 - E502: ``for_each`` (or a matrix axis) over an input declared ``string``, ``integer``,
   ``number``, ``boolean`` or ``object`` fails at run time;
 - E503: ``item.<key>`` where the elements are known (a literal list, a matrix's axes, a task
-  returning a list of a ``TypedDict``/dataclass/pydantic model) and lack the key;
+  returning a list of a ``TypedDict``/dataclass/pydantic model) and none of them has the key;
+- W108: ``item.<key>`` read bare where only some elements of a literal list have the key (the
+  others fail at run time); a template that guards it (``default``, ``get``, ``in``,
+  ``is defined``) is not reported;
 - E604 (with task modules): ``nodes.<id>.output.<field>`` of a task whose return type is a
   ``TypedDict``, a dataclass or a pydantic model must name one of its fields.
 """
@@ -12,12 +15,13 @@ keys of its elements, the fields of a task's annotated output.
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-from tether.compiler.context import Context
+from tether.compiler.context import Context, Where
 from tether.compiler.references import Reads, Site
 from tether.dsl.document import NodeSpec
 from tether.dsl.expressions import Reference, analyse
@@ -69,15 +73,22 @@ def check_shapes(ctx: Context, reads: Reads, tasks: Tasks | None) -> None:
     """E502, E503 and (with tasks) E604; see the module docstring."""
     for node_id, node in ctx.workflow.nodes.items():
         _check_list_source(ctx, node_id, node)
-    elements: dict[str, tuple[set[str] | None, str]] = {}
+    elements: dict[str, _Elements] = {}
     for node_id, node in ctx.workflow.nodes.items():
         known = _element_keys(ctx, node, tasks)
         if known is not None:
             elements[node_id] = known
+    got: set[Site] = set()  # sites whose `item.get('key')` calls were checked
     for site, ref in reads.items:
         found = elements.get(site.reader or "")
-        if found is not None and ref.attrs:
-            _check_item_key(ctx, site, ref, *found)
+        if found is None or not ref.attrs:
+            continue
+        if ref.attrs[0] == "get" and found.keys is not None and "get" not in found.keys:
+            if site not in got:
+                got.add(site)
+                _check_get_keys(ctx, site, found)
+            continue
+        _check_item_key(ctx, site, ref, found)
     if tasks is not None:
         for site, ref in reads.nodes:
             _check_output_field(ctx, site, ref, tasks)
@@ -120,23 +131,31 @@ def _note(ctx: Context, name: str) -> Any:
     return Related(ctx.key_span("inputs", name), f"`{name}` is declared here")
 
 
-def _element_keys(ctx: Context, node: NodeSpec,
-                  tasks: Tasks | None) -> tuple[set[str] | None, str] | None:
-    """The keys every element has (None: the elements are not mappings), and what they are;
-    None when the elements are not known."""
+class _Elements(NamedTuple):
+    """What is known of the elements: the keys some element has (None: they are not
+    mappings), what they are (for the message), how many elements lack each optional key,
+    and how many there are."""
+
+    keys: set[str] | None
+    what: str
+    lacking: Mapping[str, int] | None = None
+    total: int = 0
+
+
+def _element_keys(ctx: Context, node: NodeSpec, tasks: Tasks | None) -> _Elements | None:
+    """What is known of the elements of the node's list; None when nothing is."""
     if node.matrix is not None:
         axes = {k for k in node.matrix if k not in ("include", "exclude")}
         for extra in node.matrix.get("include") or ():
             if isinstance(extra, dict):
                 axes |= set(extra)
-        return axes, "the matrix's combinations"
+        return _Elements(axes, "the matrix's combinations")
     items = node.for_each
     if isinstance(items, list) and items:
         if all(isinstance(i, dict) for i in items):
-            keys = set.intersection(*(set(i) for i in items))
-            return keys, "the elements of the `for_each` list"
+            return _literal_elements(items)
         if not any(isinstance(i, dict | list) for i in items):
-            return None, "the elements of the `for_each` list (scalars)"
+            return _Elements(None, "the elements of the `for_each` list (scalars)")
         return None
     if isinstance(items, str) and tasks is not None:
         analysis = analyse(items)
@@ -147,21 +166,67 @@ def _element_keys(ctx: Context, node: NodeSpec,
                 element = _element_type(_return_type(tasks.get(source.task)))
                 fields = fields_of(element)
                 if fields is not None:
-                    return set(fields), f"the elements `{source.task}` returns"
+                    return _Elements(set(fields), f"the elements `{source.task}` returns")
     return None
 
 
-def _check_item_key(ctx: Context, site: Site, ref: Reference, keys: set[str] | None,
-                    what: str) -> None:
-    key = ref.attrs[0]
-    if keys is not None and key in keys:
+def _literal_elements(items: list[Any]) -> _Elements:
+    """The keys of a literal list of mappings: a key some element lacks is optional (read
+    it with ``default``, ``get`` or ``in``), not unknown."""
+    some: set[str] = set().union(*(set(i) for i in items))
+    always = set.intersection(*(set(i) for i in items))
+    lacking = {k: sum(1 for i in items if k not in i) for k in some - always}
+    return _Elements(some, "the elements of the `for_each` list", lacking, len(items))
+
+
+# Mapping methods a template may call on `item` (``item.get('name', 'x')``).
+_METHODS = frozenset({"get", "items", "keys", "values"})
+# ``item.get('name'`` names its key as a literal: checked like ``item.name``.
+_GET_KEY = re.compile(r"\bitem\.get\(\s*['\"]([^'\"]*)['\"]")
+# What makes a read of an optional key safe: Jinja2's `default` filter (or its alias `d`),
+# a `get`, a membership or definedness test in the same template (a textual test, so that a
+# guarded read is never reported).
+_GUARD = re.compile(r"\|\s*d(?:efault)?\b|\.get\s*\(|\bin\s+item\b|\bis\s+(?:not\s+)?defined\b")
+
+
+def _check_item_key(ctx: Context, site: Site, ref: Reference, found: _Elements) -> None:
+    key, keys = ref.attrs[0], found.keys
+    if keys is not None and key not in keys and key in _METHODS:
         return
-    message = f"`item.{key}`: {what} have no key `{key}`" if keys is not None else \
-        f"`item.{key}`: {what} have no keys"
+    if keys is not None and key in keys:
+        if found.lacking and key in found.lacking and not _GUARD.search(site.text):
+            _warn_optional(ctx, site, ref, key, found)
+        return
+    _report_key(ctx, site, f"item.{key}", key, found,
+                ctx.locate_name(site.path, site.text, ref))
+
+
+def _check_get_keys(ctx: Context, site: Site, found: _Elements) -> None:
+    """``item.get('key', ...)``: each literal key must be one some element has."""
+    for match in _GET_KEY.finditer(site.text):
+        key = match.group(1)
+        if found.keys is not None and key not in found.keys:
+            span = ctx.at_offset(site.path, site.text, match.start(), match.end() - match.start())
+            _report_key(ctx, site, f"item.get('{key}')", key, found, span)
+
+
+def _report_key(ctx: Context, site: Site, shown: str, key: str, found: _Elements,
+                span: Where) -> None:
+    keys = found.keys
+    message = f"`{shown}`: {found.what} have no key `{key}`" if keys is not None else \
+        f"`{shown}`: {found.what} have no keys"
     help = (did_you_mean(key, sorted(keys)) or "their keys: " + ", ".join(
         f"`{k}`" for k in sorted(keys))) if keys else "read `item` itself"
-    ctx.report("E503", message, ctx.locate_name(site.path, site.text, ref),
-               node_id=site.reader, help=help)
+    ctx.report("E503", message, span, node_id=site.reader, help=help)
+
+
+def _warn_optional(ctx: Context, site: Site, ref: Reference, key: str,
+                   found: _Elements) -> None:
+    lacking = (found.lacking or {}).get(key, 0)
+    ctx.report("W108", f"`item.{key}`: {lacking} of the {found.total} elements of the "
+               f"`for_each` list have no key `{key}`; those fail at run time",
+               ctx.locate_name(site.path, site.text, ref), node_id=site.reader,
+               help=f"give a default: `item.{key} | default(...)`, or `item.get('{key}')`")
 
 
 def _check_output_field(ctx: Context, site: Site, ref: Reference, tasks: Tasks) -> None:

@@ -7,10 +7,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tether.compiler.confinement import allowed_roots, inside, not_a_workflow, quotes_the_file
 from tether.compiler.context import Context
 from tether.compiler.plan import Plan
 from tether.compiler.tasks import is_literal
 from tether.diagnostics import Diagnostic, Related, Span
+from tether.diagnostics.codes import CODES
 from tether.jsontypes import article, json_type_name, matches_type
 from tether.suggest import did_you_mean
 
@@ -36,6 +38,8 @@ def compile_subworkflows(ctx: Context, compiler: Compiler) -> dict[str, Plan]:
             continue
         span = ctx.span("nodes", node_id, "workflow")
         path, display = resolve(ctx, node.workflow)
+        if not _confined(ctx, node_id, span, path, display):
+            continue
         plan = _compile_one(ctx, compiler, node_id, span, path, display)
         if plan is not None:
             plans[node_id] = plan
@@ -43,6 +47,21 @@ def compile_subworkflows(ctx: Context, compiler: Compiler) -> dict[str, Plan]:
     if plans:
         _check_expansion(ctx, compiler, plans)
     return plans
+
+
+def _confined(ctx: Context, node_id: str, span: Span, path: Path, display: str) -> bool:
+    """E706 for a path outside the workflow's directory and the project root (the file is
+    not read: see :mod:`tether.compiler.confinement`)."""
+    location = ctx.workflow.location
+    roots = allowed_roots(location.parent if location is not None else Path.cwd())
+    if inside(path, roots):
+        return True
+    where = " or ".join(f"`{root}`" for root in roots)
+    ctx.report("E706", f"workflow file `{display}` is outside the project: a sub-workflow "
+               f"must be inside {where}", span, node_id=node_id,
+               help="move the file into the project, or set `root` under [tool.tether] in "
+               "pyproject.toml to a directory that holds it")
+    return False
 
 
 def _compile_one(ctx: Context, compiler: Compiler, node_id: str, span: Span, path: Path,
@@ -70,6 +89,11 @@ def _compile_one(ctx: Context, compiler: Compiler, node_id: str, span: Span, pat
     finally:
         compiler.chain.pop()
     errors = [d for d in diagnostics if d.is_error]
+    if errors and not_a_workflow(errors):
+        ctx.report("E707", f"`{display}` is not a workflow file", span, node_id=node_id,
+                   help="`workflow:` runs another workflow file (`tether: 1` at its top); "
+                   "what the file holds is not shown")
+        return None
     if plan is None or errors:
         count = f"{len(errors)} error{'s' if len(errors) != 1 else ''}"
         ctx.report("E701", f"workflow file `{display}` has {count}", span,
@@ -86,6 +110,8 @@ def _root_causes(errors: list[Diagnostic]) -> list[Related]:
     for error in errors:
         if error.code == "E701" and error.related:
             notes.update(dict.fromkeys(error.related))
+        elif quotes_the_file(error):  # the file may not be a workflow: say what, not its text
+            notes[Related(error.span, f"{error.code}: {CODES[error.code].title}")] = None
         else:
             notes[Related(error.span, f"{error.code}: {error.message}")] = None
     return list(notes)

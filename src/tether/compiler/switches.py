@@ -69,8 +69,12 @@ def add_switch_edges(ctx: Context, needs: dict[str, list[str]],
             elif switch_id not in needs[member]:
                 needs[member].append(switch_id)
                 digraph.add_edge(switch_id, member)
-        if node.switch.default is None:
+        # `default: null` (`.flow`: `default null`) says so on purpose: no warning
+        if node.switch.default is None and "default" not in node.switch.model_fields_set:
+            flow = ctx.workflow.file.endswith(".flow")
+            add = "`default ID`" if flow else "`default: [...]`"
             ctx.report("W104", f"switch `{switch_id}` has no `default`", ctx.key_span(
                 *base, "switch"), node_id=switch_id,
-                help="when no case matches, none of the listed nodes run; add `default: "
-                "[...]` (a `fail:` node, say) to handle the other values")
+                help=f"when no case matches, none of the listed nodes run; add {add} (a "
+                f"`fail` node, say) to handle the other values, or write "
+                f"{'`default null`' if flow else '`default: null`'} to say none is needed")

@@ -131,6 +131,30 @@ expression giving a list), `include` is a list of combinations to add and `exclu
         _code("E212", "for-each-and-matrix", "a node with both `for_each` and `matrix`", """
 A matrix is a `for_each` over combinations; a node has one or the other.
 """),
+        _code("E213", "matrix-key", "an `exclude`/`include` key that is not an axis", """
+Every key of a matrix's `exclude` and `include` entries must be one of its axes. An
+`exclude` entry with another key matches no combination, so nothing is left out; an
+`include` entry with one adds a combination whose `item` has a key no other combination has
+(an `include` entry adds a whole combination; it does not extend the others). Fix the
+spelling (the help suggests the nearest axis), or add the axis.
+"""),
+        _code("E214", "matrix-duplicate", "a value listed twice in a matrix axis", """
+Each value of an axis multiplies the combinations: a value listed twice runs every one of
+its combinations twice. Remove the repetition (the note points at the first occurrence).
+"""),
+        _code("E215", "needs-read", "a read of `needs` that cannot work", """
+`needs` is one object over the statuses of the reading node's `needs`: `needs.statuses`
+(each need's status, by id), `needs.all_success` (every need completed: the "all green"
+join) and `needs.failed` (the ids of the needs that failed or whose own needs failed). It is
+read only by a node with `needs`, only with those fields, and `needs.statuses.<id>` only for
+one of its needs. One node's status or output is `nodes.<id>.status` / `nodes.<id>.output`.
+"""),
+        _code("E216", "matrix-exclude-value", "an `exclude` value its axis does not list", """
+An `exclude` entry leaves out the combinations matching every key it gives. A value that its
+axis does not list (`exclude: [{os: windows}]` where `os: [linux, macos]`) matches no
+combination, so nothing is left out. Fix the value (the help lists the axis's values and the
+nearest one). Axes and values given as templates are checked when the node runs.
+"""),
         _code("E300", "duplicate-id", "two nodes have the same id", """
 Node ids are unique within a workflow. The note points at the first definition.
 """),
@@ -261,7 +285,10 @@ the input `array`, or give the list itself.
 """),
         _code("E503", "element-key", "`item` read with a key the elements do not have", """
 Where the elements of `for_each` are known (a literal list, a matrix's axes, a task's
-annotated return type with `--tasks`), `item.<key>` must be a key every element has.
+annotated return type with `--tasks`), `item.<key>` must be a key some element has. In a
+literal list whose elements have optional keys, read an optional key with a default:
+`item.name | default(item.python)`, `item.get('name', 'x')` or `'name' in item` (W108 warns of
+a bare read).
 """),
         _code("E600", "unknown-task", "the task is not registered", """
 With task modules given (`--tasks MODULE` or `[tool.tether] tasks = [...]` in
@@ -305,6 +332,18 @@ millions of nodes; tether refuses a workflow with more than 100,000 nodes once i
 sub-workflows are embedded, and sub-workflows nested more than 32 levels deep. The notes show
 the chain of files that leads to the limit. Use `for_each` on one node for a large fan-out
 instead of many nodes, and flatten deep chains of files.
+"""),
+        _code("E706", "workflow-outside-project", "a sub-workflow path that leaves the project", """
+A `workflow:` path must resolve, symlinks followed, inside the directory of the workflow that
+names it or inside the project root: `root` under `[tool.tether]` in the nearest
+`pyproject.toml` (relative to that file), by default the directory holding `pyproject.toml`;
+without one, only the workflow's own directory. A path elsewhere (`../../elsewhere/x.yaml`,
+an absolute path, a symlink pointing out) is refused and the file is not read, so checking a
+pull request never prints files of the machine that checks it.
+"""),
+        _code("E707", "not-a-workflow-file", "`workflow:` names a file that is not a workflow", """
+The file parsed, but it is not a workflow (no `tether:` key at its top, or not a mapping).
+Nothing it holds is shown: it may be a configuration or credentials file.
 """),
         _code("E800", "invalid-secret", "a secret name that is not valid, or declared twice", """
 `secrets:` lists the names of the secrets a workflow reads. A name is written like an
@@ -456,7 +495,9 @@ that asks for more fails the node with `ToolCallLimit`, before any of that reply
         _code("W100", "retry-not-idempotent", "a retried task is not marked idempotent", """
 A retried task runs again after a failure, so a side effect it committed before failing may
 happen twice. Mark the node `idempotent: true` (or wrap the side effect with
-`@tether.idempotent`); write `idempotent: false` to say the repetition is safe.
+`@tether.idempotent`); write `idempotent: false` to say the repetition is safe. A poll
+(`until`) is not reported: its `retry` bounds the calls (E210 requires it), and calling the
+task again is what polling means.
 """),
         _code("W101", "unused-input", "an input no template reads", """
 The input is declared but never read. Remove it, or read it where it was meant to be used.
@@ -472,7 +513,8 @@ The secret is declared but never read. Remove it, or read it where it was meant 
 """),
         _code("W104", "switch-without-default", "a switch without `default`", """
 When the value of `on` matches no case, none of the switch's nodes run and nothing says so.
-Add `default: [...]`, for example a `fail:` node naming the unexpected value.
+Add `default: [...]`, for example a `fail:` node naming the unexpected value, or write
+`default: null` (`.flow`: `default null`) to say that no default is needed.
 """),
         _code("W105", "maybe-skipped-read", "a read of a node that may be skipped", """
 The node read has a `when` guard (or belongs to a case of a switch), so it may be skipped;
@@ -520,6 +562,34 @@ The inputs of a webhook are rendered by `tether serve` when the request arrives,
 exists: the only name is `trigger` (`trigger.payload`, the JSON body; `trigger.headers`, the
 headers listed under `headers`; `trigger.delivery`; `trigger.kind`). `inputs`, `nodes` and
 `secrets` do not exist yet; a template that cannot be read is reported here too.
+"""),
+        _code("E420", "template-include", "a template that includes another template", """
+Templates are text of the workflow file, rendered by a sandbox that has no files to read:
+`{% include %}` would fail when the node runs. Write the text where it is used, or build it in
+a task.
+"""),
+        _code("E421", "template-import", "a template that imports macros from another template", """
+`{% import %}` and `{% from ... import %}` read another template, which the sandbox does not
+have: they would fail when the node runs. Define the macro in the same template, or compute
+the value in a task.
+"""),
+        _code("E422", "template-extends", "a template that extends another template", """
+`{% extends %}` reads a base template, which the sandbox does not have: it would fail when the
+node runs. Write the whole text in the template.
+"""),
+        _code("E423", "attr-filter", "the `attr` filter, which the sandbox refuses", """
+`x|attr(name)` reads an attribute whose name may be computed, where no check can see which
+one; the sandbox refuses the filter. Read attributes with `.name` or `['name']`.
+"""),
+        _code("E424", "attr-private", "`attr` naming a private attribute", """
+`x|attr('__class__')` (any name starting with an underscore) reaches for what the sandbox
+never gives a template, as `x.__class__` does (E408).
+"""),
+        _code("W108", "optional-element-key", "a bare read of a key only some elements have", """
+The elements of a literal `for_each` list are mappings, and only some of them have the key
+read: the others fail at run time (an undefined value). Give a default
+(`item.name | default(item.python)`, `item.get('name', 'x')`) or test for it
+(`'name' in item`, `item.name is defined`); such a template is not reported.
 """),
     )
 }

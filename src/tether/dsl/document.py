@@ -144,8 +144,8 @@ class ApprovalSpec(_Model):
         None, description="The fields a resume must give; they become the node's output."
     )
     timeout: str | None = Field(
-        None, description="How long the approval waits for a human (30m, 3d, ...); then "
-        "`on_timeout` applies.")
+        None, description="How long the approval waits for a human (30m, 3d, ..., or a "
+        "template over the inputs giving a duration or seconds); then `on_timeout` applies.")
     on_timeout: Literal["fail", "skip"] | dict[str, Any] | None = Field(
         None, description="What a timed-out approval does: `fail` (the default), `skip`, or "
         "an answer (a mapping checked against the form), recorded with resolver `timeout`.")
@@ -246,7 +246,8 @@ class NodeSpec(_Model):
         None, description="Wait until this moment (a template giving ISO 8601 text with a "
         "UTC offset, or a Unix timestamp in seconds): a durable timer.")
     title: str | None = Field(None, description="A human title, shown in graphs, progress "
-                              "and `tether show`.")
+                              "and `tether show`; a template, rendered when the node (or, "
+                              "reading `item`, each element) starts.")
     with_: dict[str, Any] | None = Field(
         None, alias="with", description="Arguments of the task, or inputs of the sub-workflow."
     )

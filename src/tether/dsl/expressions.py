@@ -42,6 +42,9 @@ class Analysis:
     unknown_tests: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     """Names called as functions (``range(3)``: ``range``)."""
+    refused: tuple[tuple[str, str], ...] = ()
+    """What the sandbox refuses at run time, as (code, the word to point at): ``include``,
+    ``import``, ``from``, ``extends`` and the ``attr`` filter (E420-E424)."""
     error: str | None = None
     error_line: int = 1
     too_complex: bool = False
@@ -119,6 +122,7 @@ def _analyse(kind: Kind, source: str, text: str) -> Analysis:
         unknown_filters=tuple(sorted(walker.filters - set(ENV.filters))),
         unknown_tests=tuple(sorted(walker.tests - set(ENV.tests))),
         calls=tuple(sorted(walker.calls)),
+        refused=tuple(walker.refused),
     )
 
 
@@ -319,10 +323,16 @@ class _Walker:
         self.filters: set[str] = set()
         self.tests: set[str] = set()
         self.calls: set[str] = set()
+        self.refused: list[tuple[str, str]] = []
 
     def visit(self, node: nodes.Node) -> None:
         if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name):
             self.calls.add(node.node.name)
+        refused = _REFUSED.get(type(node))
+        if refused is not None:
+            self.refused.append(refused)
+        if isinstance(node, nodes.Filter) and node.name == "attr":
+            self.refused.append(_attr_refusal(node))
         if isinstance(node, nodes.Getattr | nodes.Getitem | nodes.Name):
             self.chain(node)
             return
@@ -366,3 +376,19 @@ class _Walker:
             self.unsafe.append(attr)
 
 
+# Statements that would read another template: the sandbox has no loader, so each fails at
+# run time; `check` reports them first (code, the word the diagnostic points at).
+_REFUSED: dict[type[nodes.Node], tuple[str, str]] = {
+    nodes.Include: ("E420", "include"), nodes.Import: ("E421", "import"),
+    nodes.FromImport: ("E421", "from"), nodes.Extends: ("E422", "extends"),
+}
+
+
+def _attr_refusal(node: nodes.Filter) -> tuple[str, str]:
+    """E424 for ``attr('_private')`` (the sandbox's SecurityError), else E423: the sandbox
+    refuses ``attr`` itself, whose name may be computed where no check can see it."""
+    name = node.args[0] if node.args else None
+    if isinstance(name, nodes.Const) and isinstance(name.value, str) and \
+            name.value.startswith("_"):
+        return "E424", name.value
+    return "E423", "attr"

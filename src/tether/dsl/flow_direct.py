@@ -39,7 +39,7 @@ from tether.dsl.flow_syntax import (
     CONSTANTS,
     SWITCH_PARTS,
 )
-from tether.dsl.source import MAX_DEPTH, Path
+from tether.dsl.source import MAX_DEPTH, SURROGATE, Path
 from tether.kinds import KINDS, NodeKind
 
 __all__ = ["TaskRecord", "read_task"]
@@ -141,9 +141,12 @@ class _Reader(_Parser):
         if "\\" not in text:  # no escapes: the characters between the quotes
             return span, text[1:-1]
         try:
-            return span, str(json.loads(text, strict=False))
+            value = str(json.loads(text, strict=False))
         except json.JSONDecodeError:
             raise _Decline from None
+        if SURROGATE.search(value):  # the reader reports it
+            raise _Decline
+        return span, value
 
     def name_or_string(self, kind: str) -> tuple[Span, str]:
         """A STRING, or a word of terminal ``kind`` that is no constant."""
@@ -325,9 +328,12 @@ class _Reader(_Parser):
             if "\\" not in text:
                 return text[1:-1]
             try:
-                return str(json.loads(text, strict=False))
+                value = str(json.loads(text, strict=False))
             except json.JSONDecodeError:
                 raise _Decline from None
+            if SURROGATE.search(value):  # the reader reports it
+                raise _Decline
+            return value
         if char == "{":
             return text
         if text in _CONSTANTS:

@@ -47,7 +47,15 @@ from tether.dsl.flow_syntax import (
     split_keyword,
     split_statements,
 )
-from tether.dsl.source import MAX_DEPTH, Path, RawDocument, SourceMap, position
+from tether.dsl.source import (
+    MAX_DEPTH,
+    SURROGATE,
+    Path,
+    RawDocument,
+    SourceMap,
+    lone_surrogate,
+    position,
+)
 from tether.kinds import KINDS, NodeKind
 from tether.suggest import did_you_mean
 
@@ -153,7 +161,7 @@ class _Reader:
 
     def string(self, token: Token) -> str:
         try:
-            return str(json.loads(token, strict=False))
+            value = str(json.loads(token, strict=False))
         except json.JSONDecodeError as exc:
             start = self.span(token)
             col = start.col + exc.pos
@@ -161,6 +169,17 @@ class _Reader:
             self.error("E102", message, Span(self.file, start.line, col, start.line, col),
                        help='strings use JSON escapes: \\" \\\\ \\n \\t \\uXXXX')
             raise _Failed from exc
+        offset = lone_surrogate(str(token)) if SURROGATE.search(value) else None
+        if offset is not None:
+            start = self.span(token)
+            col = start.col + offset
+            self.error("E102", f"invalid string: `{str(token)[offset:offset + 6]}` is half of a "
+                       "surrogate pair, which no UTF-8 text can hold",
+                       Span(self.file, start.line, col, start.line, col + 5),
+                       help="write the character itself, or both halves of its pair "
+                       "(\\ud83d\\ude00)")
+            raise _Failed
+        return value
 
     def number(self, token: Token) -> int | float | None:
         text = str(token)
@@ -563,3 +582,4 @@ def _read(reader: _Reader) -> None:
                 reader.statement(tree)
     end_line, end_col = position(reader.text, len(reader.text.rstrip()) - 1)
     reader.source.values[()] = Span(reader.file, parsed[0][0].line, 1, end_line, end_col)
+

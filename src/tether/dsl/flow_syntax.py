@@ -397,6 +397,10 @@ def _word_around(text: str, offset: int) -> tuple[int, str]:
     return start, text[start:end]
 
 
+# Clause words of other tools that no spelling distance finds (GitHub Actions' `if`).
+_OTHER_TOOLS = {"if": "when", "depends_on": "after", "needs": "after"}
+
+
 def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
     word = found.strip("`")
     if first and word in CLAUSES:
@@ -404,6 +408,9 @@ def _syntax_help(found: str, accepts: set[str], *, first: bool) -> str | None:
     if not re.fullmatch(r"[A-Za-z_]\w*", word):
         return None
     keywords = [w.strip("`") for w in map(describe_terminal, accepts) if re.fullmatch(r"`\w+`", w)]
+    if word in _OTHER_TOOLS and _OTHER_TOOLS[word] in keywords:
+        return f"did you mean `{_OTHER_TOOLS[word]}`? (GitHub Actions' `if` is tether's `when`)" \
+            if word == "if" else f"did you mean `{_OTHER_TOOLS[word]}`?"
     close = did_you_mean(word, keywords)
     if close is None and accepts >= _VALUE_START:
         return f'quote a string (`"{word}"`) or write a template (`{{{{ {word} }}}}`)'

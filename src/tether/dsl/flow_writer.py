@@ -179,7 +179,10 @@ def _approval_clauses(approval: dict[str, Any]) -> list[str]:
         lines.append("form " + ("null" if form is None else _fields(form)))
     for key in ("timeout", "on_timeout"):
         if key in approval:
-            lines.append(_clause(key, approval[key]))
+            given = approval[key]
+            # a template timeout is a string in `.flow` (the clause takes no bare template)
+            lines.append(f"timeout {quoted(given)}" if key == "timeout" and
+                         isinstance(given, str) and "{{" in given else _clause(key, given))
     return lines
 
 

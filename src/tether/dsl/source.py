@@ -8,6 +8,7 @@ so one set of checks serves YAML and ``.flow`` alike.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,3 +91,27 @@ def with_anchor_notes(diagnostics: list[Diagnostic], source: SourceMap) -> list[
             diag = replace(diag, related=(*diag.related, note))
         result.append(diag)
     return result
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+"""A surrogate code point: valid in a Python string, in no UTF-8 text (stores, JSON)."""
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+
+
+def lone_surrogate(raw: str) -> int | None:
+    """The offset in a string literal's text of its first ``\\uXXXX`` escape that is half of
+    a surrogate pair without the other half, or None."""
+    escapes = list(_ESCAPE.finditer(raw))
+    for index, match in enumerate(escapes):
+        code = int(match.group(1), 16) if match.group(1) else 0
+        if 0xD800 <= code <= 0xDBFF:
+            after = escapes[index + 1] if index + 1 < len(escapes) else None
+            low = int(after.group(1), 16) if after is not None and after.group(1) else 0
+            if after is not None and after.start() == match.end() and 0xDC00 <= low <= 0xDFFF:
+                continue
+            return match.start()
+        if 0xDC00 <= code <= 0xDFFF:
+            before = escapes[index - 1] if index else None
+            high = int(before.group(1), 16) if before is not None and before.group(1) else 0
+            if before is None or before.end() != match.start() or not 0xD800 <= high <= 0xDBFF:
+                return match.start()
+    return None

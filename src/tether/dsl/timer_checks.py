@@ -40,7 +40,7 @@ def check_timers(add: Add, node_id: str, node: dict[str, Any], path: Path) -> No
 
 def _check_approval(add: Add, node_id: str, approval: dict[str, Any], path: Path) -> None:
     timeout = approval.get("timeout")
-    if isinstance(timeout, str):
+    if isinstance(timeout, str) and "{{" not in timeout:  # a template: checked as a setting
         try:
             parse_duration(timeout)
         except DurationError as exc:

@@ -36,6 +36,7 @@ from tether.dsl.document import (
     WebhookSpec,
     WorkflowDoc,
 )
+from tether.dsl.matrix_checks import check_matrix_entries
 from tether.dsl.source import Path, RawDocument, SourceMap
 from tether.dsl.timer_checks import check_timers
 from tether.durations import DURATION_RE, MAX_SECONDS, DurationError, parse_duration
@@ -140,7 +141,7 @@ class _Mapper:
         elif kind == "extra_forbidden":
             model = _model_at(parent)
             known = _field_names(model) if model is not None else []
-            help = did_you_mean(name, known) or (
+            help = _other_tools_key(name, known) or did_you_mean(name, known) or (
                 "known keys: " + ", ".join(f"`{k}`" for k in known) if known else None
             )
             self.add("E201", f"unknown key `{name}` {describe(parent)}", path, key=True, help=help)
@@ -405,6 +406,7 @@ def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
                    "called at most N times")
     if isinstance(node.get("matrix"), dict):
         _check_matrix(mapper, node["matrix"], (*path, "matrix"))
+        check_matrix_entries(mapper.add, node_id, node["matrix"], (*path, "matrix"))
     if isinstance(node.get("timeout"), str) and "{{" not in node["timeout"]:
         _check_duration(mapper, node["timeout"], (*path, "timeout"))
     retry = node.get("retry")
@@ -421,6 +423,19 @@ def _check_node(mapper: _Mapper, node_id: str, node: dict[str, Any]) -> None:
     if isinstance(for_each, dict | bool | int | float):
         mapper.add("E202", f"`for_each` must be a list or an expression, "
                    f"not {json_type_name(for_each)}", (*path, "for_each"))
+
+
+# Keys other tools use for what tether spells differently (GitHub Actions, Argo, Compose),
+# which no spelling distance finds: `if` is two letters from nothing.
+_OTHER_TOOLS = {"if": ("when", "GitHub Actions' `if`"), "depends_on": ("needs", "`depends_on`"),
+                "dependencies": ("needs", "Argo's `dependencies`")}
+
+
+def _other_tools_key(name: str, known: list[str]) -> str | None:
+    found = _OTHER_TOOLS.get(name)
+    if found is None or found[0] not in known:
+        return None
+    return f"did you mean `{found[0]}`? ({found[1]} is tether's `{found[0]}`)"
 
 
 def _check_matrix(mapper: _Mapper, matrix: dict[str, Any], path: Path) -> None:

@@ -117,16 +117,21 @@ class _Walker:
             return [self.value(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
         return self.scalar(node)
 
-    def mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[str, Any]:
+    def mapping(self, node: yaml.MappingNode, path: Path, depth: int,
+                skip: frozenset[str] = frozenset()) -> dict[str, Any]:
         if node.tag != _MAP:
             self.unsupported_tag(node)
         result: dict[str, Any] = {}
         first_seen: dict[str, yaml.Node] = {}
         merged: dict[str, Any] = {}
+        given = frozenset(str(k.value) for k, _ in node.value
+                          if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE)
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE:
-                merged.update(self.merge(value_node, path, depth))
+                merged.update(self.merge(value_node, path, depth, given | skip))
                 continue
+            if isinstance(key_node, yaml.ScalarNode) and str(key_node.value) in skip:
+                continue  # merged in, but given by the mapping merging it: never read
             if not isinstance(key_node, yaml.ScalarNode):
                 self.error("E202", "a mapping key must be a string", key_node)
                 continue
@@ -141,17 +146,38 @@ class _Walker:
             result.setdefault(key, value)
         return result
 
-    def merge(self, node: yaml.Node, path: Path, depth: int) -> dict[str, Any]:
-        """A YAML merge key (``<<: *base``): mappings whose keys fill in the missing ones."""
+    def merge(self, node: yaml.Node, path: Path, depth: int,
+              given: frozenset[str]) -> dict[str, Any]:
+        """A YAML merge key (``<<: *base``): mappings whose keys fill in the missing ones.
+
+        A merged alias is an alias use like any other: what it brings in is located at the
+        alias (the anchor in a note), and the keys the merging mapping gives itself are not
+        read from it (their places are the mapping's own)."""
         sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
         merged: dict[str, Any] = {}
         for source in sources:
             if not isinstance(source, yaml.MappingNode):
                 self.error("E202", "a merge key (<<) takes a mapping or a list of mappings", source)
                 continue
-            for key, value in self.mapping(source, path, depth + 1).items():
+            for key, value in self.merged_source(source, path, depth, given).items():
                 merged.setdefault(key, value)
         return merged
+
+    def merged_source(self, source: yaml.MappingNode, path: Path, depth: int,
+                      given: frozenset[str]) -> dict[str, Any]:
+        if not (self.aliases and self.expansion is None and id(source) in self.seen and
+                self.used < len(self.aliases)):
+            if self.aliases:
+                self.seen.add(id(source))  # an anchor written in the merge: met from now on
+            return self.mapping(source, path, depth + 1, given)
+        alias = self.aliases[self.used]
+        self.used += 1
+        self.source.anchors[alias] = _span(self.file, source)
+        self.expansion = alias
+        try:
+            return self.mapping(source, path, depth + 1, given)
+        finally:
+            self.expansion = None
 
     def duplicate(self, key: str, node: yaml.Node, first: yaml.Node, path: Path) -> None:
         related = (Related(_span(self.file, first), f"`{key}` is first defined here"),)
@@ -223,6 +249,9 @@ def _syntax_error(file: str, text: str, exc: yaml.MarkedYAMLError) -> Diagnostic
         where = f"line {context_mark.line + 1}, column {context_mark.column + 1}"
         help = next((h.replace("{where}", where) for key, h in _CONTEXT_HELP if key in context),
                     f"{context} starting at {where}")
+    if "Unicode character escape" in problem:  # \ud800: half of a surrogate pair
+        help = "a \\uXXXX escape must be a whole character: write the character itself, or " \
+            "both halves of its surrogate pair (\\ud83d\\ude00)"
     if mark is not None and text[mark.index:mark.index + 1] == "\t":
         problem = "a tab character cannot indent YAML"
         help = "indent with spaces"

@@ -1,6 +1,6 @@
 """Deduplicated submission: a second submission with the same key returns the first run.
 
-The key *is* the run's execution id (checked as one: 1 to 200 printable characters), so the
+The key *is* the run's execution id (checked as a new one: docs/runtime.md, *Ids*), so the
 store's primary key makes the choice atomic, on every store and across processes and hosts,
 without a table of keys: of any number of racing submissions one inserts the run and the
 others find it (PostgreSQL makes them wait for the first to commit; ``create_run`` is
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound, TetherError, UsageError
-from tether.runtime.ids import check_id
+from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound
+from tether.runtime.ids import check_execution_id
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer
 from tether.stores.records import RunRecord
@@ -32,12 +32,9 @@ class Submitted:
 
 
 def check_dedup_key(key: str) -> str:
-    """``key`` when it can serve as an execution id; raises
-    :class:`~tether.errors.UsageError` saying why not."""
-    try:
-        check_id(key, "a dedup key")
-    except TetherError as exc:
-        raise UsageError(str(exc)) from None
+    """``key`` when it can serve as a new run's execution id; raises
+    :class:`~tether.errors.InvalidId` (a usage error) saying why not."""
+    check_execution_id(key, "a dedup key")
     return key
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
-from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit
+from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit, ValueTooLarge
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import interrupted
@@ -35,13 +35,15 @@ from tether.runtime.executors import execute
 from tether.runtime.foreach import ForEach
 from tether.runtime.invoke import Bodies, NodeFailure
 from tether.runtime.journal import Journal
+from tether.runtime.needs import NeedsView
 from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, render, truthy
 from tether.runtime.secrets import SecretsView, masked_error
 from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, RunState, completed_entry, unit_path
+from tether.runtime.titles import shown_title
 from tether.runtime.triggers import gated_off, trigger_verdict
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
-from tether.runtime.values import dumps, to_json
+from tether.runtime.values import MAX_VALUE_BYTES, check_size, dumps, to_json
 from tether.status import FINISHED, CheckpointStatus, StepType, UnitStatus
 from tether.stores.records import PendingInterrupt, utc
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
@@ -77,6 +79,8 @@ class Session:
     secrets: SecretsView | None = None
     info: RunInfo | None = None
     park_timers: bool = False  # True: a timer parks its unit (workers); False: wait in place
+    max_value_bytes: int = MAX_VALUE_BYTES
+    """The cap on a unit's output and the run's result, in bytes of JSON (``ValueTooLarge``)."""
     inline: bool = True
     """Whether the only runnable unit's sync body may run in the event loop's thread (a
     worker driving several runs in one loop turns this off: bodies always run in threads)."""
@@ -219,7 +223,7 @@ class Level:
         if self.session.listener is None:
             return 0.0
         self.session.emit(Event("started", self.session.execution_id, node.id,
-                                self.agent_path, title=node.title))
+                                self.agent_path, title=shown_title(self, node)))
         return time.perf_counter()
 
     def _open(self, node: PlanNode, ready: Readiness) -> bool:
@@ -282,7 +286,8 @@ class Level:
     def _emit_finished(self, node: PlanNode, status: str, seconds: float) -> None:
         if self.session.listener is not None:
             self.session.emit(Event("finished", self.session.execution_id, node.id,
-                                    self.agent_path, status, seconds, node.title))
+                                    self.agent_path, status, seconds,
+                                    shown_title(self, node)))
 
     # -- units -------------------------------------------------------------------------------
     async def _in_place(self, node: PlanNode) -> Outcome:
@@ -308,8 +313,11 @@ class Level:
         masker = self.session.run.masker
         try:
             result = await execute(unit)
+            check_size(result.text, self.session.max_value_bytes, address)
         except (RenderError, NotJSONError, TemplateLimit) as exc:
             raise NodeFailure(self._masked(failure_of(exc, node.id))) from None
+        except ValueTooLarge as exc:  # not retried: the same task returns the same value
+            raise NodeFailure(NodeError("ValueTooLarge", str(exc), node.id)) from None
         except RunFailure as exc:
             raise NodeFailure(self._masked(_child_error(node, exc.error))) from None
         except NodeFailure as exc:
@@ -333,9 +341,12 @@ class Level:
         """The names a template of ``node`` reads."""
         if iteration is None and node.loops:
             iteration = self.state.counter(node.loops[0])
-        return namespace(self.plan, self.state.data, item=item, has_item=has_item,
-                         iteration=iteration, secrets=self.session.secrets,
-                         run=self.session.info)
+        names = namespace(self.plan, self.state.data, item=item, has_item=has_item,
+                          iteration=iteration, secrets=self.session.secrets,
+                          run=self.session.info)
+        if node.needs:
+            names["needs"] = NeedsView(self.state.data["nodes"], node.needs)
+        return names
 
     def answers(self, path: StatePath) -> list[Any]:
         """The answers given to the unit at ``path`` (for its ``interrupt()`` calls)."""
@@ -458,7 +469,10 @@ class Level:
             value = render(self.plan.output, namespace(self.plan, self.state.data,
                                                        run=self.session.info), "output",
                            self.session.budget)
-            output, _ = to_json(value, "the workflow's output")
+            output, text = to_json(value, "the workflow's output")
+            check_size(text, self.session.max_value_bytes, None)
+        except ValueTooLarge as exc:
+            raise RunFailure(NodeError("ValueTooLarge", str(exc), None)) from None
         except TemplateLimit as exc:
             raise RunFailure(failure_of(exc, None)) from None
         except (RenderError, NotJSONError) as exc:  # run-level: named by their own type

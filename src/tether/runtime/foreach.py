@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from typing import TYPE_CHECKING, Any
 
 from tether.compiler.plan import TaskNode, WorkflowNode
-from tether.errors import InterruptSignal, TemplateLimit
+from tether.errors import InterruptSignal, TemplateLimit, ValueTooLarge
+from tether.runtime.events import Event
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import RenderError, failure_of, render
 from tether.runtime.settings import count_setting
 from tether.runtime.state import NodeError, completed_entry
+from tether.runtime.titles import per_element, shown_title
 from tether.runtime.units import Suspended, UnitResult
-from tether.runtime.values import dumps
+from tether.runtime.values import check_size, dumps
 from tether.status import CheckpointStatus, UnitStatus
 
 if TYPE_CHECKING:
@@ -79,7 +82,12 @@ class ForEach:
         if self.waiting:
             raise Suspended()
         outputs = [units[str(i)]["output"] for i in range(len(items))]
-        return UnitResult(outputs, dumps(outputs), None)
+        text = dumps(outputs)
+        try:  # each element was checked; their list may still be over the cap
+            check_size(text, level.session.max_value_bytes, node.id)
+        except ValueTooLarge as exc:
+            raise NodeFailure(NodeError("ValueTooLarge", str(exc), node.id)) from None
+        return UnitResult(outputs, text, None)
 
     async def _drain(self, items: list[Any], todo: list[int]) -> None:
         limit = self.level.session.max_concurrency
@@ -113,8 +121,30 @@ class ForEach:
 
     async def _one(self, index: int, item: Any) -> UnitResult:
         path = ("nodes", self.node.id, "items", str(index))
-        return await self.level.unit(self.node, path, f"{self.node.id}/item:{index}",
-                                     item=item, has_item=True)
+        address = f"{self.node.id}/item:{index}"
+        if self.level.session.listener is None or not per_element(self.node):
+            return await self.level.unit(self.node, path, address, item=item, has_item=True)
+        return await self._shown(index, item, path, address)
+
+    async def _shown(self, index: int, item: Any, path: tuple[str, ...],
+                     address: str) -> UnitResult:
+        """Run one element, announced with its own title (a title reading ``item``)."""
+        level, node = self.level, self.node
+        title = shown_title(level, node, item=item, has_item=True)
+        session = level.session
+        session.emit(Event("started", session.execution_id, address, level.agent_path,
+                           title=title))
+        started, status = time.perf_counter(), UnitStatus.FAILED
+        try:
+            result = await level.unit(node, path, address, item=item, has_item=True)
+            status = UnitStatus.COMPLETED
+            return result
+        except (InterruptSignal, Suspended):
+            status = UnitStatus.INTERRUPTED
+            raise
+        finally:
+            session.emit(Event("finished", session.execution_id, address, level.agent_path,
+                               status, time.perf_counter() - started, title))
 
     def _settle(self, index: int, task: asyncio.Task[UnitResult]) -> None:
         level, node = self.level, self.node

@@ -1,8 +1,9 @@
 """Identifiers: execution ids and time-ordered, unique checkpoint ids.
 
 Execution ids may also be chosen by the caller (``--execution-id``); :func:`check_execution_id`
-says which ones are acceptable: 1 to 200 printable characters, so an id can always be shown,
-copied and pasted back into a command.
+says which ones a new run may have: 1 to 200 characters of ASCII letters, digits and
+``-_.:@+=``, not starting with ``.`` and without ``..``, so an id is data that can be put in a
+URL, a file name or a command and never reads as a path.
 
 Both are UUIDv7 strings (RFC 9562): 48 bits of Unix milliseconds, then random bits, so they
 sort by creation time as text. Checkpoint ids are also strictly increasing within a process
@@ -17,10 +18,11 @@ path.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from time import time_ns
 
-from tether.errors import TetherError
+from tether.errors import InvalidId
 
 MAX_EXECUTION_ID_LENGTH = 200
 
@@ -118,24 +120,46 @@ def new_checkpoint_id(after: str | None = None) -> str:
     return IDS.next(after)
 
 
-def check_execution_id(text: str) -> None:
-    """Refuse an execution id that is empty, longer than 200 characters, or holds a character
-    that is not printable (control characters, NUL, line breaks, format characters, lone
-    surrogates).
+ID_CHARACTERS = "ASCII letters, digits and - _ . : @ + ="
+"""The characters a chosen id may hold (the documented set: docs/stores.md)."""
 
-    Raises :class:`~tether.errors.TetherError` with a message that says what is wrong.
+_ID = re.compile(r"[A-Za-z0-9\-_.:@+=]+")
+
+
+def check_execution_id(text: str, what: str = "an execution id") -> None:
+    """Refuse an id that a new run may not have: it must be 1 to 200 characters out of
+    :data:`ID_CHARACTERS`, not start with ``.`` and not hold ``..``.
+
+    An id is data, never a path: ``/``, ``\\``, ``..``, whitespace, control characters and
+    non-ASCII look-alikes (U+FF0F, U+2215) are refused, so an id can be put in a URL, a file
+    name or a shell command and mean one thing. Checked on creation only (``run``, ``submit``,
+    a fork's branch); ids stored before this rule stay readable (:func:`check_id`).
+
+    Raises:
+        InvalidId: naming the id and saying what is wrong.
     """
-    check_id(text, "an execution id")
+    check_id(text, what)
+    bad = next((c for c in text if not _ID.fullmatch(c)), None)
+    if bad is not None:
+        raise InvalidId(text, what, f"may hold only {ID_CHARACTERS}; this one holds {bad!a} "
+                        f"at position {text.index(bad) + 1}")
+    if text.startswith("."):
+        raise InvalidId(text, what, "may not start with '.'")
+    if ".." in text:
+        raise InvalidId(text, what, "may not hold '..'")
 
 
 def check_id(text: str, what: str) -> None:
-    """:func:`check_execution_id` for any kind of id; ``what`` names it in the message."""
+    """Refuse an id no run can have, when reading (``show``, ``resume``): empty, longer than
+    200 characters, or holding a character that is not printable (control characters, NUL,
+    line breaks, format characters, lone surrogates); ``what`` names it in the message.
+    Ids stored before :func:`check_execution_id`'s character set pass."""
     if not text:
-        raise TetherError(f"{what} cannot be empty")
+        raise InvalidId(text, what, "cannot be empty")
     if len(text) > MAX_EXECUTION_ID_LENGTH:
-        raise TetherError(f"{what} is at most {MAX_EXECUTION_ID_LENGTH} characters; "
-                          f"this one has {len(text):,}")
+        raise InvalidId(text, what, f"is at most {MAX_EXECUTION_ID_LENGTH} characters; "
+                        f"this one has {len(text):,}")
     bad = next((c for c in text if not c.isprintable()), None)
     if bad is not None:
-        raise TetherError(f"{what} must be printable text; this one holds {bad!a} at "
-                          f"position {text.index(bad) + 1}")
+        raise InvalidId(text, what, f"must be printable text; this one holds {bad!a} at "
+                        f"position {text.index(bad) + 1}")

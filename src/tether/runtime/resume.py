@@ -26,7 +26,10 @@ unclaimed resume does.
 A value given for a unit that no longer waits is matched against what happened: the same
 answer a claimer recorded before it died recovers the run (as without a value); a unit that
 failed after its answer gets the new answer in place of the old; anything else is
-``AlreadyResumed`` (someone answered first) or ``ResumeError`` (nothing is waiting).
+``AlreadyResumed`` (someone answered first) or ``ResumeError`` (nothing is waiting). An
+approval whose deadline answered it (resolver ``timeout``) keeps that answer: a later value
+is ``ResumeError`` ("timed out at T"), whether its ``on_timeout`` failed the run, skipped it
+or answered it; resuming without a value applies the timeout again.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from tether.runtime.pinning import check_compatible
 from tether.runtime.plans import PlanSource, check_tasks, stored_plan
 from tether.runtime.results import RunResult
 from tether.runtime.state import RunState, split_address
+from tether.runtime.timer_answers import TIMEOUT_RESOLVER, refuse_after_timeout, timed_out
 from tether.runtime.timer_rules import not_due, refuse_human_answer, wake_sleeps
 from tether.runtime.values import to_json
 from tether.status import RUN_END, RunStatus, UnitStatus
@@ -145,7 +149,7 @@ class Resumption:
         was recorded for a run another attempt executes."""
         store, eid = self.store, self.execution_id
         if self.run.status == RunStatus.COMPLETED:
-            raise AlreadyResumed(eid)
+            raise self._finished()
         if self.run.status == RunStatus.CANCELLED:
             raise ResumeError(eid, "it was cancelled; a cancelled run never runs again "
                               "(fork it to start over from a checkpoint)")
@@ -200,13 +204,18 @@ class Resumption:
         """Only claim the answer (checked against the approval's form), taking no lease and
         running nothing: the continuation is left to another process (a worker)."""
         assert self.answer is not None
-        if self.run.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        if self.run.status == RunStatus.COMPLETED:
+            raise self._finished()
+        if self.run.status == RunStatus.CANCELLED:
             raise AlreadyResumed(self.execution_id, f"it is {self.run.status}")
         plan = self.runner.plan_for(self.run, self.explicit_plan)
         target = self._target(self.store.list_pending(self.execution_id))
         if target is None and self.fired:
             raise AlreadyResumed(self.execution_id, "the timer was already fired")
         if target is None:
+            for decision in self.store.decisions(self.execution_id):
+                if self._names(decision):
+                    refuse_after_timeout(decision)
             self._refuse_late()
             raise ResumeError(self.execution_id, "it is not waiting for input")
         if not self.fired:
@@ -298,6 +307,7 @@ class Resumption:
         claimed = [d for d in decisions if d.checkpoint_id in waiting and self._names(d)]
         if claimed:
             decision = claimed[-1]
+            refuse_after_timeout(decision)
             if decision.value == self.answer:
                 return  # the claimer died: continue as a resume without a value would
             fresh = self.store.get_run(self.execution_id) or self.run
@@ -308,16 +318,32 @@ class Resumption:
             self._take()  # the claimer died before its node committed: the new answer wins
             self._replace(decision)
             return
-        if any(d.value == self.answer and self._names(d) for d in decisions):
+        if any(d.value == self.answer and self._names(d) and d.resolver != TIMEOUT_RESOLVER
+               for d in decisions):
             return  # the answer its claimer gave, given again after the claimer died: recover
         failed = self._failed_answered(plan, state, decisions)
         if failed is not None:
+            refuse_after_timeout(failed[1])
             self._take()
             unit_state, decision = failed
             unit_state.replace_answer(self.answer)
             self._replace(decision)
             return
+        for decision in decisions:
+            if self._names(decision):
+                refuse_after_timeout(decision)
         self._refuse_late()
+
+    def _finished(self) -> AlreadyResumed:
+        """A finished run; for a value, saying so when the approval it names timed out."""
+        if self.answer is not None:
+            for decision in self.store.decisions(self.execution_id):
+                reason = timed_out(decision) if self._names(decision) else None
+                if reason is not None:
+                    return AlreadyResumed(self.execution_id, f"it has already finished; "
+                                          f"{reason}", answered_by=decision.resolver,
+                                          answered_at=decision.created_at)
+        return AlreadyResumed(self.execution_id)
 
     def _replace(self, decision: Decision) -> None:
         assert self.answer is not None

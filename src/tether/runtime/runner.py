@@ -42,6 +42,7 @@ from tether.runtime.results import RunResult
 from tether.runtime.resume import Claimed, Prepared, Resumption
 from tether.runtime.state import RunState
 from tether.runtime.timer_answers import due_approval, fired_answer
+from tether.runtime.values import max_value_bytes as value_cap
 from tether.runtime.values import to_json
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 from tether.stores.base import Checkpointer
@@ -75,6 +76,9 @@ class Runner:
             place: ``tether run``, ``tether resume``): its branch waits in this process and
             fires it when due. True (workers): the unit stays waiting and the run pauses once
             nothing else can run; :func:`tether.runtime.timers.fire_due` fires it when due.
+        max_value_bytes: the most bytes of JSON one node output (and the run's result) may
+            have; a larger one fails its node with ``ValueTooLarge`` naming the node, the size
+            and the limit. Default: ``TETHER_MAX_VALUE_BYTES``, else 16 MB.
     """
 
     def __init__(self, plan_or_path: PlanSource | None = None,
@@ -84,7 +88,7 @@ class Runner:
                  snapshot_every: int = SNAPSHOT_EVERY,
                  on_event: Callable[[Event], None] | None = None,
                  template_budget: TemplateBudget | None = None,
-                 park_timers: bool = False) -> None:
+                 park_timers: bool = False, max_value_bytes: int | None = None) -> None:
         if not 0 < lease_seconds <= MAX_LEASE_SECONDS:
             raise ValueError(f"lease_seconds must be above 0 and at most {MAX_LEASE_SECONDS:g}")
         self.plan = load_plan(plan_or_path) if plan_or_path is not None else None
@@ -98,6 +102,7 @@ class Runner:
         self.on_event = on_event
         self.template_budget = template_budget or DEFAULT_BUDGET
         self.park_timers = park_timers
+        self.max_value_bytes = value_cap(max_value_bytes)
         self.inline_bodies = True
         """A lone sync task body runs in the event loop's thread (no thread hop); a worker
         driving several runs in one loop sets this False."""
@@ -354,6 +359,7 @@ class Runner:
                         self.max_concurrency, self.on_event, self.template_budget, info,
                         self.inline_bodies)
         driver.session.park_timers = self.park_timers
+        driver.session.max_value_bytes = self.max_value_bytes
         return await driver.drive()
 
     # -- helpers -----------------------------------------------------------------------------

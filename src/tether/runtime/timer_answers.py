@@ -5,20 +5,40 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC
 from typing import Any
 
 from tether.compiler.plan import ApprovalNode, Plan, SleepNode, SleepUntilNode
-from tether.errors import TimerNotDue
+from tether.errors import ResumeError, TimerNotDue
 from tether.runtime.executors.approval import TIMEOUT_KEY
 from tether.runtime.executors.sleep import TIMER_RESOLVER, timer_answer
 from tether.runtime.timer_rules import timer_node
 from tether.stores.base import Checkpointer
-from tether.stores.records import PendingInterrupt, utc
+from tether.stores.records import Decision, PendingInterrupt, utc
 
 TIMEOUT_RESOLVER = "timeout"
 """The resolver of the decision a timed-out approval records."""
 
-__all__ = ["TIMEOUT_RESOLVER", "TIMER_RESOLVER", "due_approval", "fired_answer"]
+__all__ = ["TIMEOUT_RESOLVER", "TIMER_RESOLVER", "due_approval", "fired_answer",
+           "refuse_after_timeout", "timed_out"]
+
+
+def refuse_after_timeout(decision: Decision) -> None:
+    """Raise :class:`ResumeError` when ``decision`` is a timed-out approval's: its deadline
+    passed and its ``on_timeout`` answered it, so no later answer replaces that one (on any
+    channel: ``tether resume``, ``Runner.resume``, the console, the API, a signed link)."""
+    reason = timed_out(decision)
+    if reason is not None:
+        raise ResumeError(decision.execution_id, reason, node_id=decision.node_id)
+
+
+def timed_out(decision: Decision) -> str | None:
+    """Why no answer may replace ``decision`` (a timed-out approval's), or None."""
+    if decision.resolver != TIMEOUT_RESOLVER:
+        return None
+    moment = decision.created_at.astimezone(UTC).isoformat(timespec="seconds")
+    return (f"approval '{decision.address}' timed out at {moment}; an answer after its "
+            "deadline is refused (its on_timeout applied; fork the run to ask again)")
 
 
 def fired_answer(plan: Plan, pending: PendingInterrupt, now: float

@@ -16,9 +16,13 @@ from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
-from tether.errors import NotJSONError
+from tether.errors import NotJSONError, TetherError, ValueTooLarge
 
 _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+MAX_VALUE_BYTES = 16 * 1024 * 1024
+"""The default cap on one node output's (and a run's result's) JSON text, in UTF-8 bytes."""
+MAX_VALUE_BYTES_ENV = "TETHER_MAX_VALUE_BYTES"
 
 
 def _default(value: Any) -> Any:
@@ -94,3 +98,39 @@ def _same_keys(original: Any, decoded: Any) -> bool:
     if isinstance(original, list | tuple):
         return all(_same_keys(a, b) for a, b in zip(original, decoded, strict=False))
     return True
+
+
+def check_size(text: str, limit: int, node_id: str | None) -> None:
+    """Raise :class:`ValueTooLarge` when ``text`` (a value's JSON, as :func:`to_json` made
+    it) is more than ``limit`` UTF-8 bytes (``node_id`` None: the workflow's output).
+
+    Measures the text already produced, never encodes the value again: a text of at most
+    ``limit // 4`` characters is within any limit (a character is at most 4 bytes), so only
+    larger texts are measured in bytes."""
+    if len(text) <= limit // 4:
+        return
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > limit:
+        raise ValueTooLarge(node_id, size, limit)
+
+
+def max_value_bytes(value: int | None = None) -> int:
+    """The cap in effect: ``value`` when given, else ``TETHER_MAX_VALUE_BYTES``, else 16 MB.
+
+    Raises:
+        ValueError: ``value`` is not a positive integer.
+        TetherError: the environment variable is not a positive integer.
+    """
+    import os
+
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"max_value_bytes must be a positive integer, not {value!r}")
+        return value
+    text = os.environ.get(MAX_VALUE_BYTES_ENV, "").strip()
+    if not text:
+        return MAX_VALUE_BYTES
+    if not text.isdigit() or int(text) < 1:
+        raise TetherError(f"{MAX_VALUE_BYTES_ENV} must be a positive whole number of bytes, "
+                          f"not {text[:40]!r}")
+    return int(text)

@@ -9,7 +9,8 @@ which is why ``tether show`` prints their last twelve characters.
 The rules, in order:
 
 1. an exact id always wins (even a short one, and even if it is also a prefix of others);
-2. text shorter than :data:`MIN_PREFIX` is a usage error (:class:`~tether.errors.IdTooShort`);
+2. text shorter than :data:`MIN_PREFIX` is a usage error (:class:`~tether.errors.IdTooShort`)
+   when some id starts with it, else not found (``/runs/nope`` is a 404, not a 422);
 3. one match: that id; none: :class:`~tether.errors.RunNotFound` or
    :class:`~tether.errors.CheckpointNotFound` naming the text;
 4. several: :class:`~tether.errors.AmbiguousId` listing the first :data:`SHOWN` in id order
@@ -73,9 +74,9 @@ def resolve_execution_id(store: Checkpointer, text: str) -> str:
         raise RunNotFound(text)
     if store.get_run(text) is not None:
         return text
-    if len(text) < MIN_PREFIX:
-        raise IdTooShort("execution id", text, MIN_PREFIX)
     found = store.execution_ids_with_prefix(text, SHOWN)
+    if len(text) < MIN_PREFIX and found.total:
+        raise IdTooShort("execution id", text, MIN_PREFIX)
     return _one(found, text, "execution id", RunNotFound(text))
 
 
@@ -88,9 +89,9 @@ def resolve_checkpoint_id(store: Checkpointer, execution_id: str, text: str) -> 
         raise missing
     if store.has_checkpoint(execution_id, text):
         return text
-    if len(text) < MIN_PREFIX:
-        raise IdTooShort("checkpoint id", text, MIN_PREFIX)
     found = store.checkpoint_ids_matching(execution_id, text, SHOWN)
+    if len(text) < MIN_PREFIX and found.total:
+        raise IdTooShort("checkpoint id", text, MIN_PREFIX)
     return _one(found, text, "checkpoint id", missing, execution_id=execution_id)
 
 

@@ -65,13 +65,17 @@ class StoreURL:
 def mask_url(text: str) -> str:
     """``text`` with the password of a ``scheme://user:password@host`` URL replaced by ***.
 
-    Works on text that is not a valid URL too (it is what error messages quote)."""
+    Works on text that is not a valid URL too (it is what error messages quote): everything
+    between the user's ``:`` and the LAST ``@`` is masked, so a password holding ``@``, ``#``,
+    ``?`` or ``/`` is never partly shown; a URL without its ``scheme://`` is masked alike."""
     scheme, sep, rest = text.partition("://")
-    if not sep or "@" not in rest:
+    if not sep:
+        scheme, rest = "", text
+    if "@" not in rest:
         return text
     userinfo, _, host = rest.rpartition("@")
     user, colon, _ = userinfo.partition(":")
-    return f"{scheme}://{user}{colon}{MASK if colon else ''}@{host}"
+    return f"{scheme}{sep}{user}{colon}{MASK if colon else ''}@{host}"
 
 
 def redact(text: str, password: str | None) -> str:
@@ -117,7 +121,8 @@ def _make_url(text: str) -> URL:
         raise StoreURLError("a store URL must be printable text (no control characters or "
                             "undecodable bytes)", parameter="url")
     if "://" not in text:
-        hint = f" (a SQLite file is written sqlite:///{text})" if text else ""
+        hint = f" (a SQLite file is written sqlite:///{text})" if text and mask_url(
+            text) == text else " (write scheme://user:password@host/database)"
         raise StoreURLError(f"{mask_url(text)!r} is not a store URL{hint}", parameter="scheme")
     try:
         return make_url(text)
@@ -174,6 +179,12 @@ def _sqlite(url: URL, options: dict[str, str]) -> StoreURL:
 
 
 def _postgresql(url: URL, options: dict[str, str]) -> StoreURL:
+    if "@" in (url.host or "") or "@" in (url.database or ""):
+        # the password held a raw @: the parser split it there and the rest reads as the host,
+        # which a driver's error ("failed to resolve host ...") would print
+        raise StoreURLError("the URL's user part holds more than one '@': percent-encode "
+                            "'@' in the password as %40 (and '#', '?', '/', '%' as %23, %3F, "
+                            "%2F, %25), or use PGPASSWORD or ~/.pgpass", parameter="password")
     if "password" in options:
         raise StoreURLError("give the password in the URL's user part (postgresql://user:"
                             "password@host/db), PGPASSWORD or ~/.pgpass, not as ?password=",

@@ -21,6 +21,7 @@ from typing import Any
 
 from jinja2 import StrictUndefined, nodes, pass_context, pass_environment
 from jinja2.compiler import CodeGenerator, Frame
+from jinja2.exceptions import SecurityError
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedFormatter
 
@@ -146,6 +147,13 @@ def _linear_sum(builtin: Callable[..., Any]) -> Callable[..., Any]:
     return sum_
 
 
+def _refused_attr(value: Any, name: Any) -> Any:
+    """``attr`` is refused: an attribute named by a computed string is one no check sees
+    (``check`` reports it as E423/E424); ``.name`` and ``['name']`` read attributes."""
+    raise SecurityError(f"the attr filter is refused (attr({name!r})); read attributes "
+                        "with .name or ['name']")
+
+
 class Sandbox(ImmutableSandboxedEnvironment):
     """The environment of every template tether renders."""
 
@@ -156,6 +164,7 @@ class Sandbox(ImmutableSandboxedEnvironment):
         super().__init__(undefined=StrictUndefined, autoescape=False, optimized=False,
                          finalize=_finalize)
         self.filters["sum"] = _linear_sum(self.filters["sum"])
+        self.filters["attr"] = _refused_attr
         self.filters = {name: _checked_filter(name, f) for name, f in self.filters.items()}
         self.tests = {name: _ticking(test) for name, test in self.tests.items()}
         lipsum = self.globals["lipsum"]

@@ -300,7 +300,7 @@ def runs(request: Request, status: str | None = None, workflow: str | None = Non
     return RunList(items=[RunOut.of(r) for r in page.items], next=page.next)
 
 
-@router.get("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.get("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
             response_model=ApprovalOut, responses=_ERRORS)
 def approval(request: Request, execution_id: str, checkpoint_id: str,
              who: Identity = Reader) -> ApprovalOut:
@@ -323,7 +323,7 @@ def approval(request: Request, execution_id: str, checkpoint_id: str,
         buttons=form.decided_by_buttons)
 
 
-@router.get("/runs/{execution_id:path}/checkpoints", response_model=CheckpointList,
+@router.get("/runs/{execution_id:id}/checkpoints", response_model=CheckpointList,
             responses=_ERRORS)
 def checkpoints(request: Request, execution_id: str, after: str | None = None,
                 limit: int = Query(100, ge=1, le=1000),
@@ -339,7 +339,7 @@ def checkpoints(request: Request, execution_id: str, after: str | None = None,
 
 
 # -- actions ------------------------------------------------------------------------------------
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}/link",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}/link",
              response_model=LinkOut, responses=_ERRORS)
 def link(request: Request, execution_id: str, checkpoint_id: str, body: LinkIn,
          who: Identity = Writer) -> LinkOut:
@@ -348,7 +348,7 @@ def link(request: Request, execution_id: str, checkpoint_id: str, body: LinkIn,
     return LinkOut(url=minted.url, expires_at=minted.expires_at)
 
 
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
              response_model=AnswerOut, responses=_ERRORS)
 def answer(request: Request, execution_id: str, checkpoint_id: str, body: AnswerIn,
            who: Identity = Writer) -> AnswerOut | JSONResponse:
@@ -372,7 +372,7 @@ def answer(request: Request, execution_id: str, checkpoint_id: str, body: Answer
                 errors=listed).model_dump(mode="json", exclude_none=True))
 
 
-@router.post("/runs/{execution_id:path}/resume", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/resume", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def resume(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Hand a failed run to the worker to resume."""
@@ -381,7 +381,7 @@ def resume(request: Request, execution_id: str, who: Identity = Writer) -> Accep
     return Accepted(execution_id=execution_id, detail="the worker resumes the run")
 
 
-@router.post("/runs/{execution_id:path}/fork", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/fork", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def fork(request: Request, execution_id: str, body: ForkIn,
          who: Identity = Writer) -> Accepted:
@@ -390,7 +390,7 @@ def fork(request: Request, execution_id: str, body: ForkIn,
     return Accepted(execution_id=branch, detail="the worker runs the branch")
 
 
-@router.post("/runs/{execution_id:path}/cancel", response_model=Accepted, responses=_ERRORS,
+@router.post("/runs/{execution_id:id}/cancel", response_model=Accepted, responses=_ERRORS,
              status_code=202)
 def cancel(request: Request, execution_id: str, who: Identity = Writer) -> Accepted:
     """Ask for the run to stop at its next node boundary."""
@@ -401,7 +401,7 @@ def cancel(request: Request, execution_id: str, who: Identity = Writer) -> Accep
         "cancellation requested: the worker holding it stops it at its next node boundary"))
 
 
-@router.get("/runs/{execution_id:path}", response_model=RunDetail, responses=_ERRORS)
+@router.get("/runs/{execution_id:id}", response_model=RunDetail, responses=_ERRORS)
 def run(request: Request, execution_id: str, who: Identity = Reader) -> RunDetail:
     """A run: status, inputs, output, error, node statuses, pending pauses, decisions."""
     view = web_of(request).console.run_view(execution_id)

@@ -40,7 +40,7 @@ from tether.web.links import LinkError, Links
 from tether.web.notify import Notifier
 from tether.web.security import SecurityHeaders, loopback_hosts
 from tether.web.starts import Catalog
-from tether.web.urls import approval_url, quote_id, run_url
+from tether.web.urls import RawPathRouting, approval_url, quote_id, run_url
 
 log = logging.getLogger("tether.web")
 
@@ -196,4 +196,5 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
               name="static")
     hosts = loopback_hosts(config.host, config.port) if is_loopback(config.host) else None
     app.add_middleware(SecurityHeaders, hosts=hosts)
+    app.add_middleware(RawPathRouting)  # routes match the path as sent (web/urls.py)
     return app

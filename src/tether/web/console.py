@@ -24,6 +24,7 @@ from tether.errors import (
     ForkError,
     InputError,
     NotFoundError,
+    ResumeError,
     RunStateError,
     TetherError,
     UsageError,
@@ -32,6 +33,8 @@ from tether.runtime.agent.answers import is_tool_approval
 from tether.runtime.fork_patch import refuse_ineffective_fork
 from tether.runtime.plans import stored_plan
 from tether.runtime.resume import approval_node
+from tether.runtime.timer_answers import refuse_after_timeout
+from tether.runtime.timer_rules import refuse_human_answer
 from tether.status import RUN_END, RunStatus
 from tether.stores.base import Checkpointer
 from tether.stores.queueing import CancelOutcome
@@ -111,6 +114,9 @@ class ApprovalView:
     decision: Decision | None
     form: Form | ToolForm
     is_approval: bool
+    timed_out: str | None = None
+    """Why no answer is taken any more: the approval's deadline passed (see docs/runtime.md,
+    Approval deadlines hold)."""
 
 
 @dataclass(frozen=True)
@@ -287,7 +293,8 @@ class Console:
         form: Form | ToolForm = Form(node.approval.form if node is not None else None)
         if pending is not None and is_tool_approval(pending):
             form = self._tool_form(pending)
-        return ApprovalView(run, checkpoint_id, pending, decision, form, node is not None)
+        return ApprovalView(run, checkpoint_id, pending, decision, form, node is not None,
+                            self._deadline_passed(run, plan, pending, decision))
 
     def _tool_form(self, pending: PendingInterrupt) -> ToolForm:
         """The form of a tool approval, with the model's text beside the call."""
@@ -295,6 +302,20 @@ class Console:
         reasoning = reasoning_of(paused.state_snapshot, str(pending.context["call_id"])) \
             if paused is not None else None
         return ToolForm(pending, reasoning)
+
+    @staticmethod
+    def _deadline_passed(run: RunRecord, plan: Plan | None, pending: PendingInterrupt | None,
+                         decision: Decision | None) -> str | None:
+        """The refusal an answer gets after the approval's deadline, or None (the timeout
+        wins: answered by it, or still waiting for a worker to apply it)."""
+        try:
+            if decision is not None:
+                refuse_after_timeout(decision)
+            if plan is not None and pending is not None:
+                refuse_human_answer(run.execution_id, plan, pending)
+        except ResumeError as exc:
+            return str(exc)
+        return None
 
     def run_view(self, execution_id: str, after: str | None = None) -> RunView:
         run = self.get_run(execution_id)
@@ -323,6 +344,7 @@ class Console:
         gets :class:`Recorded` (the store's claim), the others :class:`AlreadyAnswered`."""
         view = self.approval(execution_id, checkpoint_id)
         execution_id, checkpoint_id = view.run.execution_id, view.checkpoint_id
+        self._refuse_after_deadline(view)
         if view.pending is None:
             return self._answered(view.decision)
         comment = (comment or "").strip() or None
@@ -343,6 +365,12 @@ class Console:
         self.fleet.answered(execution_id)
         return Recorded(decision, self.fleet.can_run)
 
+    @staticmethod
+    def _refuse_after_deadline(view: ApprovalView) -> None:
+        """Conflict for an approval whose deadline passed (docs/decisions.md)."""
+        if view.timed_out is not None:
+            raise Conflict(view.timed_out)
+
     def _decision(self, execution_id: str, checkpoint_id: str) -> Decision | None:
         return next((d for d in self.store.decisions(execution_id)
                      if d.checkpoint_id == checkpoint_id), None)
@@ -356,6 +384,7 @@ class Console:
     def mint_link(self, execution_id: str, checkpoint_id: str,
                   recipient: str | None) -> MintedLink:
         view = self.approval(execution_id, checkpoint_id)
+        self._refuse_after_deadline(view)
         if view.pending is None:
             raise Conflict("this pause was already answered; a link to it would do nothing")
         recipient = (recipient or "").strip() or None

@@ -205,10 +205,24 @@ class Notifier:
             "Content-Type": "application/json", "User-Agent": "tether-console",
             "X-Tether-Signature": signature(self.secret, body)})
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+            with _OPENER.open(request, timeout=TIMEOUT_SECONDS) as response:
                 status = response.status
         except urllib.error.HTTPError as exc:
-            return f"HTTP {exc.code}"
+            moved = " (a redirect: not followed)" if 300 <= exc.code < 400 else ""
+            return f"HTTP {exc.code}{moved}"
         except (urllib.error.URLError, OSError, ValueError) as exc:
             return str(getattr(exc, "reason", exc))
         return None if 200 <= status < 300 else f"HTTP {status}"
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx answer is a failed delivery, never followed: following it would send the event
+    (and its ``X-Tether-Signature``) somewhere the operator did not configure, or turn the
+    POST into a GET that loses it while counting it delivered."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)

@@ -109,7 +109,7 @@ def _approval_page(web: Web, request: Request, view: ApprovalView, who: Identity
         "confirm_decline": confirm_decline}, status=status, who=who)
 
 
-@router.get("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.get("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
             response_class=HTMLResponse)
 def approval(request: Request, execution_id: str, checkpoint_id: str,
              decline: str | None = None) -> Response:
@@ -148,7 +148,7 @@ async def _act(request: Request, execution_id: str, checkpoint_id: str, who: Ide
                                   values=shown, comment=comment, status=422, link=link)
 
 
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}",
              response_class=HTMLResponse)
 async def answer(request: Request, execution_id: str, checkpoint_id: str) -> Response:
     who = actor(request)
@@ -156,7 +156,7 @@ async def answer(request: Request, execution_id: str, checkpoint_id: str) -> Res
                       approval_url(execution_id, checkpoint_id))
 
 
-@router.post("/runs/{execution_id:path}/approvals/{checkpoint_id}/link",
+@router.post("/runs/{execution_id:id}/approvals/{checkpoint_id:id}/link",
              response_class=HTMLResponse)
 async def mint_link(request: Request, execution_id: str, checkpoint_id: str) -> Response:
     who = actor(request)
@@ -191,7 +191,7 @@ async def link_answer(request: Request, token: str) -> Response:
 
 
 # -- a run --------------------------------------------------------------------------------------
-@router.get("/runs/{execution_id:path}/live", response_class=HTMLResponse)
+@router.get("/runs/{execution_id:id}/live", response_class=HTMLResponse)
 def live(request: Request, execution_id: str, after: str | None = None) -> Response:
     """The live part of the run page; 304 when it has not changed (ETag)."""
     identify(request)
@@ -204,7 +204,7 @@ def live(request: Request, execution_id: str, after: str | None = None) -> Respo
     return HTMLResponse(html, headers={"ETag": tag})
 
 
-@router.post("/runs/{execution_id:path}/resume")
+@router.post("/runs/{execution_id:id}/resume")
 async def resume(request: Request, execution_id: str) -> Response:
     actor(request)
     await checked_form(request)
@@ -212,7 +212,7 @@ async def resume(request: Request, execution_id: str) -> Response:
     return RedirectResponse(f"{run_url(execution_id)}?done=resumed", status_code=303)
 
 
-@router.post("/runs/{execution_id:path}/cancel")
+@router.post("/runs/{execution_id:id}/cancel")
 async def cancel(request: Request, execution_id: str) -> Response:
     who = actor(request)
     await checked_form(request)
@@ -220,7 +220,7 @@ async def cancel(request: Request, execution_id: str) -> Response:
     return RedirectResponse(f"{run_url(execution_id)}?done=cancelled", status_code=303)
 
 
-@router.post("/runs/{execution_id:path}/fork")
+@router.post("/runs/{execution_id:id}/fork")
 async def fork(request: Request, execution_id: str) -> Response:
     actor(request)
     form = await checked_form(request)
@@ -247,7 +247,7 @@ async def fork(request: Request, execution_id: str) -> Response:
     return RedirectResponse(target, status_code=303)
 
 
-@router.get("/runs/{execution_id:path}", response_class=HTMLResponse)
+@router.get("/runs/{execution_id:id}", response_class=HTMLResponse)
 def run_page(request: Request, execution_id: str, after: str | None = None,
              done: str | None = None, fork: str | None = None) -> Response:
     who = identify(request)

@@ -19,6 +19,7 @@ rest on the next calls).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -40,8 +41,17 @@ Submit = Callable[[Plan, dict[str, Any], str, str | None], None]
 
 
 def tick_execution_id(name: str, tick: datetime) -> str:
-    """The execution id of the run of ``name``'s tick: ``<name>@<UTC ISO 8601>``."""
-    return f"{name}@{tick.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    """The execution id of the run of ``name``'s tick: ``<name>@<UTC ISO 8601>``.
+
+    A name character outside ``A-Za-z0-9_-`` is written ``=XX`` per UTF-8 byte (``daily
+    report`` -> ``daily=20report``), so the id is in the character set every new id keeps
+    (``check_execution_id``) and two names never share an id."""
+    safe = "".join(c if _TICK_NAME.fullmatch(c) else "".join(
+        f"={b:02X}" for b in c.encode("utf-8", "surrogatepass")) for c in name)
+    return f"{safe}@{tick.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+
+
+_TICK_NAME = re.compile(r"[A-Za-z0-9_-]")
 
 
 def due_ticks(schedule: ScheduleRecord, now: datetime, *,

@@ -3,7 +3,9 @@
 With ``timeout``, the pause is also a timer: its pending row is due ``timeout`` after the node
 first asked, and firing it (:func:`tether.runtime.timers.fire_due`, or ``tether resume`` after
 the deadline) answers it with ``on_timeout``: the marker ``{"$timeout": "fail"|"skip"}``, or
-the configured answer (recorded with resolver ``timeout``).
+the configured answer (recorded with resolver ``timeout``). A ``timeout`` given as a template
+over the inputs (``"{{ inputs.approval_timeout }}"``) is rendered when the approval starts and
+read as a duration text or a number of seconds; a value that is neither fails the node.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from tether.errors import InterruptSignal
 from tether.runtime.context import UNIT, Resume, UnitScope, interrupt
 from tether.runtime.invoke import NodeFailure, check_values
 from tether.runtime.render import render
+from tether.runtime.settings import seconds_setting
 from tether.runtime.state import NodeError
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
 from tether.runtime.values import to_json
@@ -40,18 +43,18 @@ class ApprovalExecutor:
         approval = node.approval
         names = unit.names()
         budget = level.session.budget
+        timeout = seconds_setting(approval.timeout, names, "approval.timeout", budget)
         reason = render(approval.reason, names, "approval.reason", budget)
         context = render(approval.context, names, "approval.context", budget)
         answers = level.answers(unit.path)
         token = UNIT.set(UnitScope(unit.address, level.agent_path, answers))
         try:
-            answer = self._ask(unit, node, str(reason), context)
+            answer = self._ask(unit, node, str(reason), context, timeout)
         finally:
             UNIT.reset(token)
         values = dict(answer)
-        if TIMEOUT_KEY in values and approval.timeout is not None:
-            assert approval.timeout is not None
-            after = seconds_text(approval.timeout)
+        if TIMEOUT_KEY in values and timeout is not None:
+            after = seconds_text(timeout)
             if values[TIMEOUT_KEY] == "skip":
                 raise UnitSkipped(f"approval '{node.id}' timed out after {after}")
             raise NodeFailure(NodeError("ApprovalTimeout",
@@ -65,9 +68,9 @@ class ApprovalExecutor:
         return UnitResult(output, text, context)
 
     @staticmethod
-    def _ask(unit: Unit, node: ApprovalNode, reason: str, context: object) -> Resume:
+    def _ask(unit: Unit, node: ApprovalNode, reason: str, context: object,
+             timeout: float | None) -> Resume:
         """The answer; without one, record the pause (a timer too, with ``timeout``)."""
-        timeout = node.approval.timeout
         try:
             return interrupt(reason, context)
         except InterruptSignal as signal:
