@@ -591,6 +591,10 @@ read: the others fail at run time (an undefined value). Give a default
 (`item.name | default(item.python)`, `item.get('name', 'x')`) or test for it
 (`'name' in item`, `item.name is defined`); such a template is not reported.
 """),
+        _code("E236", "two-schedules", "a workflow with both `schedule` and `on.schedule`", """
+`on: {schedule: ...}` and the top-level `schedule:` are the same trigger written two ways; a
+workflow has at most one schedule. Keep one of them.
+"""),
     )
 }
 

@@ -337,6 +337,8 @@ class TriggersSpec(_Model):
     """What starts runs of the workflow besides `tether submit` and the API."""
 
     webhook: WebhookSpec | None = Field(None, description="A signed HTTP request.")
+    schedule: ScheduleSpec | None = Field(None, description="A cron schedule: the same as "
+                                          "the workflow's `schedule` key.")
 
 
 class WorkflowDoc(_Model):

@@ -78,7 +78,8 @@ def describe(path: Path) -> str:
     if path and path[0] == "schedule":
         return "in the schedule"
     if path and path[0] == "on":
-        return "in the webhook" if path[1:2] == ("webhook",) else "in `on`"
+        return {"webhook": "in the webhook", "schedule": "in the schedule"}.get(
+            str(path[1]) if len(path) > 1 else "", "in `on`")
     return "at the top level"
 
 
@@ -94,6 +95,8 @@ def _model_at(path: Path) -> type[BaseModel] | None:
             model = TriggersSpec
         elif model is TriggersSpec and key == "webhook":
             model = WebhookSpec
+        elif model is TriggersSpec and key == "schedule":
+            model = ScheduleSpec
         elif model is WorkflowDoc and key in ("nodes", "inputs") and steps:
             steps.pop(0)
             model = NodeSpec if key == "nodes" else InputSpec
