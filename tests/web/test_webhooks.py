@@ -272,3 +272,23 @@ def test_a_delivery_runs_to_completion_with_the_embedded_worker(
         wait_for(completed, "the webhook's run to complete", 60)
         outputs = {c.node_id: c.node_output for c in project.store.list(execution_id)}
         assert outputs["go"] == {"big": False, "note": "refs/heads/main"}
+
+
+def test_github_form_encoded_deliveries(server: Server, shared_project: Project) -> None:
+    """GitHub's default content type: the JSON is the form field ``payload``, and the
+    signature is over the form body as sent."""
+    from urllib.parse import urlencode
+
+    body = urlencode({"payload": json.dumps(PUSH)}).encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "X-GitHub-Event": "push",
+               "X-GitHub-Delivery": "form-1",
+               "X-Hub-Signature-256": "sha256=" + sign(GITHUB_SECRET, body)}
+    sent = server.client.post("/hooks/on-push", content=body, headers=headers)
+    assert sent.status_code == 201, sent.text
+    assert runs(shared_project, "on-push")[0][1] == {"ref": "refs/heads/main",
+                                                     "sha": "4f1c2a9", "event": "push"}
+    garbage = b"payload=%7Bnot-json"
+    refused = server.client.post("/hooks/on-push", content=garbage, headers={
+        **headers, "X-GitHub-Delivery": "form-2",
+        "X-Hub-Signature-256": "sha256=" + sign(GITHUB_SECRET, garbage)})
+    assert refused.status_code == 400 and "not JSON" in refused.json()["detail"]

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -101,9 +102,10 @@ def check_delivery(hook: PlanWebhook, headers: Mapping[str, str], body: bytes, s
     if refused is not None:
         return refused
     try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return Refusal(400, "the body is not JSON (send the payload as application/json)")
+        payload = json.loads(_json_text(headers, body))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return Refusal(400, "the body is not JSON (send the payload as application/json, "
+                       "or as the form field payload=)")
     delivery = _delivery_id(hook, headers, payload)
     if isinstance(delivery, Refusal):
         return delivery
@@ -155,6 +157,16 @@ def _fresh(stamp: int, now: float, tolerance: float) -> Refusal | None:
         return None
     return Refusal(400, f"the signed timestamp is {abs(now - stamp):,.0f} s from this "
                    f"server's clock (tolerance {tolerance:g} s): a stale or replayed delivery")
+
+
+def _json_text(headers: Mapping[str, str], body: bytes) -> bytes | str:
+    """The JSON text of the body: itself, or the ``payload`` field of a form post (GitHub's
+    default content type, application/x-www-form-urlencoded)."""
+    kind = headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        return body
+    fields = parse_qs(body.decode("utf-8"), max_num_fields=10)
+    return fields.get("payload", [""])[0]
 
 
 def _delivery_id(hook: PlanWebhook, headers: Mapping[str, str],
