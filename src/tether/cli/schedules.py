@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,9 +12,11 @@ from tether.cli.authoring import ExistingFile, compile_or_exit
 from tether.cli.operator import json_option
 from tether.cli.options import color_option, db_option, open_store
 from tether.cli.terminal import console, dumps, printable, text
-from tether.compiler.plan import Plan
-from tether.stores.base import Checkpointer
 from tether.stores.schedule_records import ScheduleRecord
+
+if TYPE_CHECKING:  # annotations only: the CLI imports the compiler when a command needs it
+    from tether.compiler.plan import Plan
+    from tether.stores.base import Checkpointer
 
 
 def register(group: click.Group) -> None:
