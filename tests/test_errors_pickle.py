@@ -49,6 +49,7 @@ def _samples() -> dict[str, Any]:
         errors.CheckpointNotFound("run-1", "c1", "is not in this run"),
         errors.ForkError("run-1", ["nodes must be an object"]),
         errors.ExecutionExists("run-1"),
+        errors.DedupKeyTaken("key-1", "deploy"),
         errors.ResumeError("run-1", "nothing is waiting", node_id="n"),
         errors.ResumeValueError("run-1", "review", ["approved is missing"]),
         errors.AlreadyResumed("run-1", "answered", answered_by="ada",
@@ -115,6 +116,12 @@ def _samples() -> dict[str, Any]:
         pass
     else:
         samples += [NoGraph("no graph: x.yaml has errors"), RenameRefused("no node id here")]
+    try:
+        from tether.web.starts import UnknownWorkflow
+    except ImportError:  # the web extra is not installed
+        pass
+    else:
+        samples += [UnknownWorkflow("deploy", ["build", "release"])]
     return {f"{type(s).__module__}.{type(s).__qualname__}": s for s in samples}
 
 

@@ -380,6 +380,18 @@ class InterruptSignal(Picklable):
         super().__init__(reason)
 
 
+class DedupKeyTaken(RunStateError):
+    """A submission's dedup key (``--id``, ``Idempotency-Key``, ``dedup_key=``) already names
+    a run of another workflow, so it can neither start a run nor return that one."""
+
+    def __init__(self, key: str, workflow: str) -> None:
+        self.key = key
+        self.workflow = workflow
+        super().__init__(
+            f"the dedup key '{key}' already names a run of workflow '{workflow}'; "
+            "choose another key")
+
+
 class InvalidId(UsageError):
     """An id that a new run (or checkpoint) may not have: ``what`` names the kind of id,
     ``reason`` says what is wrong (see :func:`tether.runtime.ids.check_execution_id`). Ids

@@ -50,12 +50,16 @@ def register(group: click.Group) -> None:
               help="Higher is claimed first within the queue.")
 @click.option("--id", "execution_id",
               callback=check_id_option("an execution id", new=True),
-              help="Use this execution id (1 to 200 of A-Z a-z 0-9 - _ . : @ + =, not "
-              "starting with '.', no '..') instead of a new one.")
+              help="The run's execution id and dedup key (1 to 200 of A-Z a-z 0-9 - _ . : "
+              "@ + =, not starting with '.', no '..'): when a run of this workflow already "
+              "has it, nothing is submitted and its id is printed (exit 0).")
 @db_option
 def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: str,
            priority: int, execution_id: str | None, db: str) -> None:
-    """Enqueue a run of a workflow file or plan for the workers; print its execution id."""
+    """Enqueue a run of a workflow file or plan for the workers; print its execution id.
+
+    With --id, submitting again returns the first run (said on stderr) instead of starting
+    another, however many submissions race."""
     from tether.runtime.runner import Runner
 
     if not queue.strip():
@@ -64,8 +68,11 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
     runner = Runner(source, store, {})
     assert runner.plan is not None
     inputs = read_inputs(runner.plan, pairs, inputs_file)
-    click.echo(printable(runner.submit(inputs, execution_id=execution_id, queue=queue,
-                                       priority=priority)))
+    done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue, priority=priority)
+    click.echo(printable(done.execution_id))
+    if not done.created:
+        click.echo(f"run {printable(done.execution_id)} already existed ({done.status.value}); "
+                   "nothing was submitted", err=True)
 
 
 @click.command()

@@ -58,7 +58,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("run", "resume", "fork"), "tether.cli.operator"),
     **dict.fromkeys(("runs", "show", "pending", "prune"), "tether.cli.inspect"),
     "serve": "tether.cli.serve",
-    "schedules": "tether.cli.schedules",
+    **dict.fromkeys(("schedules", "deploy"), "tether.cli.schedules"),
     **dict.fromkeys(("submit", "worker", "workers", "cancel", "queues"), "tether.cli.fleet"),
     "lsp": "tether.cli.lsp",
     **dict.fromkeys(("compat", "upgrade"), "tether.cli.compat"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,10 +14,15 @@ from tether.cli.options import color_option, db_option, open_store
 from tether.cli.terminal import console, dumps, printable, text
 from tether.stores.schedule_records import ScheduleRecord
 
+if TYPE_CHECKING:  # annotations only: the CLI imports the compiler when a command needs it
+    from tether.compiler.plan import Plan
+    from tether.stores.base import Checkpointer
+
 
 def register(group: click.Group) -> None:
     """Add ``tether schedules`` (and its subcommands) to ``group``."""
     group.add_command(schedules)
+    group.add_command(deploy)
 
 
 def _moment(seconds: float | None) -> str | None:
@@ -75,14 +81,19 @@ def add(file: str, db: str, queue: str | None, color: str) -> None:
     `schedule:`. The plan is stored with the schedule. Updating keeps the ticks already
     handled; a new schedule fires from the next tick after now.
     """
-    from tether.cron import next_tick
-
     plan = compile_or_exit(file, color)
     if plan.schedule is None:
         click.echo(f"error: {printable(file)} has no `schedule:`; nothing to register",
                    err=True)
         raise click.exceptions.Exit(1)
-    store = open_store(db, create=True)
+    click.echo(register_schedule(plan, open_store(db, create=True), queue))
+
+
+def register_schedule(plan: Plan, store: Checkpointer, queue: str | None) -> str:
+    """Register (or update) ``plan``'s schedule in ``store``; the line saying so."""
+    from tether.cron import next_tick
+
+    assert plan.schedule is not None
     now = time.time()
     existing = store.get_schedule(plan.name)
     last = existing.last_tick if existing is not None and existing.last_tick is not None \
@@ -99,8 +110,8 @@ def add(file: str, db: str, queue: str | None, color: str) -> None:
     store.put_schedule(record, plan.to_json())
     verb = "updated" if existing is not None else "registered"
     shown = _moment(record.next_tick) or "never"
-    click.echo(f"{verb} schedule {printable(plan.name)}: {printable(spec.cron)} "
-               f"({printable(spec.timezone)}), next tick {shown}")
+    return (f"{verb} schedule {printable(plan.name)}: {printable(spec.cron)} "
+            f"({printable(spec.timezone)}), next tick {shown}")
 
 
 @schedules.command("remove")
@@ -114,4 +125,35 @@ def remove(name: str, db: str) -> None:
     click.echo(f"removed schedule {printable(name)}")
 
 
-__all__ = ["register", "schedules"]
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=ExistingFile)
+@db_option
+@click.option("--queue", metavar="NAME", help="The queue scheduled runs are submitted to "
+              "(an update without it keeps the queue).")
+@color_option
+def deploy(files: tuple[str, ...], db: str, queue: str | None, color: str) -> None:
+    """Put the triggers of workflow FILES into effect: register each schedule (`schedule:`
+    or `on: schedule`, as `tether schedules add`) and say where each webhook is received.
+
+    Every file is compiled first (errors are printed, exit 1, nothing registered). Webhooks
+    are served by `tether serve --workflows FILE`; deploy names their path and secret.
+    """
+    plans = [(file, compile_or_exit(file, color)) for file in files]
+    store = open_store(db, create=True)
+    for file, plan in plans:
+        said = False
+        if plan.schedule is not None:
+            click.echo(register_schedule(plan, store, queue))
+            said = True
+        if plan.webhook is not None:
+            hook = plan.webhook
+            click.echo(f"webhook {printable(plan.name)}: POST /hooks/{printable(hook.path)} "
+                       f"({hook.verify}, secret from ${hook.secret}), served by tether serve "
+                       f"--workflows {printable(file)}")
+            said = True
+        if not said:
+            click.echo(f"{printable(file)}: no schedule or webhook; runs start with tether "
+                       "submit or POST /api/workflows/NAME/runs")
+
+
+__all__ = ["deploy", "register", "schedules"]

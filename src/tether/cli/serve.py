@@ -45,7 +45,7 @@ def _url(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
               show_default=True, help="token: bearer tokens and a login page; tokens from "
               "TETHER_TOKENS (NAME:TOKEN[:ROLE], comma-separated) or --tokens-file.")
 @click.option("--tokens-file", type=click.Path(dir_okay=False), metavar="FILE",
-              help="One NAME:TOKEN[:ROLE] a line (role approver or viewer).")
+              help="One NAME:TOKEN[:ROLE] a line (role approver, viewer or submitter).")
 @click.option("--notify-url", callback=_url, metavar="URL",
               help="POST a signed JSON event here when a run pauses, fails or completes "
               "(HMAC-SHA256 with TETHER_WEBHOOK_SECRET, header X-Tether-Signature).")
@@ -63,10 +63,13 @@ def _url(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: one JSON object per log line, with the trace "
               "and span ids of what it is about.")
+@click.option("--workflows", "workflows", multiple=True, metavar="PATH",
+              type=click.Path(exists=True), help="A workflow file, plan or directory of "
+              "workflows that POST /api/workflows/NAME/runs may start (repeatable).")
 def serve(db: str, host: str, port: int, tasks: tuple[str, ...], auth: str,
           tokens_file: str | None, notify_url: str | None, worker: bool,
           link_max_age: float, public_url: str | None, secret_file: str,
-          log_format: str = "text") -> None:
+          log_format: str = "text", workflows: tuple[str, ...] = ()) -> None:
     """Serve the approvals inbox and runs console (and its JSON API under /api/).
 
     Answers are recorded in the store (exactly one wins a pause); the runs are continued by
@@ -97,7 +100,7 @@ def serve(db: str, host: str, port: int, tasks: tuple[str, ...], auth: str,
             auth=AuthMode(auth), users=load_tokens(tokens_file) if auth == "token" else {},
             tasks=tasks, worker=worker, notify_url=notify_url,
             webhook_secret=webhook.encode() if webhook else None, link_max_age=link_max_age,
-            public_url=public_url)
+            public_url=public_url, workflows=workflows)
         run_console(config, tasks=registry)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None

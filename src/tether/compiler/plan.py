@@ -352,6 +352,23 @@ class PlanSchedule(_PlanModel):
     catchup: Literal["none", "latest", "all"] = "latest"
 
 
+class PlanWebhook(_PlanModel):
+    """How ``tether serve`` starts runs of the plan from a signed request at ``/hooks/path``:
+    the sender's scheme, the environment variable of its secret (never its value), the
+    inputs (templates over ``trigger``), the headers templates may read, and the ``hmac``
+    scheme's headers; ``tolerance``: seconds a signing time may be from now."""
+
+    path: str
+    verify: Literal["github", "stripe", "hmac"]
+    secret: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    headers: tuple[str, ...] = ()
+    header: str = "x-signature"
+    timestamp_header: str | None = None
+    delivery_header: str | None = None
+    tolerance: float = 300.0
+
+
 class SourceRef(_PlanModel):
     """Where a node is defined: file (relative to the main workflow file), line, column."""
 
@@ -374,6 +391,8 @@ class Plan(_PlanModel):
     secrets: tuple[str, ...] = ()
     schedule: PlanSchedule | None = None
     """When workers start runs of it (absent from the JSON when there is none)."""
+    webhook: PlanWebhook | None = None
+    """The signed request that starts runs of it (absent from the JSON when there is none)."""
     nodes: tuple[PlanNode, ...]
     agents: tuple[PlanAgent, ...] = ()
     """Agents that run only when another agent calls them (workers, handoff targets)."""
@@ -390,6 +409,8 @@ class Plan(_PlanModel):
             data.pop("secrets", None)
         if self.schedule is None:
             data.pop("schedule", None)
+        if self.webhook is None:
+            data.pop("webhook", None)
         if not self.agents:
             data.pop("agents", None)
         return data

@@ -530,6 +530,40 @@ would change nothing. (An approval without a form is a plain gate: resuming it i
 decision.) Guard
 the next step with it (`when: "{{ nodes.<id>.output.approved }}"`) or pass it on.
 """),
+        _code("E230", "webhook-path", "a webhook's path is not a plain path segment", """
+`on.webhook.path` is the hook's address under `tether serve`: `/hooks/PATH`. It is one path
+segment of letters, digits, `.`, `_` and `-` (at most 100 characters), starting with a letter
+or digit. Left out, it is the workflow's name.
+"""),
+        _code("E231", "webhook-secret",
+              "a webhook's secret is not an environment variable name", """
+`on.webhook.secret` names the environment variable that holds the signing secret (upper-case
+letters, digits and `_`, e.g. `GITHUB_WEBHOOK_SECRET`). `tether serve` reads it for each
+request; the secret itself never belongs in the file, the plan or the store.
+"""),
+        _code("E232", "webhook-header", "a webhook names something that is not an HTTP header", """
+The names under `on.webhook.headers`, and the `hmac` scheme's `header`, `timestamp_header`
+and `delivery_header`, are HTTP header names: letters, digits and `-`.
+"""),
+        _code("E233", "webhook-option",
+              "a webhook option that does not apply or cannot be read", """
+`header`, `timestamp_header` and `delivery_header` belong to `verify: hmac` (GitHub and
+Stripe fix their own headers). `tolerance` is a duration (`5m`) and needs a signed timestamp:
+`verify: stripe`, or `hmac` with `timestamp_header`; GitHub signs none (its
+`X-GitHub-Delivery` id is what stops a replay).
+"""),
+        _code("E234", "webhook-inputs", "a webhook's inputs do not match the workflow's inputs", """
+Each run a webhook starts gets the inputs `on.webhook.inputs` maps from the request, so every
+required input must be given there and no undeclared input may be; each value is checked
+against its input's type when a request arrives (a request that does not fit is answered 422).
+"""),
+        _code("E235", "webhook-template",
+              "a webhook input template reads something other than `trigger`", """
+The inputs of a webhook are rendered by `tether serve` when the request arrives, before the run
+exists: the only name is `trigger` (`trigger.payload`, the JSON body; `trigger.headers`, the
+headers listed under `headers`; `trigger.delivery`; `trigger.kind`). `inputs`, `nodes` and
+`secrets` do not exist yet; a template that cannot be read is reported here too.
+"""),
         _code("E420", "template-include", "a template that includes another template", """
 Templates are text of the workflow file, rendered by a sandbox that has no files to read:
 `{% include %}` would fail when the node runs. Write the text where it is used, or build it in
@@ -609,6 +643,10 @@ done would mean something else in the new plan. The runs stay pinned.
 `tether compat`: runs started this sub-workflow node and the sub-workflow's own plan changed
 in a way its started nodes cannot follow (checked recursively, with the same rules). The runs
 stay pinned.
+"""),
+        _code("E236", "two-schedules", "a workflow with both `schedule` and `on.schedule`", """
+`on: {schedule: ...}` and the top-level `schedule:` are the same trigger written two ways; a
+workflow has at most one schedule. Keep one of them.
 """),
     )
 }

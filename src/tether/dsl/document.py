@@ -307,6 +307,43 @@ class ScheduleSpec(_Model):
         "(default) starts the newest one, `all` starts each of them.")
 
 
+Verifier = Literal["github", "stripe", "hmac"]
+
+
+class WebhookSpec(_Model):
+    """Start a run when a signed HTTP request arrives at ``/hooks/PATH`` of ``tether serve``."""
+
+    verify: Verifier = Field(description="How the sender signs: `github` "
+                             "(X-Hub-Signature-256), `stripe` (Stripe-Signature, with its "
+                             "timestamp) or `hmac` (HMAC-SHA256 of the body in `header`).")
+    secret: str = Field(description="The environment variable holding the signing secret "
+                        "(read by `tether serve` per request, never stored).",
+                        json_schema_extra={"pattern": SECRET_PATTERN})
+    path: str | None = Field(None, description="The hook's path under /hooks/ (default: the "
+                             "workflow's name).")
+    inputs: dict[str, Any] | None = Field(
+        None, description="The run's inputs: values, or templates reading `trigger.payload`, "
+        "`trigger.headers`, `trigger.delivery`, `trigger.kind`.")
+    headers: list[str] | None = Field(None, description="Request headers the templates may "
+                                      "read as `trigger.headers` (lower-case names).")
+    header: str | None = Field(None, description="`hmac`: the signature header (default "
+                               "X-Signature; `sha256=<hex>` or bare hex).")
+    timestamp_header: str | None = Field(None, description="`hmac`: a header with the Unix "
+                                         "time the sender signed `TIME.BODY` at.")
+    delivery_header: str | None = Field(None, description="`hmac`: a header with the "
+                                        "delivery's unique id (a repeat starts no run).")
+    tolerance: str | None = Field(None, description="`stripe`, `hmac` with a timestamp: how "
+                                  "far the signing time may be from now (default 5m).")
+
+
+class TriggersSpec(_Model):
+    """What starts runs of the workflow besides `tether submit` and the API."""
+
+    webhook: WebhookSpec | None = Field(None, description="A signed HTTP request.")
+    schedule: ScheduleSpec | None = Field(None, description="A cron schedule: the same as "
+                                          "the workflow's `schedule` key.")
+
+
 class WorkflowDoc(_Model):
     """A tether workflow file."""
 
@@ -336,6 +373,8 @@ class WorkflowDoc(_Model):
     schedule: ScheduleSpec | None = Field(
         None, description="Start a run at each tick of a cron expression "
         "(`tether schedules add FILE` registers it with the workers).")
+    on: TriggersSpec | None = Field(
+        None, description="Triggers: a `webhook` that `tether serve --workflows` listens for.")
     nodes: dict[str, NodeSpec] = Field(
         min_length=1,
         description="The nodes, by id.",

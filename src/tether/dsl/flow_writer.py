@@ -333,6 +333,8 @@ def write_flow(doc: WorkflowDoc) -> str:
         lines.append(_secrets(data["secrets"]))
     if "schedule" in data:
         lines.append("schedule " + value(data["schedule"], "", len("schedule ")))
+    if "on" in data:
+        lines.append("on " + value(data["on"], "", len("on ")))
     blocks = ["\n".join(lines)]
     nodes = [_node(node_id, node) for node_id, node in data["nodes"].items()]
     blocks.append(("\n\n" if any("\n" in node for node in nodes) else "\n").join(nodes))

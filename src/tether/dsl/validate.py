@@ -32,6 +32,8 @@ from tether.dsl.document import (
     RetryPolicy,
     ScheduleSpec,
     SwitchSpec,
+    TriggersSpec,
+    WebhookSpec,
     WorkflowDoc,
 )
 from tether.dsl.matrix_checks import check_matrix_entries
@@ -75,6 +77,9 @@ def describe(path: Path) -> str:
         return f"in input `{path[1]}`"
     if path and path[0] == "schedule":
         return "in the schedule"
+    if path and path[0] == "on":
+        return {"webhook": "in the webhook", "schedule": "in the schedule"}.get(
+            str(path[1]) if len(path) > 1 else "", "in `on`")
     return "at the top level"
 
 
@@ -85,6 +90,12 @@ def _model_at(path: Path) -> type[BaseModel] | None:
     while steps:
         key = steps.pop(0)
         if model is WorkflowDoc and key == "schedule":
+            model = ScheduleSpec
+        elif model is WorkflowDoc and key == "on":
+            model = TriggersSpec
+        elif model is TriggersSpec and key == "webhook":
+            model = WebhookSpec
+        elif model is TriggersSpec and key == "schedule":
             model = ScheduleSpec
         elif model is WorkflowDoc and key in ("nodes", "inputs") and steps:
             steps.pop(0)

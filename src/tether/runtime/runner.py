@@ -16,11 +16,19 @@ from datetime import datetime
 from typing import Any
 
 from tether.compiler.plan import Plan
-from tether.errors import CheckpointNotFound, ForkError, InputError, RunNotFound, TetherError
+from tether.errors import (
+    CheckpointNotFound,
+    ForkError,
+    InputError,
+    RunNotFound,
+    TetherError,
+    UsageError,
+)
 from tether.observability.observer import remember_caller
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import run_sync
 from tether.runtime.context import Resume
+from tether.runtime.dedup import Submitted, check_dedup_key, create_once
 from tether.runtime.driver import Driver
 from tether.runtime.events import Event
 from tether.runtime.fork_patch import check_patch_effect, merge_patch
@@ -174,21 +182,41 @@ class Runner:
     # -- submit ------------------------------------------------------------------------------
     def submit(self, inputs: Mapping[str, Any] | None = None, *,
                execution_id: str | None = None, queue: str = "default",
-               priority: int = 0) -> str:
+               priority: int = 0, dedup_key: str | None = None) -> str:
         """Enqueue a run of the Runner's plan for the workers of ``queue`` and return its
         execution id at once (nothing executes here, so the task modules need not be
         importable in this process). The run is ``queued`` with its plan stored, as ``run``
-        stores it; ``priority``: higher is claimed first within the queue."""
+        stores it; ``priority``: higher is claimed first within the queue.
+
+        ``dedup_key``: the run's execution id, and a second submission with the same key
+        returns the first run's id instead of starting another (atomically, however many
+        race; see ``dedup.py``). Without it, an ``execution_id`` already taken raises
+        :class:`~tether.errors.ExecutionExists`."""
+        return self.submit_run(inputs, execution_id=execution_id, queue=queue,
+                               priority=priority, dedup_key=dedup_key).execution_id
+
+    def submit_run(self, inputs: Mapping[str, Any] | None = None, *,
+                   execution_id: str | None = None, queue: str = "default",
+                   priority: int = 0, dedup_key: str | None = None) -> Submitted:
+        """:meth:`submit`, saying also whether this call created the run (see
+        :class:`~tether.runtime.dedup.Submitted`)."""
         plan = self._own_plan()
+        if dedup_key is not None:
+            if execution_id is not None:
+                raise UsageError("give a dedup key or an execution id, not both (the key "
+                                 "is the run's execution id)")
+            execution_id = check_dedup_key(dedup_key)
         values, execution_id = self._start_values(plan, inputs, execution_id)
         _check_queue(queue)
         now = utc_now()
-        self._store().create_run(RunRecord(
+        submitted = create_once(self._store(), RunRecord(
             execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
             status=RunStatus.QUEUED, inputs=values, created_at=now, updated_at=now,
-            attempt=0, queue=queue, priority=int(priority)), plan.to_json())
-        remember_caller(self._store(), execution_id)
-        return execution_id
+            attempt=0, queue=queue, priority=int(priority)), plan.to_json(),
+            deduplicate=dedup_key is not None)
+        if submitted.created:  # the caller's active span is the new run's parent
+            remember_caller(self._store(), submitted.execution_id)
+        return submitted
 
     # -- resume ------------------------------------------------------------------------------
     async def aresume(self, execution_id: str,

@@ -7,6 +7,10 @@ without the browser asking first, and this API never says yes). Status codes: 40
 unknown credentials, 403 CSRF, origin or role, 404 unknown run, pause or checkpoint, 409 the
 pause was already answered (``answered_by``, ``answered_at``) or the run's state forbids the
 action, 422 values that do not fit (``errors``: ``[{field, message}]``), 503 no worker.
+
+Starting a run (``POST /api/workflows/{name}/runs``) answers 201 with the new run, or 200
+with the run an ``Idempotency-Key`` already named (``starts.py``); it needs the role
+``approver`` or ``submitter``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
@@ -26,6 +30,7 @@ from tether.web.auth import CSRF_HEADER, Forbidden, Identity, Unauthenticated
 from tether.web.console import AlreadyAnswered, Invalid, Recorded, Step, timeline
 from tether.web.forms import Decision as Button
 from tether.web.forms import Form
+from tether.web.starts import Start
 from tether.web.tool_form import ToolForm
 from tether.web.urls import approval_url, run_url
 
@@ -250,8 +255,24 @@ async def writer(request: Request) -> Identity:
     return who
 
 
+async def submitter(request: Request) -> Identity:
+    """A caller allowed to start runs (an approver or a submitter), not a forgery."""
+    who = _reader(request)
+    guard = web_of(request).guard
+    guard.check_origin(request)
+    if who.via == "session":
+        guard.check_csrf(request, request.headers.get(CSRF_HEADER))
+    if not who.may_submit:
+        raise Forbidden(f"{who.name} may not start runs (role {who.role.value})")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if who.via != "token" and content_type != "application/json":
+        raise Forbidden("send the request as application/json (or with a bearer token)")
+    return who
+
+
 Reader = Depends(reader)
 Writer = Depends(writer)
+Submitter = Depends(submitter)
 
 
 # -- lists and reads ----------------------------------------------------------------------------
@@ -410,6 +431,69 @@ def run(request: Request, execution_id: str, who: Identity = Reader) -> RunDetai
     return RunDetail(**base, inputs=r.inputs, output=view.output, nodes=view.statuses,
                      pending=[PendingOut.of(p, r.workflow) for p in view.pending],
                      decisions=[DecisionOut.of(d) for d in view.decisions])
+
+
+# -- starting runs ------------------------------------------------------------------------------
+class WorkflowOut(BaseModel):
+    name: str
+    fingerprint: str
+    inputs: list[FieldOut]
+    runs: str = Field(description="POST here to start a run")
+    webhook: str | None = Field(default=None, description="where its signed webhook is "
+                                "received (on: webhook), e.g. /hooks/deploy")
+
+
+class WorkflowList(BaseModel):
+    items: list[WorkflowOut]
+
+
+class StartIn(BaseModel):
+    inputs: dict[str, Any] = Field(default_factory=dict, description="the workflow's inputs")
+    queue: str = Field(default="default", min_length=1, max_length=200)
+    priority: int = Field(default=0, description="higher is claimed first within the queue")
+
+
+class StartOut(BaseModel):
+    execution_id: str
+    workflow: str
+    status: str
+    created: bool = Field(description="false: the Idempotency-Key named an existing run, "
+                          "which is returned (HTTP 200) instead of starting another")
+    url: str
+
+
+@router.get("/workflows", response_model=WorkflowList, responses=_ERRORS)
+def workflows(request: Request, who: Identity = Reader) -> WorkflowList:
+    """The workflows this console may start (``tether serve --workflows``) and their inputs."""
+    catalog = web_of(request).catalog
+    return WorkflowList(items=[WorkflowOut(
+        name=name, fingerprint=plan.fingerprint, runs=f"/api/workflows/{name}/runs",
+        webhook=f"/hooks/{plan.webhook.path}" if plan.webhook else None,
+        inputs=[FieldOut(name=i.name, type=i.type, required=i.required, default=i.default,
+                         description=i.description,
+                         enum=list(i.enum) if i.enum is not None else None)
+                for i in plan.inputs])
+        for name, plan in sorted(catalog.plans.items())])
+
+
+@router.post("/workflows/{name}/runs", response_model=StartOut, status_code=201,
+             responses={**_ERRORS, 200: {"model": StartOut, "description":
+                        "the run the Idempotency-Key already named"}})
+def start(request: Request, name: str, body: StartIn, who: Identity = Submitter,
+          idempotency_key: str | None = Header(
+              default=None, description="the dedup key: the same key returns the same run "
+              "(200) for as long as the run is stored; it becomes the run's execution id"),
+          ) -> StartOut | JSONResponse:
+    """Start (queue) a run of a workflow, as ``tether submit`` does: 201 and the new run, or
+    200 and the run an ``Idempotency-Key`` already named (however many requests race)."""
+    web = web_of(request)
+    done = web.catalog.start(web.console.store, name, Start(
+        body.inputs, body.queue, body.priority, idempotency_key))
+    out = StartOut(execution_id=done.execution_id, workflow=name, status=done.status.value,
+                   created=done.created, url=run_url(done.execution_id))
+    if done.created:
+        return out
+    return JSONResponse(status_code=200, content=out.model_dump(mode="json"))
 
 
 @router.get("/me", responses=_ERRORS)

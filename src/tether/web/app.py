@@ -40,6 +40,7 @@ from tether.web.graph import graph_svg
 from tether.web.links import LinkError, Links
 from tether.web.notify import Notifier
 from tether.web.security import SecurityHeaders, loopback_hosts
+from tether.web.starts import Catalog
 from tether.web.urls import RawPathRouting, approval_url, quote_id, run_url
 
 if TYPE_CHECKING:
@@ -62,9 +63,11 @@ def templates() -> Environment:
 class Web:
     """What the handlers share: the console, the guard, the templates, the settings."""
 
-    def __init__(self, config: ServeConfig, console: Console) -> None:
+    def __init__(self, config: ServeConfig, console: Console,
+                 catalog: Catalog | None = None) -> None:
         self.config = config
         self.console = console
+        self.catalog = catalog or Catalog({})
         self.guard = Guard(config)
         self.env = templates()
 
@@ -161,6 +164,7 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
     from tether.stores.open import open_checkpointer
     from tether.workers.claims import lease_seconds
 
+    catalog = Catalog.load(config.workflows)  # before the store: a bad file opens nothing
     owned = store is None
     shared = store if store is not None else open_checkpointer(config.db, create=False)
     links = Links(config.secret, config.base_url, config.link_max_age)
@@ -186,13 +190,15 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
                   exception_handlers=_handlers(),
                   telemetry={"tracing": False, "metrics": False, "logs": False},
                   description="The approvals inbox and runs console of tether. Answer "
-                  "pauses, list and inspect runs, resume, fork and cancel them. With "
+                  "pauses, list and inspect runs, start, resume, fork and cancel them. With "
                   "--auth token, send 'Authorization: Bearer <token>'.")
-    app.state.web = Web(config, console)
+    app.state.web = Web(config, console, catalog)
     app.state.notifier = notifier
-    from tether.web import api, pages
+    from tether.web import api, hooks, pages, start_pages
 
     app.include_router(api.router)
+    app.include_router(hooks.router)
+    app.include_router(start_pages.router)
     app.include_router(pages.router)
     from tether.observability.web import add_metrics_route
 

@@ -46,6 +46,11 @@ class Identity:
     def may_act(self) -> bool:
         return self.role == Role.APPROVER
 
+    @property
+    def may_submit(self) -> bool:
+        """Whether this identity may start runs (an approver, or a submitter)."""
+        return self.role in (Role.APPROVER, Role.SUBMITTER)
+
 
 class Forbidden(Exception):
     """A request refused after authentication (HTTP 403): CSRF, origin, or role."""

@@ -5,8 +5,9 @@ with.
 Tokens come from ``TETHER_TOKENS`` (entries separated by commas or line breaks) or from a file
 (``--tokens-file``, one entry a line, ``#`` starts a comment). An entry is
 ``NAME:TOKEN`` or ``NAME:TOKEN:ROLE``; the role is ``approver`` (the default: may answer,
-resume, fork and cancel) or ``viewer`` (may look). The signing key is ``TETHER_CONSOLE_SECRET``,
-else the file ``--secret-file`` (default ``.tether/console.key``, created ``0600`` on first
+resume, fork, cancel and start runs), ``viewer`` (may look) or ``submitter`` (may look and
+start runs, not answer). The signing key is ``TETHER_CONSOLE_SECRET``, else the file
+``--secret-file`` (default ``.tether/console.key``, created ``0600`` on first
 use), so approval links stay valid across restarts and across consoles sharing the file.
 """
 
@@ -46,6 +47,7 @@ class Role(StrEnum):
 
     APPROVER = "approver"
     VIEWER = "viewer"
+    SUBMITTER = "submitter"  # may look and start runs (POST /api/workflows/{name}/runs)
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,8 @@ def parse_tokens(text: str, where: str) -> dict[str, User]:
         try:
             role = Role(role_text)
         except ValueError:
-            raise ConfigError(f"{where}, entry {number}: role {role_text!r} is not approver "
-                              "or viewer") from None
+            raise ConfigError(f"{where}, entry {number}: role {role_text!r} is not approver, "
+                              "viewer or submitter") from None
         if len(parts[1]) < 16:
             raise ConfigError(f"{where}, entry {number} ({parts[0]}): a token must be at "
                               "least 16 characters")
@@ -155,6 +157,8 @@ class ServeConfig:
     link_max_age: float = DEFAULT_LINK_MAX_AGE
     public_url: str | None = None
     local_user: str = "local"
+    workflows: tuple[str, ...] = ()
+    """The workflow files and directories runs may be started from (``--workflows``)."""
 
     def __post_init__(self) -> None:
         if self.auth == AuthMode.NONE and not is_loopback(self.host):
