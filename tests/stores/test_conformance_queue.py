@@ -1,6 +1,8 @@
 """Store conformance, part 3: queued runs, the workers' claim, cancel requests, workers.
 
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers.
+
+Checks the protocol QueueStore (``tether.stores.contracts``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import CancelOutcome, ClaimReason, WorkerRecord
 from tether.stores.records import RunRecord
+
+pytestmark = pytest.mark.protocol("QueueStore")
 
 
 def queued(store: Checkpointer, execution_id: str | None = None, *, queue: str = "default",
