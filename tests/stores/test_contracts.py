@@ -95,3 +95,17 @@ def test_every_conformance_file_names_the_protocols_it_checks(path: Path) -> Non
 def test_every_protocol_is_checked_by_some_conformance_file() -> None:
     covered = {n for p in HERE.glob("test_conformance*.py") for n in _marked_protocols(p)}
     assert covered == {p.__name__ for p in PROTOCOLS}
+
+
+def test_sql_queue_reaches_into_no_other_objects_private_members() -> None:
+    """``sql_queue.py`` uses the SQL store's public plumbing only (``sql_cursor``,
+    ``sql_execute``, ``wake_workers``, ``run_from_row``), never ``store._something``."""
+    import tether.stores.sql_queue as module
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    reached = sorted(
+        f"{node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id == "self"))
+    assert not reached, f"private members of other objects: {reached}"
