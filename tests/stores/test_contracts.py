@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import inspect
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +110,21 @@ def test_sql_queue_reaches_into_no_other_objects_private_members() -> None:
         and not node.attr.startswith("__")
         and not (isinstance(node.value, ast.Name) and node.value.id == "self"))
     assert not reached, f"private members of other objects: {reached}"
+
+
+def test_a_workers_switches_are_arguments_of_use_for_worker_and_stay_on_that_store(
+        store: Checkpointer) -> None:
+    """``use_for_worker`` turns a store's worker switches on for that store only: another
+    store of the same class (``tether run``'s) keeps plain writes and no group."""
+    from tether.stores.memory import InMemoryCheckpointer
+    from tether.stores.write_group import WriteGroup
+
+    assert (store.reads_cancel_on_write, store.write_group) == (False, None)
+    group: WriteGroup[Any, Any] = WriteGroup()
+    store.use_for_worker(write_group=group)
+    assert store.reads_cancel_on_write is True and store.write_group is group
+    other = type(store).__new__(type(store)) if not isinstance(
+        store, InMemoryCheckpointer) else InMemoryCheckpointer()
+    assert (other.reads_cancel_on_write, other.write_group) == (False, None)
+    store.use_for_worker()
+    assert store.reads_cancel_on_write is True and store.write_group is None

@@ -15,7 +15,8 @@ it, so a new store method must be placed here too):
 - :class:`QueueStore` (SQL: sql_queue.py, sql_leases.py): acquire, renew, release,
   enqueue_run, claim_runs, claimable_plans, block_runs, retry_later, put_queue, list_queues,
   get_queue, remove_queue, queue_counts, request_cancel, cancel_requested_at,
-  take_cancel_seen, register_worker, heartbeat_worker, deregister_worker, list_workers.
+  take_cancel_seen, register_worker, heartbeat_worker, deregister_worker, list_workers,
+  use_for_worker (a worker's switches, given as arguments; base.py).
 - :class:`ScheduleStore` (SQL: schedule_sql.py; due_pending in sql_rows.py): put_schedule,
   get_schedule, list_schedules, remove_schedule, advance_schedule, due_pending (timers).
 - :class:`IdempotencyStore` (SQL: sql_rows.py): get_idempotent, put_idempotent.
@@ -57,6 +58,7 @@ from tether.stores.records import (
     RunRecord,
 )
 from tether.stores.schedule_records import ScheduleRecord
+from tether.stores.write_group import WriteGroup
 
 # ``list`` is a method name inside RunStore, so its list types are spelt through aliases.
 _Runs = list[RunRecord]
@@ -273,6 +275,11 @@ class QueueStore(Protocol):
 
     def list_workers(self, alive_since: float | None = None) -> list[WorkerRecord]:
         """Workers, oldest registration first."""
+
+    def use_for_worker(self, *, write_group: WriteGroup[tuple[CheckpointRow, str],
+                                                       tuple[bool, float | None]] | None = None,
+                       ) -> None:
+        """Tune this store for a worker (cancel reads on writes, group commit)."""
 
 
 @runtime_checkable
