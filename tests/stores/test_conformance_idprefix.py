@@ -3,6 +3,8 @@
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers (the ``store``
 fixture), and attacks the lookup with ids chosen to collide: shared prefixes, LIKE
 metacharacters, the last code point before the surrogates, ids that are prefixes of others.
+
+Checks the protocol IdLookup (``tether.stores.contracts``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from tether.errors import (
 )
 from tether.stores.base import Checkpointer
 from tether.stores.idprefix import SHOWN, upper_bound
+
+pytestmark = pytest.mark.protocol("IdLookup")
 
 
 def test_an_exact_execution_id_wins_even_when_short_or_a_prefix_of_others(

@@ -1,6 +1,8 @@
 """Store conformance, part 3: queued runs, the workers' claim, cancel requests, workers.
 
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers.
+
+Checks the protocol QueueStore (``tether.stores.contracts``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import CancelOutcome, ClaimReason, WorkerRecord
 from tether.stores.records import RunRecord
+
+pytestmark = pytest.mark.protocol("QueueStore")
 
 
 def queued(store: Checkpointer, execution_id: str | None = None, *, queue: str = "default",
@@ -175,14 +179,14 @@ def test_cancel_of_a_queued_run_is_at_once_and_of_a_held_run_a_request(
 def test_a_fenced_write_hands_its_reading_of_the_cancel_request_to_one_boundary(
         store: Checkpointer) -> None:
     """Where a fenced checkpoint write reads ``cancel_requested_at`` in its statement
-    (PostgreSQL, once a worker turned ``reads_cancel_on_write`` on), the next
+    (PostgreSQL, once a worker called ``use_for_worker``), the next
     ``take_cancel_seen`` gets it once, newest write first; a write fenced out, a reading too
     old, the flag off and other stores give None (the boundary reads)."""
     now = time.time()
     held = new_run(store, owner="me", lease_until=now + 60)
     store.put(row(held, "off"), owner="me")
     assert store.take_cancel_seen(held, 60) is None  # `tether run`: plain fenced writes
-    store.reads_cancel_on_write = True
+    store.use_for_worker()
     store.put(row(held, "a"), owner="me")
     if not store.concurrent_connections:
         assert store.take_cancel_seen(held, 60) is None

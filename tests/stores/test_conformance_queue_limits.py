@@ -2,6 +2,8 @@
 plan filter, blocked reasons and the recovery backoff.
 
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers.
+
+Checks the protocol QueueStore (``tether.stores.contracts``).
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from helpers import new_run
 from test_conformance_queue import queued
 
 from tether.stores.base import Checkpointer
 from tether.stores.queueing import ClaimReason, QueueCounts, QueueRecord
+
+pytestmark = pytest.mark.protocol("QueueStore")
 
 
 def _claim(store: Checkpointer, n: int = 10, now: float | None = None,

@@ -2,6 +2,8 @@
 
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers (the ``store``
 fixture); the in-memory store is the reference the SQL stores must agree with.
+
+Checks the protocol RunStore (``tether.stores.contracts``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from tether.runtime.ids import new_checkpoint_id
 from tether.runtime.journal import Journal
 from tether.stores.base import Checkpointer
 from tether.stores.open import open_checkpointer
+
+pytestmark = pytest.mark.protocol("RunStore")
 
 # -- runs -------------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 ``answered`` event a claim writes in its own transaction, and prune.
 
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers.
+
+Checks the protocol EventStore (``tether.stores.contracts``).
 """
 
 from __future__ import annotations
@@ -9,10 +11,13 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from helpers import new_run, pause, pending_for, row, run_end
 
 from tether.stores.base import Checkpointer
 from tether.stores.events import AnswerChannel, RunEvent, RunEventKind
+
+pytestmark = pytest.mark.protocol("EventStore")
 
 
 def test_events_read_back_in_order_with_every_field(store: Checkpointer) -> None:

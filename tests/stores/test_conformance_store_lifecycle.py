@@ -1,6 +1,8 @@
 """Store conformance, part 2: interrupts and the claim, idempotency, leases, ending, pruning.
 
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers.
+
+Checks the protocols RunStore, IdempotencyStore, QueueStore (``tether.stores.contracts``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from helpers import (
 
 from tether.errors import LeaseLost, StoreError
 from tether.stores.base import Checkpointer
+
+pytestmark = pytest.mark.protocol("RunStore", "IdempotencyStore", "QueueStore")
 
 # -- record_interrupt and pause_run ------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """Store conformance, part 3: schedules (put, get, list, remove, advance's compare-and-set).
 
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers.
+
+Checks the protocol ScheduleStore (``tether.stores.contracts``).
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 
+import pytest
 from helpers import new_run
 
 from tether.stores.base import Checkpointer
 from tether.stores.schedule_records import ScheduleRecord
+
+pytestmark = pytest.mark.protocol("ScheduleStore")
 
 PLAN = '{"name": "nightly"}'
 

@@ -132,8 +132,7 @@ def slot_stores(pg_schema: tuple[str, str]) -> Iterator[list[PostgresCheckpointe
     group: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] = WriteGroup()
     stores = [PostgresCheckpointer(url, schema=schema) for _ in range(4)]
     for store in stores:
-        store.reads_cancel_on_write = True
-        store.write_group = group
+        store.use_for_worker(write_group=group)
     yield stores
     for store in stores:
         store.close()

@@ -31,18 +31,23 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from tether.errors import RunNotFound, StoreError
 from tether.runtime.history import EventKind, History, HistoryEvent, NodeState
 from tether.runtime.history_nodes import PlanOutline, newest_state, node_views
 from tether.status import FINISHED, RUN_END, RunStatus, SkipReason, StepType, UnitStatus
-from tether.stores.base import Checkpointer
+from tether.stores.contracts import EventStore, RunStore
 from tether.stores.events import RunEvent, RunEventKind
 from tether.stores.owners import parse_owner, provably_dead
 from tether.stores.records import CheckpointRow, Decision, RunRecord, utc
 
 __all__ = ["build_history", "checkpoint_time"]
+
+
+class HistorySource(RunStore, EventStore, Protocol):
+    """What building a history reads: the run, its checkpoints and decisions, its events."""
+
 
 _SKIPPED = frozenset({UnitStatus.SKIPPED, UnitStatus.UPSTREAM_FAILED})
 _NODE_ERROR_KEYS = ("type", "message")
@@ -56,7 +61,7 @@ def checkpoint_time(checkpoint_id: str) -> float:
         return 0.0
 
 
-def _plan(store: Checkpointer, run: RunRecord) -> PlanOutline | None:
+def _plan(store: RunStore, run: RunRecord) -> PlanOutline | None:
     return PlanOutline.read(store.get_plan(run.plan_fingerprint))
 
 
@@ -386,7 +391,7 @@ def _gone(run: RunRecord, now: float) -> bool:
         provably_dead(run.owner)
 
 
-def build_history(store: Checkpointer, execution_id: str, after: str | None = None,
+def build_history(store: HistorySource, execution_id: str, after: str | None = None,
                   limit: int = 200, *, now: float | None = None) -> History:
     """One page of a run's history: the events up to its ``limit``-th checkpoint after
     ``after`` (see the module docstring). Raises :class:`RunNotFound`."""

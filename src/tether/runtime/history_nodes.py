@@ -12,7 +12,7 @@ from tether.runtime.history import EventKind, HistoryEvent, NodeState, NodeView
 from tether.status import FINISHED, RunStatus, SkipReason, UnitStatus
 
 if TYPE_CHECKING:
-    from tether.stores.base import Checkpointer
+    from tether.stores.contracts import RunStore
     from tether.stores.records import RunRecord
 
 
@@ -50,7 +50,7 @@ class PlanOutline:
 _STATES = {status.value: NodeState(status.value) for status in UnitStatus}
 
 
-def newest_state(store: Checkpointer, run: RunRecord) -> dict[str, Any]:
+def newest_state(store: RunStore, run: RunRecord) -> dict[str, Any]:
     """The run's state after its newest row (its ``run_end`` too: it carries the last
     skips)."""
     newest = store.get_last(run.execution_id)

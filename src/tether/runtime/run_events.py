@@ -19,13 +19,13 @@ from tether.stores.events import RunEvent, RunEventKind
 if TYPE_CHECKING:
     from tether.compiler.plan import Plan
     from tether.runtime.attempt import Attempt
-    from tether.stores.base import Checkpointer
+    from tether.stores.contracts import EventStore
     from tether.stores.records import Checkpoint
 
 log = logging.getLogger("tether.history")
 
 
-def _add(store: Checkpointer, event: RunEvent) -> None:
+def _add(store: EventStore, event: RunEvent) -> None:
     try:
         store.add_event(event)
     except TetherError as exc:  # the run's own records are intact: say so and go on
@@ -63,7 +63,7 @@ def record_lease_lost(attempt: Attempt) -> None:
                                      data={**_attempt_data(attempt), "why": attempt.lost}))
 
 
-def record_forked(store: Checkpointer, branch: str, source: str, origin: Checkpoint | None,
+def record_forked(store: EventStore, branch: str, source: str, origin: Checkpoint | None,
                   patch: Mapping[str, Any] | None, plan: Plan) -> None:
     """``branch`` was forked from ``source`` at ``origin`` with ``patch`` (masked: a secret's
     value is never stored)."""
@@ -76,14 +76,14 @@ def record_forked(store: Checkpointer, branch: str, source: str, origin: Checkpo
         "node_id": origin.node_id if origin else None, "patch": shown}))
 
 
-def record_upgraded(store: Checkpointer, execution_id: str, old: str, new: str) -> None:
+def record_upgraded(store: EventStore, execution_id: str, old: str, new: str) -> None:
     """``tether upgrade`` moved ``execution_id`` from plan ``old`` to plan ``new``
     (fingerprints)."""
     _add(store, RunEvent(execution_id, RunEventKind.UPGRADED, channel="cli",
                          data={"from": old, "to": new}))
 
 
-def record_cancel(store: Checkpointer, execution_id: str, outcome: str, actor: str | None,
+def record_cancel(store: EventStore, execution_id: str, outcome: str, actor: str | None,
                   channel: str) -> None:
     """A cancel was asked for ``execution_id`` (``outcome``: cancelled at once, or requested
     of the attempt executing it)."""

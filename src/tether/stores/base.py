@@ -100,12 +100,13 @@ class Checkpointer(abc.ABC):
     a worker then drives each of its runs on a connection of its own)."""
 
     reads_cancel_on_write = False
-    """Set by a worker on its stores: fenced :meth:`put` calls also read the run row's
+    """Turned on by :meth:`use_for_worker`: fenced :meth:`put` calls also read the run row's
     ``cancel_requested_at`` for :meth:`take_cancel_seen` where the store can do that in the
     same statement (PostgreSQL). Off for ``tether run``, whose writes nobody cancels."""
 
     write_group: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] | None = None
-    """Set by a worker on the stores of its slots (one group for all of them), where
+    """Given to :meth:`use_for_worker` by a worker for the stores of its slots (one group for
+    all of them), where
     :attr:`concurrent_connections`: fenced :meth:`put` calls of those stores that overlap
     are written in one statement and one commit (``write_group.py``). Stores that cannot
     ignore it."""
@@ -570,3 +571,16 @@ class Checkpointer(abc.ABC):
     def events(self, execution_id: str, after: str | None = None,
                limit: int = 10_000) -> _Events:
         """The run's events with ``event_id > after``, oldest first, at most ``limit``."""
+
+    # -- a worker's use of the store -----------------------------------------------------------
+    def use_for_worker(self, *, write_group: WriteGroup[tuple[CheckpointRow, str],
+                                                       tuple[bool, float | None]] | None = None,
+                       ) -> None:
+        """Tune this store for a worker before it drives runs with it: its fenced
+        :meth:`put` calls also read the run's cancel request where the store can do that in
+        the same statement (:attr:`reads_cancel_on_write`), and, with ``write_group`` (one
+        group shared by the stores of a worker's slots, where
+        :attr:`concurrent_connections`), overlapping fenced writes of those stores share one
+        statement and one commit (:attr:`write_group`). ``tether run`` never calls it."""
+        self.reads_cancel_on_write = True
+        self.write_group = write_group

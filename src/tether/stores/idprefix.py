@@ -30,7 +30,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from tether.errors import AmbiguousId, CheckpointNotFound, IdTooShort, RunNotFound
 
 if TYPE_CHECKING:
-    from tether.stores.base import Checkpointer
+    from typing import Protocol
+
+    from tether.stores.contracts import IdLookup, RunStore
+
+    class _Ids(IdLookup, RunStore, Protocol):
+        """What resolving an id reads: the id lookups and the run or checkpoint itself."""
 
 MIN_PREFIX = 8
 SHOWN = 10
@@ -66,7 +71,7 @@ def select_matches(ids: list[str], text: str, limit: int, *,
     return _matches(sorted(found), limit)
 
 
-def resolve_execution_id(store: Checkpointer, text: str) -> str:
+def resolve_execution_id(store: _Ids, text: str) -> str:
     """The execution id ``text`` names, in full or by a unique prefix (see the module
     docstring). Raises :class:`~tether.errors.RunNotFound`, :class:`IdTooShort` or
     :class:`AmbiguousId`."""
@@ -80,7 +85,7 @@ def resolve_execution_id(store: Checkpointer, text: str) -> str:
     return _one(found, text, "execution id", RunNotFound(text))
 
 
-def resolve_checkpoint_id(store: Checkpointer, execution_id: str, text: str) -> str:
+def resolve_checkpoint_id(store: _Ids, execution_id: str, text: str) -> str:
     """The checkpoint id of run ``execution_id`` that ``text`` names, in full or by a unique
     prefix or suffix. Raises :class:`~tether.errors.CheckpointNotFound`, :class:`IdTooShort`
     or :class:`AmbiguousId`."""

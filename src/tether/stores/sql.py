@@ -488,3 +488,26 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                 plans.c.fingerprint.not_in(select(runs.c.plan_fingerprint)),
                 plans.c.fingerprint.not_in(select(schedules.c.plan_fingerprint)))))
         return PruneResult(len(doomed), counts[0], counts[1], tuple(sorted(doomed)))
+
+    # -- plumbing for the statement modules (sql_queue.py) -------------------------------------
+    def sql_cursor(self, what: str, *,
+                   write: bool = False) -> contextlib.AbstractContextManager[Any]:
+        """A driver cursor, errors translated into :class:`~tether.errors.StoreError` naming
+        ``what``; with ``write``, inside one transaction committed on success."""
+        return self._cursor(what, write=write)
+
+    def sql_execute(self, cursor: Any, name: str, build: Callable[[], ClauseElement], /,
+                    **values: Any) -> Any:
+        """Run the statement cached under ``name`` (built by ``build`` once per dialect) on
+        ``cursor`` with the bound ``values``; returns the cursor for fetching."""
+        return self._execute(cursor, name, build, **values)
+
+    def wake_workers(self, cursor: Any) -> None:
+        """Inside a write transaction: wake idle workers at its commit (PostgreSQL
+        ``NOTIFY``; nothing on SQLite, whose workers poll)."""
+        self._notify(cursor)
+
+    @staticmethod
+    def run_from_row(row: Any) -> RunRecord:
+        """The :class:`RunRecord` of a ``runs`` row read with every column in table order."""
+        return SQLCheckpointer._to_run(row)

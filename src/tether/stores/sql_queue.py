@@ -1,11 +1,12 @@
 """The workers' statements of the SQL stores: enqueue, claim, cancel, the workers table.
 
-Written once for SQLite and PostgreSQL on the store's plumbing (``SQLCheckpointer._cursor``
-and ``_execute``). The claim reads its candidates with ``FOR UPDATE SKIP LOCKED`` (PostgreSQL:
-rows another claimer locked are passed over, never waited for; SQLite compiles no locking
-clause, and the whole claim runs in one ``BEGIN IMMEDIATE`` transaction, so claimers are
-serialised by the database's write lock), then takes each run with its own fresh owner token
-in the same transaction.
+Written once for SQLite and PostgreSQL on the store's public plumbing
+(``SQLCheckpointer.sql_cursor``, ``sql_execute``, ``wake_workers``, ``run_from_row``). The
+claim reads its candidates with ``FOR UPDATE SKIP LOCKED`` (PostgreSQL: rows another claimer
+locked are passed over, never waited for; SQLite compiles no locking clause, and the whole
+claim runs in one ``BEGIN IMMEDIATE`` transaction, so claimers are serialised by the
+database's write lock), then takes each run with its own fresh owner token in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def _locked_limits(store: SQLCheckpointer, cursor: Any, queues: Sequence[str],
     """The limited queues among ``queues``, their rows locked until the claim commits: the
     claimers of one limited queue are serialised, so each counts what the last one took."""
     count = len(queues)
-    rows = store._execute(cursor, f"queue_limits:{count}", lambda: select(
+    rows = store.sql_execute(cursor, f"queue_limits:{count}", lambda: select(
         *queue_table.columns).where(and_(queue_table.c.name.in_(
             [bindparam(f"q{i}") for i in range(count)]), _LIMITED)).order_by(
         queue_table.c.name).with_for_update(), **_names("q", queues)).fetchall()
@@ -144,14 +145,14 @@ def _locked_limits(store: SQLCheckpointer, cursor: Any, queues: Sequence[str],
 
 
 def _usage(store: SQLCheckpointer, cursor: Any, queue: QueueRecord, now: float) -> QueueUsage:
-    held = store._execute(cursor, "queue_held", lambda: select(
+    held = store.sql_execute(cursor, "queue_held", lambda: select(
         runs.c.workflow, func.count()).where(and_(
             runs.c.queue == bindparam("q"), runs.c.status == RunStatus.RUNNING.value,
             runs.c.owner.is_not(None), runs.c.lease_until >= bindparam("now"))).group_by(
         runs.c.workflow), q=queue.name, now=now).fetchall()
     usage = QueueUsage(Counter({str(w): int(n) for w, n in held}))
     if queue.rate_limit is not None:
-        usage.started = int(store._execute(cursor, "queue_started", lambda: select(
+        usage.started = int(store.sql_execute(cursor, "queue_started", lambda: select(
             func.count()).where(and_(runs.c.queue == bindparam("q"),
                                      runs.c.started_at > bindparam("since"))),
             q=queue.name, since=now - queue.window).fetchone()[0])
@@ -193,14 +194,14 @@ def _claim_in_one(store: SQLCheckpointer, queues: Sequence[str], limit: int, now
     (or nothing is claimable): the caller then claims in the transaction."""
     count, planned = len(queues), len(fingerprints) if fingerprints is not None else None
     suffix = "@" + new_owner().partition("@")[2]
-    with store._cursor("claiming runs") as cursor:
-        rows = store._execute(
+    with store.sql_cursor("claiming runs") as cursor:
+        rows = store.sql_execute(
             cursor, f"claim_one:{count}:{planned}", lambda: claim_one_statement(count, planned),
             now=now, n=limit, until=lease_until, suffix=suffix, **_names("q", queues),
             **_names("p", fingerprints or ())).fetchall()
     claimed: list[ClaimedRun] = []
     for row in rows:
-        run = store._to_run(row[:-1])
+        run = store.run_from_row(row[:-1])
         assert run.owner is not None
         claimed.append(ClaimedRun(run, run.owner, lease_until, _REASONS[row[-1]]))
     claimed.sort(key=lambda c: (-c.run.priority, c.run.created_at, c.run.execution_id))
@@ -222,12 +223,12 @@ def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit
                    starts: bool = True) -> list[Any]:
         count, planned = len(names), len(fingerprints) if fingerprints is not None else None
         key = f"claim_candidates:{count}:{planned}:{len(full)}:{int(starts)}"
-        return list(store._execute(
+        return list(store.sql_execute(
             cursor, key, lambda: _candidates(count, planned, len(full), starts), now=now,
             n=n, **_names("q", names), **_names("p", fingerprints or ()),
             **_names("w", full)).fetchall())
 
-    with store._cursor(f"claiming runs for worker {worker}", write=True) as cursor:
+    with store.sql_cursor(f"claiming runs for worker {worker}", write=True) as cursor:
         limits = _locked_limits(store, cursor, queues)
         budget = Budget(limits, {q.name: _usage(store, cursor, q, now) for q in limits})
         limited = {q.name for q in limits}
@@ -249,10 +250,10 @@ def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit
             if not budget.admit(queue_name, workflow, status == RunStatus.QUEUED.value):
                 continue
             owner = new_owner()
-            row = store._execute(cursor, "claim_take", _take, eid=execution_id, owner=owner,
+            row = store.sql_execute(cursor, "claim_take", _take, eid=execution_id, owner=owner,
                                  until=lease_until, now=now).fetchone()
             if row is not None:
-                claimed.append(ClaimedRun(store._to_run(row), owner, lease_until,
+                claimed.append(ClaimedRun(store.run_from_row(row), owner, lease_until,
                                           _REASONS[status]))
     return claimed
 
@@ -262,8 +263,8 @@ def claimable_plans(store: SQLCheckpointer, queues: Sequence[str], now: float,
     if not queues:
         return []
     count = len(queues)
-    with store._cursor("listing the plans of claimable runs") as cursor:
-        rows = store._execute(cursor, f"claimable_plans:{count}", lambda: select(
+    with store.sql_cursor("listing the plans of claimable runs") as cursor:
+        rows = store.sql_execute(cursor, f"claimable_plans:{count}", lambda: select(
             runs.c.plan_fingerprint).where(_claimable(count)).distinct(),
             now=now, **_names("q", queues)).fetchall()
     return sorted({str(row[0]) for row in rows} - set(known))
@@ -274,9 +275,9 @@ def block_runs(store: SQLCheckpointer, fingerprint: str, queues: Sequence[str], 
     if not queues:
         return 0
     count = len(queues)
-    with store._cursor(f"recording why runs of plan {fingerprint[:12]} wait",
+    with store.sql_cursor(f"recording why runs of plan {fingerprint[:12]} wait",
                        write=True) as cursor:
-        store._execute(cursor, f"block_runs:{count}", lambda: update(runs).where(and_(
+        store.sql_execute(cursor, f"block_runs:{count}", lambda: update(runs).where(and_(
             _claimable(count), runs.c.plan_fingerprint == bindparam("fp"),
             runs.c.blocked_reason.is_(None))).values(blocked_reason=bindparam("reason")),
             now=now, fp=fingerprint, reason=reason, **_names("q", queues))
@@ -285,9 +286,9 @@ def block_runs(store: SQLCheckpointer, fingerprint: str, queues: Sequence[str], 
 
 def retry_later(store: SQLCheckpointer, execution_id: str, owner: str, available_at: float,
                 reason: str) -> bool:
-    with store._cursor(f"putting run {execution_id} back for a later retry",
+    with store.sql_cursor(f"putting run {execution_id} back for a later retry",
                        write=True) as cursor:
-        store._execute(cursor, "retry_later", lambda: update(runs).where(and_(
+        store.sql_execute(cursor, "retry_later", lambda: update(runs).where(and_(
             runs.c.execution_id == bindparam("eid"), runs.c.owner == bindparam("holder"))).values(
             owner=None, lease_until=None, available_at=bindparam("at"),
             blocked_reason=bindparam("reason"),
@@ -306,37 +307,37 @@ def _to_queue(row: Any) -> QueueRecord:
 
 
 def put_queue(store: SQLCheckpointer, queue: QueueRecord) -> None:
-    with store._cursor(f"configuring queue {queue.name}", write=True) as cursor:
-        old = store._execute(cursor, "queue_get", lambda: select(queue_table.c.created_at).where(
+    with store.sql_cursor(f"configuring queue {queue.name}", write=True) as cursor:
+        old = store.sql_execute(cursor, "queue_get", lambda: select(queue_table.c.created_at).where(
             queue_table.c.name == bindparam("name")).with_for_update(),
             name=queue.name).fetchone()
         values = dataclasses.asdict(queue)
         if old is None:
-            store._execute(cursor, "queue_insert", lambda: insert(queue_table), **values)
+            store.sql_execute(cursor, "queue_insert", lambda: insert(queue_table), **values)
             return
         del values["created_at"]
-        store._execute(cursor, "queue_update", lambda: update(queue_table).where(
+        store.sql_execute(cursor, "queue_update", lambda: update(queue_table).where(
             queue_table.c.name == bindparam("key")).values(
             {k: bindparam(k) for k in values if k != "name"}), key=queue.name, **values)
 
 
 def list_queues(store: SQLCheckpointer) -> list[QueueRecord]:
-    with store._cursor("listing queues") as cursor:
-        rows = store._execute(cursor, "list_queues", lambda: select(
+    with store.sql_cursor("listing queues") as cursor:
+        rows = store.sql_execute(cursor, "list_queues", lambda: select(
             *queue_table.columns).order_by(queue_table.c.name)).fetchall()
     return [_to_queue(row) for row in rows]
 
 
 def remove_queue(store: SQLCheckpointer, name: str) -> bool:
-    with store._cursor(f"removing queue {name}", write=True) as cursor:
-        store._execute(cursor, "queue_delete", lambda: delete(queue_table).where(
+    with store.sql_cursor(f"removing queue {name}", write=True) as cursor:
+        store.sql_execute(cursor, "queue_delete", lambda: delete(queue_table).where(
             queue_table.c.name == bindparam("name")), name=name)
         return bool(cursor.rowcount == 1)
 
 
 def queue_counts(store: SQLCheckpointer, now: float) -> list[QueueCounts]:
-    with store._cursor("counting runs per queue") as cursor:
-        rows = store._execute(cursor, "queue_counts", lambda: select(
+    with store.sql_cursor("counting runs per queue") as cursor:
+        rows = store.sql_execute(cursor, "queue_counts", lambda: select(
             runs.c.queue, runs.c.status, func.count()).where(and_(
                 runs.c.queue.is_not(None), or_(
                     runs.c.status == RunStatus.QUEUED.value,
@@ -352,8 +353,8 @@ def queue_counts(store: SQLCheckpointer, now: float) -> list[QueueCounts]:
 
 def enqueue_run(store: SQLCheckpointer, execution_id: str, queue: str, priority: int,
                 available_at: float | None) -> bool:
-    with store._cursor(f"enqueueing run {execution_id}", write=True) as cursor:
-        store._execute(cursor, "enqueue_run", lambda: update(runs).where(
+    with store.sql_cursor(f"enqueueing run {execution_id}", write=True) as cursor:
+        store.sql_execute(cursor, "enqueue_run", lambda: update(runs).where(
             runs.c.execution_id == bindparam("eid")).values(
             queue=bindparam("queue"), priority=bindparam("priority"),
             available_at=bindparam("at"),
@@ -362,14 +363,14 @@ def enqueue_run(store: SQLCheckpointer, execution_id: str, queue: str, priority:
             at=available_at)
         changed = bool(cursor.rowcount == 1)
         if changed:
-            store._notify(cursor)
+            store.wake_workers(cursor)
         return changed
 
 
 def request_cancel(store: SQLCheckpointer, execution_id: str,
                    now: float) -> CancelOutcome | None:
-    with store._cursor(f"cancelling run {execution_id}", write=True) as cursor:
-        row = store._execute(cursor, "cancel_lock", lambda: select(
+    with store.sql_cursor(f"cancelling run {execution_id}", write=True) as cursor:
+        row = store.sql_execute(cursor, "cancel_lock", lambda: select(
             runs.c.status, runs.c.owner, runs.c.lease_until).where(
             runs.c.execution_id == bindparam("eid")).with_for_update(),
             eid=execution_id).fetchone()
@@ -380,11 +381,11 @@ def request_cancel(store: SQLCheckpointer, execution_id: str,
             return CancelOutcome.FINISHED
         held = owner is not None and lease_until is not None and lease_until >= now
         if held:
-            store._execute(cursor, "cancel_request", lambda: update(runs).where(
+            store.sql_execute(cursor, "cancel_request", lambda: update(runs).where(
                 runs.c.execution_id == bindparam("eid")).values(
                 cancel_requested_at=bindparam("now")), eid=execution_id, now=now)
             return CancelOutcome.REQUESTED
-        store._execute(cursor, "cancel_now", lambda: update(runs).where(
+        store.sql_execute(cursor, "cancel_now", lambda: update(runs).where(
             runs.c.execution_id == bindparam("eid")).values(
             status=RunStatus.CANCELLED.value, cancel_requested_at=bindparam("now"),
             updated_at=bindparam("now"), owner=None, lease_until=None,
@@ -392,16 +393,16 @@ def request_cancel(store: SQLCheckpointer, execution_id: str,
             error=json.dumps({"type": "RunCancelled", "message": "cancelled before a worker "
                               "executed it" if status == RunStatus.QUEUED.value else
                               "cancelled while nothing executed it", "node_id": None}))
-        store._execute(cursor, "cancel_pending", lambda: delete(pending_interrupts).where(
+        store.sql_execute(cursor, "cancel_pending", lambda: delete(pending_interrupts).where(
             pending_interrupts.c.execution_id == bindparam("eid")), eid=execution_id)
         return CancelOutcome.CANCELLED
 
 
 def register_worker(store: SQLCheckpointer, worker: WorkerRecord) -> None:
-    with store._cursor(f"registering worker {worker.worker_id}", write=True) as cursor:
-        store._execute(cursor, "worker_delete", lambda: delete(workers).where(
+    with store.sql_cursor(f"registering worker {worker.worker_id}", write=True) as cursor:
+        store.sql_execute(cursor, "worker_delete", lambda: delete(workers).where(
             workers.c.worker_id == bindparam("wid")), wid=worker.worker_id)
-        store._execute(cursor, "worker_insert", lambda: insert(workers),
+        store.sql_execute(cursor, "worker_insert", lambda: insert(workers),
                        worker_id=worker.worker_id, host=worker.host, pid=worker.pid,
                        queues=json.dumps(list(worker.queues)), concurrency=worker.concurrency,
                        started_at=worker.started_at, heartbeat_at=worker.heartbeat_at,
@@ -410,8 +411,8 @@ def register_worker(store: SQLCheckpointer, worker: WorkerRecord) -> None:
 
 def heartbeat_worker(store: SQLCheckpointer, worker_id: str, now: float,
                      held: Sequence[str]) -> bool:
-    with store._cursor(f"heartbeat of worker {worker_id}", write=True) as cursor:
-        store._execute(cursor, "worker_heartbeat", lambda: update(workers).where(
+    with store.sql_cursor(f"heartbeat of worker {worker_id}", write=True) as cursor:
+        store.sql_execute(cursor, "worker_heartbeat", lambda: update(workers).where(
             workers.c.worker_id == bindparam("wid")).values(
             heartbeat_at=bindparam("now"), held=bindparam("held")),
             wid=worker_id, now=now, held=json.dumps(list(held)))
@@ -419,8 +420,8 @@ def heartbeat_worker(store: SQLCheckpointer, worker_id: str, now: float,
 
 
 def deregister_worker(store: SQLCheckpointer, worker_id: str) -> None:
-    with store._cursor(f"deregistering worker {worker_id}", write=True) as cursor:
-        store._execute(cursor, "worker_delete", lambda: delete(workers).where(
+    with store.sql_cursor(f"deregistering worker {worker_id}", write=True) as cursor:
+        store.sql_execute(cursor, "worker_delete", lambda: delete(workers).where(
             workers.c.worker_id == bindparam("wid")), wid=worker_id)
 
 
@@ -435,8 +436,8 @@ def _to_worker(row: Any) -> WorkerRecord:
 
 def list_workers(store: SQLCheckpointer, alive_since: float | None) -> list[WorkerRecord]:
     since = alive_since if alive_since is not None else float("-inf")
-    with store._cursor("listing workers") as cursor:
-        rows = store._execute(cursor, "list_workers", lambda: select(*workers.columns).where(
+    with store.sql_cursor("listing workers") as cursor:
+        rows = store.sql_execute(cursor, "list_workers", lambda: select(*workers.columns).where(
             workers.c.heartbeat_at >= bindparam("since")).order_by(
             workers.c.started_at, workers.c.worker_id), since=since).fetchall()
     return [_to_worker(row) for row in rows]

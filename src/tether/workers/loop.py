@@ -138,7 +138,7 @@ class Worker:
     # -- the loop ----------------------------------------------------------------------------
     async def arun(self) -> None:
         store = self._open()
-        store.reads_cancel_on_write = True  # the boundary check rides on the writes
+        store.use_for_worker()  # the boundary check rides on the writes
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         poll = self._poll if self._poll is not None else claims.poll_seconds(store)
@@ -212,8 +212,7 @@ class Worker:
         group = self._writes = WriteGroup()
 
         def make_runner(slot_store: Checkpointer) -> Runner:
-            slot_store.reads_cancel_on_write = True
-            slot_store.write_group = group  # overlapping checkpoint writes: one commit
+            slot_store.use_for_worker(write_group=group)  # overlapping writes: one commit
             made = Runner(None, slot_store, tasks, max_concurrency=self._max_concurrency,
                           lease_seconds=self.lease_seconds, park_timers=True)
             # A lone body runs inline in the slot's loop (no thread hop per node); a lost

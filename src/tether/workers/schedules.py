@@ -22,13 +22,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from tether.compiler.plan import Plan
 from tether.cron import next_tick, ticks
 from tether.errors import ExecutionExists, TetherError
-from tether.stores.base import Checkpointer
+from tether.stores.contracts import RunStore, ScheduleStore
 from tether.stores.schedule_records import ScheduleRecord
+
+
+class ScheduleSource(ScheduleStore, RunStore, Protocol):
+    """What firing schedules reads and writes: the schedules, and the plans they pin."""
+
 
 MAX_TICKS_PER_CALL = 1000
 """The most ticks of one schedule ``catchup: all`` fires in one call."""
@@ -80,7 +85,7 @@ def _to_fire(schedule: ScheduleRecord, due: list[datetime], now: datetime,
     return [newest], newest
 
 
-def fire_schedules(store: Checkpointer, now: datetime, submit: Submit, *,
+def fire_schedules(store: ScheduleSource, now: datetime, submit: Submit, *,
                    grace: float = GRACE_SECONDS) -> list[str]:
     """Start the runs of every schedule's due ticks; return the execution ids this call
     submitted (ticks another process submitted first are not listed).
@@ -129,7 +134,7 @@ def _next(schedule: ScheduleRecord, after: datetime) -> float | None:
     return tick.timestamp() if tick is not None else None
 
 
-def _plan(store: Checkpointer, schedule: ScheduleRecord) -> Plan:
+def _plan(store: RunStore, schedule: ScheduleRecord) -> Plan:
     text = store.get_plan(schedule.plan_fingerprint)
     if text is None:
         raise TetherError(f"schedule {schedule.name}: its plan "
