@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from itsdangerous import URLSafeTimedSerializer
+from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from web_support import SECRET, TOKENS, Project, Server, approval_path
 
 from tether.web.urls import run_url
@@ -257,6 +257,13 @@ def test_a_session_cookie_write_needs_the_csrf_header(auth_server: Server,
     assert cross.status_code == 403
 
 
+class _EightDaysAgo(TimestampSigner):
+    """Signs as a console did 8 days ago (past the default --link-max-age of 7 days)."""
+
+    def get_timestamp(self) -> int:
+        return int(time.time()) - 8 * 86400
+
+
 def test_signed_links_show_on_get_act_once_on_post_and_expire(
         auth_server: Server, module_project: Project) -> None:
     eid, cid = module_project.pause()
@@ -282,11 +289,17 @@ def test_signed_links_show_on_get_act_once_on_post_and_expire(
         assert again.status_code == 200 and "Already answered by" in again.text
         assert len(module_project.store.decisions(eid)) == 1
         assert stranger.get("/a/not-a-link").status_code == 404
-        old = URLSafeTimedSerializer(SECRET.encode(), salt="tether-approval-link")
-        old.default_signer.get_timestamp = lambda self: int(time.time()) - 8 * 86400  # type: ignore[method-assign]
+        # a signer of its own: patching ``old.default_signer`` would patch the class
+        # TimestampSigner for the whole test process, and every later test's link would be
+        # signed 8 days ago (test_hostile_deadlines saw "expired" in a larger run)
+        old = URLSafeTimedSerializer(SECRET.encode(), salt="tether-approval-link",
+                                     signer=_EightDaysAgo)
         eid2, cid2 = module_project.pause()
         expired = stranger.get("/a/" + old.dumps([eid2, cid2, None]))
         assert expired.status_code == 410 and "expired" in expired.text
+        fresh = URLSafeTimedSerializer(SECRET.encode(), salt="tether-approval-link")
+        shown = stranger.get("/a/" + fresh.dumps([eid2, cid2, None]))
+        assert shown.status_code == 200 and "expired" not in shown.text
 
 
 def test_pages_carry_security_headers_and_refuse_a_foreign_host(auth_server: Server) -> None:

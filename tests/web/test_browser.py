@@ -150,17 +150,21 @@ def test_two_people_approving_at_once_record_one_decision(
         person.fill('[name="field.limit"]', "3")
     alice.get_by_role("button", name="Approve").click(no_wait_after=True)
     bob.get_by_role("button", name="Approve").click(no_wait_after=True)
+    # wait_for_load_state() alone returns at once: the form page is still the loaded one
+    # until the POST's answer arrives. Wait for both answers' pages (recorded or refused)
+    # before reading the store, or a loaded machine reads it before either POST landed.
     for person in (alice, bob):
-        person.wait_for_load_state()
+        expect(person.locator("#done, #answered")).to_be_visible(timeout=60_000)
     decisions = module_project.store.decisions(eid)
     assert len(decisions) == 1
     winner = decisions[0].resolver
     loser = bob if winner == "alice" else alice
     winner_page = alice if winner == "alice" else bob
-    expect(winner_page.locator("#done")).to_contain_text("Your answer was recorded")
+    expect(winner_page.locator("#done")).to_contain_text("Your answer was recorded",
+                                                         timeout=20_000)
     message = loser.locator("#answered")
-    expect(message).to_contain_text(f"Already answered by {winner} at ")
-    expect(loser.locator("h1")).to_have_text("Already answered")
+    expect(message).to_contain_text(f"Already answered by {winner} at ", timeout=20_000)
+    expect(loser.locator("h1")).to_have_text("Already answered", timeout=20_000)
     for person in (alice, bob):
         person.context.close()
 
