@@ -10,8 +10,8 @@ it, so a new store method must be placed here too):
   create_run, get_run, list_runs, find_runs, runs_changed, get_plan, set_run_plan,
   move_run_plan, put, finish_run, record_interrupt, pause_run, list_pending, pending_page,
   get_pending, claim, delete_pending_interrupt_atomic, decisions, replace_decision, prune,
-  prune_before, resume_point, finished, get, get_last, list, latest_resumable, latest_forkable, rows,
-  has_checkpoint, page, page_rows, last_row.
+  prune_before, resume_point, finished, get, get_last, list, latest_resumable,
+  latest_forkable, rows, has_checkpoint, page, page_rows, last_row.
 - :class:`QueueStore` (SQL: sql_queue.py, sql_leases.py): acquire, renew, release,
   enqueue_run, claim_runs, claimable_plans, block_runs, retry_later, put_queue, list_queues,
   get_queue, remove_queue, queue_counts, request_cancel, cancel_requested_at,
