@@ -6,7 +6,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 from web_support import Project, Server, served, tasks_file
+
+# Playwright's `expect` waits 5 s by default, which a loaded machine can exceed while the
+# console answers: an assertion about a page waits for it, it does not race it.
+expect.set_options(timeout=20_000)
 
 
 @pytest.fixture
