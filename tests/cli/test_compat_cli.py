@@ -89,7 +89,9 @@ def test_upgrade_moves_the_compatible_runs_only(shared_url: str, tmp_path: Path)
     finally:
         store.close()
 
-    one = _tether("upgrade", "v2.yaml", "--db", shared_url, "--run", paused[:12], cwd=tmp_path)
+    unique = next(n for n in range(8, len(paused) + 1) if paused[:n] != queued[:n])
+    one = _tether("upgrade", "v2.yaml", "--db", shared_url, "--run", paused[:unique],
+                  cwd=tmp_path)  # a unique prefix (two ids of one millisecond share 12 or more)
     assert one.returncode == 0 and "1 moved to the new plan" in one.stdout, one.stdout
     rest = _tether("upgrade", "v2.yaml", "--db", shared_url, cwd=tmp_path)
     assert rest.returncode == 0 and "1 moved" in rest.stdout and "1 already on it" in rest.stdout
