@@ -40,7 +40,7 @@ from tether.runtime.needs import NeedsView
 from tether.runtime.render import RenderError, RunInfo, failure_of, namespace, render, truthy
 from tether.runtime.secrets import SecretsView, masked_error
 from tether.runtime.settings import count_setting
-from tether.runtime.state import NodeError, RunState, SkipReason, completed_entry, unit_path
+from tether.runtime.state import NodeError, RunState, SkipReason, unit_path
 from tether.runtime.titles import shown_title
 from tether.runtime.triggers import gated_off, trigger_verdict
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
@@ -241,12 +241,13 @@ class Level:
             reason = self._skip_reason(node, decision)
             if self.session.observer is not None:
                 self.session.observer.skipped(node, decision, reason)
-            self._set(node.id, {"status": decision, "output": None, "reason": reason})
+            self.state.skip(node.id, decision, reason)
+            self.mark(("nodes", node.id))
             ready.finished(node.id)
             return False
         return True
 
-    def _skip_reason(self, node: PlanNode, decision: UnitStatus) -> str:
+    def _skip_reason(self, node: PlanNode, decision: UnitStatus) -> SkipReason:
         """Why :meth:`_decide` did not run ``node`` (kept in its entry for the history),
         decided again in the same order, off the path of nodes that run."""
         if decision == UnitStatus.UPSTREAM_FAILED:
@@ -297,8 +298,8 @@ class Level:
         elif isinstance(outcome, NodeFailure):
             self._fail(node, outcome.error, outcome.tries)
         else:
-            self._set(node.id, {"status": UnitStatus.SKIPPED, "output": None,
-                                "reason": SkipReason.TIMED_OUT})
+            self.state.skip(node.id, UnitStatus.SKIPPED, SkipReason.TIMED_OUT)
+            self.mark(("nodes", node.id))
             self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, "null")
         if self.session.listener is not None:
             self._emit_finished(node, self.state.status(node.id), seconds)
@@ -372,11 +373,11 @@ class Level:
         """The names a template of ``node`` reads."""
         if iteration is None and node.loops:
             iteration = self.state.counter(node.loops[0])
-        names = namespace(self.plan, self.state.data, item=item, has_item=has_item,
+        names = namespace(self.plan, self.state, item=item, has_item=has_item,
                           iteration=iteration, secrets=self.session.secrets,
                           run=self.session.info)
         if node.needs:
-            names["needs"] = NeedsView(self.state.data["nodes"], node.needs)
+            names["needs"] = NeedsView(self.state.nodes, node.needs)
         return names
 
     def answers(self, path: StatePath) -> list[Any]:
@@ -389,10 +390,6 @@ class Level:
         """Record that the state at ``path`` changed (``text``: its JSON, when known)."""
         if self.session.journal is not None:
             self.session.journal.mark((*self.prefix, *path), text)
-
-    def _set(self, node_id: str, entry: dict[str, Any], text: str | None = None) -> None:
-        self.state.set(node_id, entry)
-        self.mark(("nodes", node_id), text)
 
     def checkpoint(self, address: str, node: PlanNode, status: CheckpointStatus,
                    output_json: str | None, node_input: Any = None) -> None:
@@ -446,11 +443,11 @@ class Level:
     def _complete(self, node: PlanNode, result: UnitResult) -> bool:
         """Record a completed node; return True if it restarted its loop."""
         if result.tries:  # it failed before: the entry keeps the attempts (the history's)
-            self._set(node.id, {**completed_entry(result.output),
-                                "attempts": list(self._masked_tries(result.tries))})
+            self.state.complete(node.id, result.output, self._masked_tries(result.tries))
+            self.mark(("nodes", node.id))
         else:
-            self._set(node.id, completed_entry(result.output),
-                      '{"status":"completed","output":' + result.text + "}")
+            self.mark(("nodes", node.id),
+                      self.state.complete_text(node.id, result.output, result.text))
         if node.loop is None:  # (then nothing can have failed it since)
             self.checkpoint(node.id, node, CheckpointStatus.COMPLETED, result.text,
                             result.node_input)
@@ -486,15 +483,14 @@ class Level:
                 self.state.unit(node.id).fail(NodeError("LoopExhausted", message, node.id))
                 self.mark(("nodes", node.id))
             return False
-        counters = self.state.counters
-        counters[node.id] = current + 1
+        self.state.set_counter(node.id, current + 1)
         self.mark(("counters", node.id))
         for member in loop.body:
-            previous = self.state.nodes.get(member) or {}
-            self._set(member, {"status": UnitStatus.PENDING, "output": previous.get("output")})
+            self.state.restart(member)
+            self.mark(("nodes", member))
             inner = self.plan.node(member)
-            if member != node.id and inner.loop is not None and member in counters:
-                counters[member] = 1
+            if member != node.id and inner.loop is not None and self.state.has_counter(member):
+                self.state.set_counter(member, 1)
                 self.mark(("counters", member))
         return True
 
@@ -502,7 +498,7 @@ class Level:
         if self.plan.output is None:
             return None
         try:
-            value = render(self.plan.output, namespace(self.plan, self.state.data,
+            value = render(self.plan.output, namespace(self.plan, self.state,
                                                        run=self.session.info), "output",
                            self.session.budget)
             output, text = to_json(value, "the workflow's output")

@@ -27,7 +27,7 @@ from tether.runtime.events import Event
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import RenderError, failure_of, render
 from tether.runtime.settings import count_setting
-from tether.runtime.state import NodeError, completed_entry
+from tether.runtime.state import NodeError
 from tether.runtime.titles import per_element, shown_title
 from tether.runtime.units import Suspended, UnitResult
 from tether.runtime.values import check_size, dumps
@@ -68,12 +68,11 @@ class ForEach:
         level, node = self.level, self.node
         entry = level.state.unit(node.id)
         entry.status = UnitStatus.RUNNING
-        units = entry.items
         level.mark(("nodes", node.id))
         todo = [i for i in range(len(items))
-                if (units.get(str(i)) or {}).get("status") not in (UnitStatus.COMPLETED,
-                                                                   UnitStatus.INTERRUPTED)]
-        self.waiting = any((units.get(str(i)) or {}).get("status") == UnitStatus.INTERRUPTED
+                if entry.item_status(str(i)) not in (UnitStatus.COMPLETED,
+                                                     UnitStatus.INTERRUPTED)]
+        self.waiting = any(entry.item_status(str(i)) == UnitStatus.INTERRUPTED
                            for i in range(len(items)))
         await self._drain(items, todo)
         if self.failed and not node.fail_fast:
@@ -82,7 +81,7 @@ class ForEach:
             raise self.failure
         if self.waiting:
             raise Suspended()
-        outputs = [units[str(i)]["output"] for i in range(len(items))]
+        outputs = entry.item_outputs(len(items))
         text = dumps(outputs)
         try:  # each element was checked; their list may still be over the cap
             check_size(text, level.session.max_value_bytes, node.id)
@@ -162,7 +161,7 @@ class ForEach:
         exc = task.exception()
         if exc is None:
             result = task.result()
-            level.state.unit(node.id).items[key] = completed_entry(result.output)
+            level.state.unit(node.id).complete_item(key, result.output)
             level.mark(path)
             level.checkpoint(address, node, CheckpointStatus.COMPLETED, result.text,
                              result.node_input)

@@ -33,7 +33,7 @@ async def poll(unit: Unit, node: TaskNode, fn: Callable[..., Any], args: dict[st
     assert node.until is not None and node.retry is not None
     level = unit.level
     entry = level.state.at(unit.path)
-    made = int(entry.data.get("attempts", 0)) if entry.status == UnitStatus.RUNNING else 0
+    made = entry.attempts_made if entry.status == UnitStatus.RUNNING else 0
     last: BaseException | None = None
     for attempt in range(made + 1, node.retry.max_attempts + 1):
         if attempt > 1:
@@ -52,8 +52,7 @@ async def poll(unit: Unit, node: TaskNode, fn: Callable[..., Any], args: dict[st
         if masker is not None and (shown := masker.value(output)) is not output:
             output, text = shown, dumps(shown)
         last = None
-        entry.data.update({"status": UnitStatus.RUNNING, "output": output,
-                           "attempts": attempt})
+        entry.polled(output, attempt)
         level.mark(unit.path)
         level.checkpoint(f"{unit.address}/attempt:{attempt}", node,
                          CheckpointStatus.COMPLETED, text, stored)
@@ -69,8 +68,6 @@ def _holds(unit: Unit, node: TaskNode, output: Any) -> bool:
     """The truth of ``until`` with ``nodes.<node>.output`` the latest output."""
     names = unit.names()
     level = unit.level
-    latest = dict(level.state.nodes)
-    latest[node.id] = {"status": UnitStatus.RUNNING, "output": output}
-    names["nodes"] = NodesView(level.plan, latest)
+    names["nodes"] = NodesView(level.plan, level.state.with_output(node.id, output))
     assert node.until is not None
     return truthy(node.until, names, "until", level.session.budget)

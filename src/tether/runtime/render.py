@@ -12,7 +12,7 @@ from jinja2.exceptions import SecurityError, TemplateError
 from tether.compiler.plan import Plan
 from tether.errors import NotJSONError, Picklable, TemplateLimit
 from tether.runtime.secrets import SecretMissing, SecretsView, reads_secrets
-from tether.runtime.state import NodeError
+from tether.runtime.state import NodeError, RunState
 from tether.status import UnitStatus
 from tether.templating import TemplateBudget, compiled, has_markup
 
@@ -103,12 +103,12 @@ class RunInfo:
         return Names({field: getattr(self, field) for field in RUN_FIELDS})
 
 
-def namespace(plan: Plan, state: dict[str, Any], *, item: Any = None, has_item: bool = False,
+def namespace(plan: Plan, state: RunState, *, item: Any = None, has_item: bool = False,
               iteration: int | None = None, secrets: SecretsView | None = None,
               run: RunInfo | None = None) -> dict[str, Any]:
     """The names a template of ``plan`` can read in ``state``."""
-    names: dict[str, Any] = {"inputs": Names(state["inputs"]),
-                             "nodes": NodesView(plan, state["nodes"])}
+    names: dict[str, Any] = {"inputs": Names(state.inputs),
+                             "nodes": NodesView(plan, state.nodes)}
     if run is not None:
         names["run"] = run.names()
     if secrets is not None:

@@ -345,7 +345,7 @@ class Runner:
         values, wrong = check_values(chosen.inputs, state.inputs, "input")
         if wrong:
             raise InputError(wrong)
-        state.data["inputs"] = values
+        state.set_inputs(values)
         if chosen.fingerprint != run.plan_fingerprint:
             check_compatible(execution_id, stored_plan(store, run), chosen, state.data)
         state.reopen(chosen, forget_answers=True)

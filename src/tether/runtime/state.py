@@ -144,6 +144,54 @@ class UnitState:
         items: dict[str, Any] = self.data.setdefault("items", {})
         return items
 
+    def stored_keys(self) -> list[str]:
+        """The keys its stored entry holds (what a full rewrite of it marks)."""
+        return list(self.data)
+
+    @property
+    def attempts_made(self) -> int:
+        """The attempts a polling node has made so far (0 before the first)."""
+        return int(self.data.get("attempts", 0))
+
+    @property
+    def agent(self) -> dict[str, Any] | None:
+        """The agent loop's state of an agent node's unit (its stored mapping), if begun."""
+        data = self.data.get("agent")
+        return data if isinstance(data, dict) else None
+
+    def begin_agent(self, data: dict[str, Any]) -> None:
+        """Hold a new agent loop's state (an :class:`AgentState`'s mapping)."""
+        self.data["agent"] = data
+
+    def item(self, key: str) -> UnitState | None:
+        """The ``for_each`` element ``key``'s entry, or None before it started."""
+        entry = self.items.get(key)
+        return UnitState(entry) if isinstance(entry, dict) else None
+
+    def item_status(self, key: str) -> str | None:
+        """The status of the ``for_each`` element ``key``, or None before it started."""
+        entry = self.items.get(key)
+        return str(entry.get("status", UnitStatus.PENDING)) if entry else None
+
+    def item_outputs(self, count: int) -> list[Any]:
+        """The outputs of the ``for_each`` elements ``0 .. count-1`` (all completed)."""
+        items = self.items
+        return [items[str(i)]["output"] for i in range(count)]
+
+    def complete_item(self, key: str, output: Any) -> None:
+        """The ``for_each`` element ``key`` completed with ``output``."""
+        self.items[key] = completed_entry(output)
+
+    def polled(self, output: Any, attempt: int) -> None:
+        """A polling node's ``attempt`` returned ``output`` and its ``until`` still fails:
+        it stays running, with the latest output shown."""
+        self.data.update({"status": UnitStatus.RUNNING, "output": output, "attempts": attempt})
+
+    def wake(self) -> None:
+        """Its timer is due: runnable again (no longer waiting at a checkpoint)."""
+        self.data["status"] = UnitStatus.PENDING
+        self.data.pop("waiting", None)
+
     def fail(self, error: NodeError, tries: tuple[dict[str, Any], ...] = ()) -> None:
         """Failed with ``error``; the answers stay (a resume re-uses a claimed decision).
         ``tries``: its failed attempts (a node with a retry policy), kept as ``attempts``."""
@@ -273,13 +321,73 @@ class RunState:
         return RunState(entry["sub"])
 
     # -- changing ------------------------------------------------------------------------------
-    def set(self, node_id: str, entry: dict[str, Any]) -> None:
-        """Replace a node's entry."""
+    def add_usage(self, call: dict[str, Any]) -> None:
+        """Count one model call's tokens (``call``: its node, agent, turn, ``input_tokens``
+        and ``output_tokens``) in ``usage``: the run's totals and the list of calls."""
+        usage = self.data.setdefault("usage", {"input_tokens": 0, "output_tokens": 0,
+                                               "calls": []})
+        usage["input_tokens"] = int(usage.get("input_tokens", 0)) + call["input_tokens"]
+        usage["output_tokens"] = int(usage.get("output_tokens", 0)) + call["output_tokens"]
+        usage.setdefault("calls", []).append(call)
+
+    def show_turn(self, messages: list[Any], turn: int) -> None:
+        """Show an agent's messages and turn at the top of the state (the snapshot of its
+        turn row shows what the model is called with)."""
+        self.data["messages"] = messages
+        self.data["turn"] = turn
+
+    def set_inputs(self, values: dict[str, Any]) -> None:
+        """Replace the run's inputs (a fork's, after they were checked)."""
+        self.data["inputs"] = values
+
+    def complete(self, node_id: str, output: Any,
+                 tries: tuple[dict[str, Any], ...] = ()) -> None:
+        """``node_id`` completed with ``output``; ``tries``: its failed attempts before."""
+        entry = completed_entry(output)
+        if tries:  # it failed before: the entry keeps the attempts (the history's)
+            entry["attempts"] = list(tries)
         self.data["nodes"][node_id] = entry
+
+    def complete_text(self, node_id: str, output: Any, text: str) -> str:
+        """``node_id`` completed with ``output`` (whose JSON is ``text``); returns the entry's
+        JSON, for the journal.
+
+        The one hot-path writer of JSON by concatenation: every completed node passes here,
+        and its output was serialised once already (``text``); dumping the entry again would
+        double the cost of a large output. The result equals ``dumps(completed_entry(output))``
+        (tests/runtime/test_state_writes.py checks it).
+        """
+        self.data["nodes"][node_id] = completed_entry(output)
+        return '{"status":"completed","output":' + text + "}"
+
+    def skip(self, node_id: str, status: UnitStatus, reason: SkipReason) -> None:
+        """``node_id`` did not run: ``status`` (skipped or upstream_failed), for ``reason``."""
+        self.data["nodes"][node_id] = {"status": status, "output": None, "reason": reason}
+
+    def restart(self, node_id: str) -> None:
+        """``node_id`` runs again on a loop's next pass (its last output stays readable)."""
+        previous = self.data["nodes"].get(node_id) or {}
+        self.data["nodes"][node_id] = {"status": UnitStatus.PENDING,
+                                       "output": previous.get("output")}
 
     def counter(self, node_id: str) -> int:
         """The current pass of the loop ``node_id`` closes (1 on the first)."""
         return int(self.data["counters"].get(node_id, 1))
+
+    def has_counter(self, node_id: str) -> bool:
+        """Whether the loop ``node_id`` closes has begun counting its passes."""
+        return node_id in self.data["counters"]
+
+    def set_counter(self, node_id: str, value: int) -> None:
+        """Set the pass of the loop ``node_id`` closes."""
+        self.data["counters"][node_id] = value
+
+    def with_output(self, node_id: str, output: Any) -> dict[str, Any]:
+        """The node entries, with ``node_id`` shown running with ``output`` (a copy of the
+        top mapping only: what a polling node's ``until`` reads)."""
+        nodes = dict(self.data["nodes"])
+        nodes[node_id] = {"status": UnitStatus.RUNNING, "output": output}
+        return nodes
 
     # -- walking ---------------------------------------------------------------------------------
     def units(self, plan: Plan, prefix: StatePath = ()) -> Iterator[tuple[Plan, StatePath,

@@ -14,7 +14,6 @@ from tether.compiler.plan import ApprovalNode, Plan, PlanNode, SleepNode, SleepU
 from tether.errors import ResumeError, TimerNotDue
 from tether.paths import StatePath
 from tether.runtime.state import RunState, split_address
-from tether.status import UnitStatus
 from tether.stores.records import PendingInterrupt, utc
 
 __all__ = ["not_due", "refuse_human_answer", "timer_node", "wake_sleeps"]
@@ -47,8 +46,7 @@ def wake_sleeps(plan: Plan, state: RunState, pending: list[PendingInterrupt], *,
         if not sleeps or row.checkpoint_id not in waiting:
             continue
         path, unit = waiting[row.checkpoint_id]
-        unit.status = UnitStatus.PENDING
-        unit.data.pop("waiting", None)
+        unit.wake()
         changed.append(path)
         changed.extend(state.wake(path))
     return changed

@@ -54,7 +54,7 @@ from tether.runtime.agent.tools import (
 from tether.runtime.context import UnitScope
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import render
-from tether.runtime.state import NodeError
+from tether.runtime.state import NodeError, RunState
 from tether.runtime.units import Suspended, Unit
 from tether.runtime.values import dumps, to_json
 from tether.status import CheckpointStatus, StepType
@@ -124,8 +124,7 @@ class AgentRun:
             return
         self._mark(state)
         if view:
-            journal.state["messages"] = state.data["messages"]
-            journal.state["turn"] = state.turn
+            RunState(journal.state).show_turn(state.messages, state.turn)
             journal.mark(("messages",))
             journal.mark(("turn",))
         journal.put(node_id=address, node_index=state.turn, step_type=step, status=status,
@@ -143,8 +142,7 @@ class AgentRun:
             self.unit_written = True
             level.mark(self.unit.path)
             return
-        entry = level.state.at(self.unit.path).data
-        for key in entry:
+        for key in level.state.at(self.unit.path).stored_keys():
             if key != "agent":
                 level.mark((*self.unit.path, key))
         for path in changed:
@@ -155,13 +153,9 @@ class AgentRun:
         one entry per call (node, agent, turn), so every later checkpoint shows them."""
         level = self.unit.level
         journal = level.session.journal
-        root = journal.state if journal is not None else level.state.data
-        usage = root.setdefault("usage", {"input_tokens": 0, "output_tokens": 0, "calls": []})
-        usage["input_tokens"] = int(usage.get("input_tokens", 0)) + input_tokens
-        usage["output_tokens"] = int(usage.get("output_tokens", 0)) + output_tokens
-        usage.setdefault("calls", []).append(
-            {"node": self.node.id, "agent": state.agent, "turn": state.turn,
-             "input_tokens": input_tokens, "output_tokens": output_tokens})
+        root = RunState(journal.state) if journal is not None else level.state
+        root.add_usage({"node": self.node.id, "agent": state.agent, "turn": state.turn,
+                        "input_tokens": input_tokens, "output_tokens": output_tokens})
         if journal is not None:
             journal.mark(("usage",))
 
@@ -282,7 +276,7 @@ class AgentLoop:
         """``max_turns`` used up: a boundary row one past the last turn (so a resume asks
         the model again rather than re-running a tool), then the node fails."""
         state = self.state
-        problem = state.data.get("problem")
+        problem = state.problem
         state.exhaust()
         self.run.row(state, f"{state.agent}/turn:{state.turn}", StepType.LLM_CALL, state.path,
                      status=CheckpointStatus.FAILED, view=True)

@@ -97,6 +97,12 @@ class AgentState:
         return int(self.data.get("turn", 0))
 
     @property
+    def messages(self) -> list[Any]:
+        """The stored messages (the state's own list: what a turn row's snapshot shows)."""
+        messages: list[Any] = self.data["messages"]
+        return messages
+
+    @property
     def start(self) -> int:
         return int(self.data.get("start", 0))
 
@@ -131,6 +137,12 @@ class AgentState:
 
     def exhaust(self) -> None:
         self._set(exhausted=self.turn)
+
+    @property
+    def problem(self) -> str | None:
+        """The last answer's mismatch with ``output``, if it did not match."""
+        problem = self.data.get("problem")
+        return None if problem is None else str(problem)
 
     def set_problem(self, problem: str | None) -> None:
         """The last answer's mismatch with ``output`` (None: it matched)."""

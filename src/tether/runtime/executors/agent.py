@@ -19,13 +19,13 @@ class AgentExecutor:
         level = unit.level
         entry = level.state.at(unit.path)
         names = unit.names()
-        data = entry.data.get("agent")
-        if not isinstance(data, dict):
+        data = entry.agent
+        if data is None:
             path = f"{level.agent_path}/agent:{node.id}" if level.agent_path else \
                 f"agent:{node.id}"
             prompt = render_text(unit, names, node.agent.prompt, "agent.prompt")
             data = AgentState.new(node.id, path, prompt).data
-            entry.data["agent"] = data
+            entry.begin_agent(data)
         state = AgentState(data)
         entry.status = UnitStatus.RUNNING
         state.deliver(state.fresh_answers(entry.answers))
