@@ -116,3 +116,26 @@ def test_edited_arguments_are_checked_against_the_frozen_schema_without_the_tool
     assert problems == [("arguments", "amount: 'lots' is not of type 'number'")]
     assert field_problems({}, pause, {"arguments": {}})[0][0] == "arguments"
     assert field_problems({}, _tool_pause(None), {"arguments": {"amount": "x"}}) == []
+
+
+def test_the_python_api_takes_unique_prefixes_of_run_and_checkpoint_ids(
+        runner: tether.Runner, store: Checkpointer) -> None:
+    """Runner.fork and Runner.resume accept what the CLI and the console accept: a unique
+    prefix of 8+ characters of a run's id, and of a checkpoint's; a short one that is no id
+    prefix is not found; the result names the whole ids."""
+    paused = runner.run({"amount": 5})
+    eid = paused.execution_id
+    checkpoint = store.list(eid)[0].checkpoint_id
+    shortest = next(n for n in range(8, len(checkpoint) + 1)
+                    if [c.checkpoint_id for c in store.list(eid)
+                        if c.checkpoint_id.startswith(checkpoint[:n])] == [checkpoint])
+    branch = runner.fork(eid[:20], checkpoint[:shortest])
+    assert branch.status == "paused" and branch.execution_id != eid
+    assert store.get_run(branch.execution_id).parent_execution_id == eid  # type: ignore[union-attr]
+    with pytest.raises(tether.RunNotFound):
+        runner.resume("nope", {"approved": True})
+    others = [r.execution_id for r in store.find_runs(limit=1000) if r.execution_id != eid]
+    unique = next(n for n in range(8, len(eid) + 1)
+                  if not any(o.startswith(eid[:n]) for o in others))
+    done = runner.resume(eid[:unique], {"approved": True})
+    assert (done.status, done.execution_id) == ("completed", eid)

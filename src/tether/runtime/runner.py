@@ -251,6 +251,7 @@ class Runner:
         """
         store = self._store()
         run = claimed.run if claimed is not None else self._run(store, execution_id)
+        execution_id = run.execution_id  # (a prefix given: the run's whole id from here on)
         pending = store.list_pending(execution_id) if claimed is not None else None
         if claimed is None:
             routed = route(self, store, run, Answer(resume, node, resolver, comment, channel),
@@ -329,9 +330,12 @@ class Runner:
         """
         store = self._store()
         run = self._run(store, execution_id)
+        execution_id = run.execution_id  # (a prefix given: the run's whole id from here on)
         chosen = self.plan_for(run, plan)
         if not leave:
             check_tasks(chosen, frozenset(self.tasks))
+        if checkpoint_id is not None:
+            checkpoint_id = store.resolve_checkpoint_id(execution_id, checkpoint_id)
         origin = self._origin(store, execution_id, checkpoint_id)
         state = RunState.from_snapshot(origin.state_snapshot) if origin is not None \
             else RunState.new(copy.deepcopy(run.inputs or {}))
@@ -411,8 +415,12 @@ class Runner:
 
     @staticmethod
     def _run(store: Checkpointer, execution_id: str) -> RunRecord:
+        """The run ``execution_id`` names, in full or by a unique prefix of 8 or more
+        characters (``stores/idprefix.py``; an exact id is one lookup, as before)."""
         # PostgreSQL cannot even look up an id holding a NUL; no store holds one (see arun)
         run = store.get_run(execution_id) if "\x00" not in execution_id else None
+        if run is None:
+            run = store.get_run(store.resolve_execution_id(execution_id))
         if run is None:
             raise RunNotFound(execution_id)
         return run
