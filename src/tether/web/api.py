@@ -15,6 +15,7 @@ with the run an ``Idempotency-Key`` already named (``starts.py``); it needs the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -240,34 +241,31 @@ def _reader(request: Request) -> Identity:
     return who
 
 
-async def writer(request: Request) -> Identity:
-    """A caller allowed to act, whose request is not a cross-site forgery."""
+def _acting(request: Request, allowed: Callable[[Identity], bool], refusal: str) -> Identity:
+    """A caller whose request may change something: same origin, a CSRF token with a
+    session, ``allowed`` by its role (else :class:`Forbidden`: ``refusal``, formatted with
+    ``name`` and ``role``), and JSON unless it came with a bearer token."""
     who = _reader(request)
     guard = web_of(request).guard
     guard.check_origin(request)
     if who.via == "session":
         guard.check_csrf(request, request.headers.get(CSRF_HEADER))
-    if not who.may_act:
-        raise Forbidden(f"{who.name} may look but not act (role {who.role.value})")
+    if not allowed(who):
+        raise Forbidden(refusal.format(name=who.name, role=who.role.value))
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if who.via != "token" and content_type != "application/json":
         raise Forbidden("send the request as application/json (or with a bearer token)")
     return who
+
+
+async def writer(request: Request) -> Identity:
+    """A caller allowed to act, whose request is not a cross-site forgery."""
+    return _acting(request, lambda who: who.may_act, "{name} may look but not act (role {role})")
 
 
 async def submitter(request: Request) -> Identity:
     """A caller allowed to start runs (an approver or a submitter), not a forgery."""
-    who = _reader(request)
-    guard = web_of(request).guard
-    guard.check_origin(request)
-    if who.via == "session":
-        guard.check_csrf(request, request.headers.get(CSRF_HEADER))
-    if not who.may_submit:
-        raise Forbidden(f"{who.name} may not start runs (role {who.role.value})")
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if who.via != "token" and content_type != "application/json":
-        raise Forbidden("send the request as application/json (or with a bearer token)")
-    return who
+    return _acting(request, lambda who: who.may_submit, "{name} may not start runs (role {role})")
 
 
 Reader = Depends(reader)
