@@ -103,13 +103,29 @@ def test_retry_skip_fan_out_and_an_approval_answered_by_another_process_make_one
         (opening.trace_id, opening.span_id,
          {"tether.link": "previous_attempt", "tether.wait": "paused"})]
 
-    flaky = _one(named(spans, "tether.node", tether__node__id="flaky"))
-    assert flaky.parent_id == opening.span_id
-    assert flaky.attributes["tether.node.kind"] == "task"
-    assert flaky.attributes["tether.node.status"] == "completed"
-    assert flaky.attributes["tether.node.attempt"] == 2
-    assert [(n, a["tether.node.attempt"], a["error.type"]) for n, a in flaky.events] == [
-        ("tether.node.retry", 1, "ConnectionError")]
+    # a span per attempt: two failed (retried after their backoff), the third completed
+    flaky = sorted(named(spans, "tether.node", tether__node__id="flaky"),
+                   key=lambda s: s.attributes["tether.node.attempt"])
+    assert [s.attributes["tether.node.attempt"] for s in flaky] == [1, 2, 3]
+    assert [s.attributes["tether.node.status"] for s in flaky] == [
+        "retried", "retried", "completed"]
+    assert [s.status_code for s in flaky] == [2, 2, 0]  # ERROR, ERROR, UNSET
+    for span in flaky:
+        assert span.parent_id == opening.span_id
+        assert span.attributes["tether.node.kind"] == "task"
+    assert [s.attributes.get("tether.node.retry.backoff_seconds") for s in flaky] == [
+        0.01, 0.02, None]  # exponential: 10 ms, then 20 ms
+    assert [s.attributes.get("error.type") for s in flaky] == [
+        "ConnectionError", "ConnectionError", None]
+    assert [[(n, a) for n, a in s.events] for s in flaky] == [
+        [("tether.node.retry", {"tether.node.attempt": 1, "error.type": "ConnectionError",
+                                "tether.node.retry.backoff_seconds": 0.01})],
+        [("tether.node.retry", {"tether.node.attempt": 2, "error.type": "ConnectionError",
+                                "tether.node.retry.backoff_seconds": 0.02})], []]
+    assert flaky[0].links == []  # each later attempt links to the one before
+    assert [s.links for s in flaky[1:]] == [
+        [(before.trace_id, before.span_id, {"tether.link": "previous_attempt"})]
+        for before in flaky[:2]]
 
     maybe = _one(named(spans, "tether.node", tether__node__id="maybe"))
     assert maybe.parent_id == opening.span_id
@@ -137,7 +153,7 @@ def test_retry_skip_fan_out_and_an_approval_answered_by_another_process_make_one
     assert [(n, a) for n, a in answered.events] == [
         ("tether.approval", {"tether.approval.state": "answered"})]
     # nothing else: the resumed attempt runs only what was left
-    assert len(spans) == 2 + 1 + 1 + 3 + 3 + 2
+    assert len(spans) == 2 + 3 + 1 + 3 + 3 + 2
 
 
 def test_console_exporter_prints_the_spans_of_tether_run_with_no_other_set_up(
