@@ -1,10 +1,16 @@
 """Issue 23: what traces and metrics cost per node (W0's 200-node chain of `def` tasks, no
 store: the runtime's own per-node time, where any added cost shows most).
 
-Run: .venv/bin/python bench/tracing.py [--repeat 15] [--main /path/to/main/src]
+Run: .venv/bin/python bench/tracing.py [--repeat 15] [--store none|sqlite|postgres]
+[--main /path/to/main/src]
 
 Variants, interleaved in every repetition, each the per-node time of one run (median over
-the repetitions):
+the repetitions), by three clocks: ``wall`` of the run; ``thread``, the CPU time of the thread
+that runs the nodes (what a node costs the run: the batch processor exports in its own
+thread); ``+export``, that plus the CPU time the exporter spent encoding and sending the run's
+spans (the total CPU tracing costs; the exporter's CPU is timed inside its ``export`` calls,
+whichever thread makes them: the provider is flushed after each traced run, outside its
+timing, so no export overlaps another variant).
 
 - ``off``: no provider installed, no metrics (the path every node takes by default);
 - ``traced``: the OpenTelemetry SDK's TracerProvider with a BatchSpanProcessor exporting
@@ -50,15 +56,46 @@ s.serve_forever()
 """
 
 
-def per_node(runner: Any) -> float:
-    started = time.perf_counter()
+CLOCKS = ("wall", "thread", "+export")
+
+
+class Timed:
+    """An exporter that times the CPU of each export call of the exporter it wraps."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.cpu = 0.0
+
+    def export(self, spans: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return self.inner.export(spans)
+        finally:
+            self.cpu += time.thread_time() - started
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return True
+
+
+def per_node(runner: Any, exported: Timed | None = None,
+             flush: Any = None) -> tuple[float, float, float]:
+    """Seconds per node of one run: wall, this thread's CPU, and that plus the exporter's
+    CPU for the run's spans (``flush``: the provider's, called after the timing)."""
+    before = exported.cpu if exported is not None else 0.0
+    wall, thread = time.perf_counter(), time.thread_time()
     result = runner.run()
-    elapsed = time.perf_counter() - started
+    wall, thread = time.perf_counter() - wall, time.thread_time() - thread
     assert result.status == "completed", result
-    return elapsed / NODES
+    if flush is not None:
+        flush()
+    export = exported.cpu - before if exported is not None else 0.0
+    return wall / NODES, thread / NODES, (thread + export) / NODES
 
 
-def measure(repeat: int, store: Any = None) -> dict[str, float]:
+def measure(repeat: int, store: Any = None) -> dict[str, tuple[float, float, float]]:
     from opentelemetry import trace
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
@@ -73,19 +110,23 @@ def measure(repeat: int, store: Any = None) -> dict[str, float]:
     assert receiver.stdout is not None
     port = int(receiver.stdout.readline())
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
-        endpoint=f"http://127.0.0.1:{port}/v1/traces")))
+    exported = Timed(OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces"))
+    provider.add_span_processor(BatchSpanProcessor(exported))  # type: ignore[arg-type]
     from prometheus_client import CollectorRegistry
     sink = Metrics(CollectorRegistry())
     runner = Runner(w.chain(NODES, sync=True), store, w.TASKS)
-    times: dict[str, list[float]] = {"off": [], "traced": [], "metrics": []}
+    times: dict[str, list[tuple[float, float, float]]] = {
+        "off": [], "traced": [], "metrics": []}
     try:
         for _ in range(3):  # warm up every path
             per_node(runner)
+            trace._TRACER_PROVIDER = provider  # type: ignore[attr-defined]
+            per_node(runner, exported, provider.force_flush)
+            trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
         for _ in range(repeat):
             times["off"].append(per_node(runner))
             trace._TRACER_PROVIDER = provider  # type: ignore[attr-defined]
-            times["traced"].append(per_node(runner))
+            times["traced"].append(per_node(runner, exported, provider.force_flush))
             trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
             observer.SINK = sink
             times["metrics"].append(per_node(runner))
@@ -94,7 +135,10 @@ def measure(repeat: int, store: Any = None) -> dict[str, float]:
     finally:
         receiver.kill()
         receiver.wait()
-    return {name: statistics.median(values) for name, values in times.items()}
+    return {name: (statistics.median(v[0] for v in values),
+                   statistics.median(v[1] for v in values),
+                   statistics.median(v[2] for v in values))
+            for name, values in times.items()}
 
 
 CHILD = """
@@ -131,20 +175,36 @@ def versus_main(main_src: str, repeat: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--store", choices=["none", "sqlite"], default="none",
-                        help="checkpoint each node in SQLite (W0 with a store) or not")
+    parser.add_argument("--store", choices=["none", "sqlite", "postgres"], default="none",
+                        help="checkpoint each node in SQLite or PostgreSQL "
+                             "($TETHER_BENCH_POSTGRES_URL, else $TETHER_TEST_POSTGRES_URL), "
+                             "or not")
     parser.add_argument("--main", default=None, metavar="SRC",
                         help="the main branch's src directory, to compare 'off' with")
     args = parser.parse_args()
-    store = None
+    store: Any = None
+    schema = None
     if args.store == "sqlite":
         import tempfile
         store = w.sqlite_store(Path(tempfile.mkdtemp(prefix="tether-bench-")))
-    found = measure(args.repeat, store)
+    elif args.store == "postgres":
+        opened = w.postgres_store()
+        if opened is None:
+            parser.error("--store postgres needs TETHER_BENCH_POSTGRES_URL")
+        store, schema = opened
+    try:
+        found = measure(args.repeat, store)
+    finally:
+        if schema is not None:
+            store.close()
+            w.drop_schema(schema)
     off = found["off"]
-    print(f"W0 def chain, {NODES} nodes, store {args.store}, median of {args.repeat}:")
+    print(f"W0 def chain, {NODES} nodes, store {args.store}, median of {args.repeat} "
+          f"(us/node, and the ratio to off):")
+    print("  " + " " * 8 + "".join(f"{clock:>20}" for clock in CLOCKS))
     for name, value in found.items():
-        print(f"  {name:<8} {value * 1e6:7.2f} us/node  {value / off:5.2f}x off")
+        print(f"  {name:<8}" + "".join(
+            f"{value[i] * 1e6:11.2f} ({value[i] / off[i]:4.2f}x)" for i in range(3)))
     if args.main:
         mine, theirs = versus_main(args.main, max(3, args.repeat // 3))
         print(f"  off vs main: {mine * 1e6:.2f} vs {theirs * 1e6:.2f} us/node "
