@@ -225,6 +225,10 @@ nodes:
     needs: [a]
     task: t.leak
     with: {key: "{{ secrets.TRACE_KEY }}"}
+  c:
+    task: t.spill
+    with: {key: "{{ secrets.TRACE_KEY }}"}
+    retry: {max_attempts: 2, backoff: 10ms}
 """
 
 
@@ -257,6 +261,15 @@ def test_a_host_provider_and_span_parent_the_run_a_fork_links_to_it_and_no_secre
     assert failed and all(s.status_code == 2 for s in failed)
     assert all(s.attributes["error.type"] == "RuntimeError" for s in failed)
     assert all("***" in s.status_message for s in failed)
+    # the attacker's exception, retried: its raw self at the retry, the runtime's at the end
+    spilled = sorted(named(spans, "tether.node", tether__node__id="c"),
+                     key=lambda s: (s.trace_id != first.trace_id,
+                                    s.attributes["tether.node.attempt"]))
+    assert [(s.attributes["tether.node.attempt"], s.attributes["tether.node.status"],
+             s.attributes["error.type"]) for s in spilled[:2]] == [
+        (1, "retried", "Spill"), (2, "failed", "Spill")]
+    assert spilled[0].status_message == ""  # a raw exception's message is never taken
+    assert "***" in spilled[1].status_message  # the runtime's, masked
     assert "s3cr3t-v4lue-42" not in repr(spans)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 from opentelemetry import trace
 
@@ -37,6 +38,21 @@ def item(x: int) -> int:
 @tether.task("t.leak")
 def leak(key: str) -> str:
     raise RuntimeError(f"refused with key {key}")
+
+
+class Spill(Exception):
+    """An attacker's exception: the value it is given is in its message, its arguments and
+    attributes a careless tracer might read (``error.type``, ``error.message``, ``reason``)."""
+
+    def __init__(self, value: str) -> None:
+        super().__init__(f"refused {value}", value)
+        self.error = SimpleNamespace(type=value, message=value)
+        self.reason = value
+
+
+@tether.task("t.spill")
+def spill(key: str) -> str:
+    raise Spill(key)
 
 
 @tether.task("t.slow")

@@ -25,6 +25,7 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from tether.errors import LeaseLost, TetherError
+from tether.runtime.invoke import NodeFailure
 
 if TYPE_CHECKING:
     from tether.compiler.plan import PlanNode
@@ -281,11 +282,16 @@ class NodeSpan:
 
 
 def _failed(span: Span, exc: BaseException) -> None:
-    error = getattr(exc, "error", None)
-    kind = getattr(error, "type", None) or type(exc).__name__
-    span.set_attribute("error.type", kind)
-    message = getattr(error, "message", None)  # masked by the runtime already
-    span.set_status(Status(StatusCode.ERROR, message if isinstance(message, str) else None))
+    """ERROR status and ``error.type``; the message only of the runtime's own failure, which
+    it masked (a task's exception, seen raw at a retry, may carry a secret anywhere)."""
+    if isinstance(exc, NodeFailure):
+        span.set_attribute("error.type", exc.error.type)
+        message = exc.error.message
+        span.set_status(Status(StatusCode.ERROR, message if isinstance(message, str)
+                               else None))
+        return
+    span.set_attribute("error.type", type(exc).__name__)
+    span.set_status(Status(StatusCode.ERROR))
 
 
 def retried(attempt: int, exc: BaseException, backoff: float) -> None:
