@@ -4,6 +4,7 @@ the tests assert the tree, shape by shape."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -476,3 +477,70 @@ def test_the_span_that_submits_a_run_is_the_parent_of_the_run_a_worker_executes(
     assert run.attributes["tether.execution_id"] == run_id
     assert (run.trace_id, run.parent_id) == (request.trace_id, request.span_id)
     assert [name for name, _ in run.events] == ["tether.claim"]
+
+
+PARALLEL = """\
+import json, sys, threading
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tether.runtime.runner import Runner
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+calls: dict[int, int] = {}
+lock = threading.Lock()
+
+def shaky(x: int) -> int:
+    with lock:
+        calls[x] = calls.get(x, 0) + 1
+        seen = calls[x]
+    if seen <= x % 3:  # element 0 passes at once, 1 fails once, 2 twice
+        raise TimeoutError(f"try {seen} of {x}")
+    return x
+
+result = Runner(sys.argv[1], None, {"t.shaky": shaky}).run()
+print(json.dumps({"status": str(result.status), "spans": [
+    {"name": s.name, "span": s.context.span_id, "parent": s.parent.span_id if s.parent else 0,
+     "attributes": dict(s.attributes), "links": [l.context.span_id for l in s.links]}
+    for s in exporter.get_finished_spans()]}))
+"""
+
+
+def test_concurrent_elements_retried_each_get_a_span_per_attempt_under_the_run(
+        tmp_path: Path) -> None:
+    """Three for_each elements run at once, retried 0, 1 and 2 times: each attempt is one
+    span with the element's address, under the run, linked to its own previous attempt."""
+    flow = tmp_path / "par.yaml"
+    flow.write_text("tether: 1\nname: par\nnodes:\n  fan:\n    for_each: [0, 1, 2, 3, 4, 5]\n"
+                    "    task: t.shaky\n    with: {x: \"{{ item }}\"}\n"
+                    "    retry: {max_attempts: 3, backoff: 10ms}\n", encoding="utf-8")
+    script = tmp_path / "par.py"
+    script.write_text(PARALLEL, encoding="utf-8")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, str(script), str(flow)], capture_output=True,
+                         text=True, timeout=CHILD_TIMEOUT, env=clean)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert found["status"] == "completed"
+    spans = found["spans"]
+    run = _one([s for s in spans if s["name"] == "tether.run"])
+    nodes = [s for s in spans if s["name"] == "tether.node"]
+    assert all(s["parent"] == run["span"] for s in nodes)
+    by_id = {s["span"]: s for s in nodes}
+    for index in range(6):
+        mine = sorted((s for s in nodes
+                       if s["attributes"]["tether.node.address"] == f"fan/item:{index}"),
+                      key=lambda s: s["attributes"]["tether.node.attempt"])
+        retries = index % 3
+        assert [(s["attributes"]["tether.node.attempt"], s["attributes"]["tether.node.status"])
+                for s in mine] == [(n + 1, "retried") for n in range(retries)] + [
+            (retries + 1, "completed")], index
+        assert all(s["attributes"]["tether.node.id"] == "fan" for s in mine)
+        for before, after in itertools.pairwise(mine):
+            assert after["links"] == [before["span"]]
+            assert by_id[after["links"][0]]["attributes"]["tether.node.address"] == \
+                f"fan/item:{index}"
