@@ -141,6 +141,86 @@ def measure(repeat: int, store: Any = None) -> dict[str, tuple[float, float, flo
             for name, values in times.items()}
 
 
+def parts(repeat: int, count: int = 20_000) -> dict[str, float]:
+    """What one node span costs, piece by piece: this thread's CPU per call (median of
+    ``repeat`` interleaved rounds of ``count`` calls), with the SDK's provider and a batch
+    processor whose exporter drops the spans (the export is not in these figures)."""
+    from opentelemetry import context, trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+
+    from tether.observability.spans import NodeSpan
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop(), max_queue_size=count * 2))
+    tracer = provider.get_tracer("tether")
+    root = tracer.start_span("tether.run")
+    context.attach(trace.set_span_in_context(root))
+    three = {"tether.node.id": "n1", "tether.node.kind": "task", "tether.node.attempt": 1}
+    six = {**three, "tether.node.address": "n1", "tether.workflow": "chain200-def",
+           "tether.execution_id": "0193d3a4-5b6c-7d8e-9f00-112233445566"}
+
+    def bare() -> None:
+        tracer.start_span("tether.node").end()
+
+    def given3() -> None:
+        tracer.start_span("tether.node", attributes=three).end()
+
+    def given6() -> None:
+        tracer.start_span("tether.node", attributes=six).end()
+
+    def set3() -> None:
+        span = tracer.start_span("tether.node")
+        for key, value in three.items():
+            span.set_attribute(key, value)
+        span.end()
+
+    def given3_status() -> None:
+        span = tracer.start_span("tether.node", attributes=three)
+        span.set_attribute("tether.node.status", "completed")
+        span.end()
+
+    def given3_status_current() -> None:
+        span = tracer.start_span("tether.node", attributes=three)
+        token = context.attach(trace.set_span_in_context(span))
+        span.set_attribute("tether.node.status", "completed")
+        context.detach(token)
+        span.end()
+
+    def node_span() -> None:
+        NodeSpan(tracer, three, "task").close("completed")
+
+    def now() -> None:
+        time.time_ns()
+
+    cases = {"SDK span, no attributes": bare, "SDK span, 3 attributes given": given3,
+             "SDK span, 6 attributes given": given6,
+             "SDK span, 3 set_attribute calls": set3,
+             "SDK span, 3 given + status set": given3_status,
+             "... and made current (attach/detach)": given3_status_current,
+             "tether's NodeSpan (all of the above)": node_span, "time.time_ns()": now}
+    found: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, case in cases.items():
+            for _ in range(count // 10):
+                case()
+            provider.force_flush()
+            started = time.thread_time()
+            for _ in range(count):
+                case()
+            found[name].append((time.thread_time() - started) / count)
+    provider.shutdown()
+    return {name: statistics.median(values) for name, values in found.items()}
+
+
 CHILD = """
 import sys, time, statistics
 sys.path.insert(0, sys.argv[1])
@@ -181,7 +261,13 @@ def main() -> None:
                              "or not")
     parser.add_argument("--main", default=None, metavar="SRC",
                         help="the main branch's src directory, to compare 'off' with")
+    parser.add_argument("--parts", action="store_true",
+                        help="also time the pieces of a node span (see parts())")
     args = parser.parse_args()
+    if args.parts:
+        print(f"a node span's pieces, this thread's CPU, median of {args.repeat} rounds:")
+        for name, value in parts(args.repeat).items():
+            print(f"  {name:<40} {value * 1e6:6.2f} us")
     store: Any = None
     schema = None
     if args.store == "sqlite":

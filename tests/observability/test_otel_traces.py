@@ -544,3 +544,50 @@ def test_concurrent_elements_retried_each_get_a_span_per_attempt_under_the_run(
             assert after["links"] == [before["span"]]
             assert by_id[after["links"][0]]["attributes"]["tether.node.address"] == \
                 f"fan/item:{index}"
+
+
+UNSAMPLED = """\
+import sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from tether.observability import spans
+from tether.runtime.runner import Runner
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(float(sys.argv[2]))))
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+built = []
+original = spans.NodeSpan.__init__
+def counting(self, *args, **kwargs):
+    built.append(1)
+    original(self, *args, **kwargs)
+spans.NodeSpan.__init__ = counting
+tracer = trace.get_tracer("task")
+def work(x: int) -> int:
+    with tracer.start_as_current_span("task.own"):
+        return x
+result = Runner(sys.argv[1], None, {"t.work": work}).run()
+print(result.status, len(built), sorted(s.name for s in exporter.get_finished_spans()))
+"""
+
+
+@pytest.mark.parametrize(("ratio", "expected"), [
+    ("0", "completed 0 []"),
+    ("1", "completed 3 ['task.own', 'task.own', 'task.own', 'tether.node', 'tether.node', "
+          "'tether.node', 'tether.run']")])
+def test_a_run_whose_span_is_not_sampled_builds_no_node_span(
+        tmp_path: Path, ratio: str, expected: str) -> None:
+    flow = tmp_path / "s.yaml"
+    flow.write_text("tether: 1\nname: s\nnodes:\n  fan:\n    for_each: [1, 2, 3]\n"
+                    "    task: t.work\n    with: {x: \"{{ item }}\"}\n", encoding="utf-8")
+    script = tmp_path / "s.py"
+    script.write_text(UNSAMPLED, encoding="utf-8")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, str(script), str(flow), ratio], capture_output=True,
+                         text=True, timeout=CHILD_TIMEOUT, env=clean)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
