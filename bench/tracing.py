@@ -252,6 +252,43 @@ def versus_main(main_src: str, repeat: int) -> tuple[float, float]:
     return statistics.median(mine), statistics.median(theirs)
 
 
+UNHOOK = (  # (file under src/tether/runtime, text, replacement): the observer hook removed
+    ("execution.py", """        observer = self.session.observer
+        return coroutine if observer is None else observer.unit(node, node.id, coroutine)""",
+     "        return coroutine"),
+    ("execution.py", """            if self.session.observer is not None:
+                self.session.observer.skipped(node, decision, reason)
+""", ""),
+    ("foreach.py", """        observer = self.level.session.observer
+        return coroutine if observer is None else observer.unit(self.node, address, coroutine)""",
+     "        return coroutine"),
+    ("driver.py", """        self.session.observer = observer_for(
+            execution_id, plan.name, attempt.number, info.parent_id if info else None, store,
+            claimed=attempt.claimed, first=attempt.first)""", ""),
+    ("driver.py", """        observer = self.session.observer
+        if observer is None:
+            return await self._attempt()""", """        return await self._attempt()
+        observer = self.session.observer"""),
+    ("invoke.py", """        if attempt > 1:
+            next_attempt(attempt)
+""", ""))
+
+
+def unhooked() -> str:
+    """A copy of this tree's src with the observer hook removed: no observability at all."""
+    import shutil
+    import tempfile
+
+    target = Path(tempfile.mkdtemp(prefix="tether-unhooked-")) / "src"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "src", target)
+    for name, text, replacement in UNHOOK:
+        path = target / "tether" / "runtime" / name
+        source = path.read_text(encoding="utf-8")
+        assert text in source, f"the hook moved in {name}: update UNHOOK"
+        path.write_text(source.replace(text, replacement), encoding="utf-8")
+    return str(target)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=15)
@@ -260,7 +297,8 @@ def main() -> None:
                              "($TETHER_BENCH_POSTGRES_URL, else $TETHER_TEST_POSTGRES_URL), "
                              "or not")
     parser.add_argument("--main", default=None, metavar="SRC",
-                        help="the main branch's src directory, to compare 'off' with")
+                        help="a src directory to compare 'off' with (the main branch's); "
+                             "'unhooked': this tree without the observer hook")
     parser.add_argument("--parts", action="store_true",
                         help="also time the pieces of a node span (see parts())")
     args = parser.parse_args()
@@ -292,7 +330,8 @@ def main() -> None:
         print(f"  {name:<8}" + "".join(
             f"{value[i] * 1e6:11.2f} ({value[i] / off[i]:4.2f}x)" for i in range(3)))
     if args.main:
-        mine, theirs = versus_main(args.main, max(3, args.repeat // 3))
+        source = unhooked() if args.main == "unhooked" else args.main
+        mine, theirs = versus_main(source, max(3, args.repeat // 3))
         print(f"  off vs main: {mine * 1e6:.2f} vs {theirs * 1e6:.2f} us/node "
               f"({(mine / theirs - 1) * 100:+.1f}%)")
 
