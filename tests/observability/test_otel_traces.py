@@ -591,3 +591,82 @@ def test_a_run_whose_span_is_not_sampled_builds_no_node_span(
                          text=True, timeout=CHILD_TIMEOUT, env=clean)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == expected
+
+
+APPROVAL_FLOW = """\
+tether: 1
+name: approved
+nodes:
+  first:
+    task: t.item
+    with: {x: 1}
+  review:
+    needs: [first]
+    approval: {reason: ok?, form: {approved: {type: boolean}}}
+  after:
+    needs: [review]
+    task: t.item
+    with: {x: 2}
+"""
+
+
+def test_a_queued_run_answered_later_is_continued_by_another_worker_in_the_same_trace(
+        tmp_path: Path, receiver: Receiver) -> None:
+    """Worker A runs a queued run to its approval and exits; later a third process records
+    the answer (no execution there) and a new worker B, another service, continues the run:
+    B's ``tether.run`` span is in A's trace, a child of the run's first span, linked to it as
+    the wait for the answer; the approval node's two spans say requested, then answered."""
+    from tether.runtime.runner import Runner
+    from tether.stores.open import open_checkpointer
+
+    flow = tmp_path / "approved.yaml"
+    flow.write_text(APPROVAL_FLOW, encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'tether.db'}"
+    store = open_checkpointer(db)
+    try:
+        run_id = Runner(flow, store, {}).submit()
+        first = _worker(db, receiver.env(), tmp_path / "a.log")
+        try:
+            deadline = time.monotonic() + CHILD_TIMEOUT
+            while store.get_run(run_id).status != "paused":
+                assert first.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "a.log").read_text()
+                time.sleep(0.1)
+        finally:
+            _stop(first)  # its provider flushes on exit: nothing of it stays in memory
+        receiver.wait_for(lambda s: len(named(s, "tether.run")) == 1)
+        answer = ("import sys\nfrom tether.runtime.runner import Runner\n"
+                  "from tether.stores.open import open_checkpointer\n"
+                  "Runner(sys.argv[1], open_checkpointer(sys.argv[2])).answer("
+                  "sys.argv[3], {'approved': True})\n")
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        subprocess.run([sys.executable, "-c", answer, str(flow), db, run_id], check=True,
+                       capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=clean)
+        second = _worker(db, {**receiver.env(), "OTEL_SERVICE_NAME": "tether-b"},
+                         tmp_path / "b.log")
+        try:
+            while store.get_run(run_id).status != "completed":
+                assert second.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "b.log").read_text()
+                time.sleep(0.1)
+        finally:
+            _stop(second)
+    finally:
+        store.close()
+    spans = receiver.wait_for(lambda s: len(named(s, "tether.run")) == 2)
+    runs = sorted(named(spans, "tether.run"), key=lambda s: s.attributes["tether.run.attempt"])
+    opening, resumed = runs
+    assert (opening.service, resumed.service) == ("tether-test", "tether-b")
+    assert {s.trace_id for s in spans} == {opening.trace_id}
+    assert opening.attributes["tether.run.status"] == "paused"
+    assert resumed.attributes["tether.run.status"] == "completed"
+    assert resumed.parent_id == opening.span_id
+    assert resumed.links == [(opening.trace_id, opening.span_id,
+                              {"tether.link": "previous_attempt", "tether.wait": "paused"})]
+    asked, answered = sorted(named(spans, "tether.node", tether__node__id="review"),
+                             key=lambda s: s.service == "tether-b")
+    assert (asked.parent_id, answered.parent_id) == (opening.span_id, resumed.span_id)
+    assert [a["tether.approval.state"] for _, a in asked.events + answered.events] == [
+        "requested", "answered"]
+    assert _one(named(spans, "tether.node", tether__node__id="after")).parent_id == \
+        resumed.span_id
