@@ -270,7 +270,7 @@ UNHOOK = (  # (file under src/tether/runtime, text, replacement): the observer h
             return await self._attempt()""", """        return await self._attempt()
         observer = self.session.observer"""),
     ("invoke.py", """        if attempt > 1:
-            next_attempt(attempt)
+            next_attempt(node.id, attempt)
 """, ""))
 
 

@@ -290,20 +290,27 @@ def _failed(span: Span, exc: BaseException) -> None:
         span.set_status(Status(StatusCode.ERROR, message if isinstance(message, str)
                                else None))
         return
-    span.set_attribute("error.type", type(exc).__name__)
-    span.set_status(Status(StatusCode.ERROR))
+    error_status(span, exc)
 
 
-def retried(attempt: int, exc: BaseException, backoff: float) -> None:
-    """A task attempt failed and will be retried (:meth:`NodeSpan.retried`)."""
+def _current(node_id: str) -> NodeSpan | None:
+    """The node span of the unit running here, if it is ``node_id``'s."""
     current = _NODE.get()
+    if current is None or current.attributes["tether.node.id"] != node_id:
+        return None
+    return current
+
+
+def retried(node_id: str, attempt: int, exc: BaseException, backoff: float) -> None:
+    """A task attempt failed and will be retried (:meth:`NodeSpan.retried`)."""
+    current = _current(node_id)
     if current is not None:
         current.retried(attempt, exc, backoff)
 
 
-def next_attempt(attempt: int) -> None:
+def next_attempt(node_id: str, attempt: int) -> None:
     """Attempt ``attempt`` of a retried task starts (:meth:`NodeSpan.next_attempt`)."""
-    current = _NODE.get()
+    current = _current(node_id)
     if current is not None:
         current.next_attempt(attempt)
 

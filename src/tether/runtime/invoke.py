@@ -170,7 +170,7 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
     for attempt in range(1, attempts + 1):
         limit = None if timeout is None else timeout - (spent if attempt == 1 else 0.0)
         if attempt > 1:
-            next_attempt(attempt)
+            next_attempt(node.id, attempt)
         started = time.time()
         try:
             return await call_once(fn, node, args, scope, semaphore, bodies, limit,
@@ -181,7 +181,7 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
         if tries is not None:
             tries.append(failed_try(attempt, last, node.id, started, delay))
         if delay is not None:
-            retried(attempt, last, delay)
+            retried(node.id, attempt, last, delay)
             await asyncio.sleep(delay)
     assert last is not None
     error = failure(last, node, attempts)
