@@ -40,11 +40,11 @@ name: drained
 nodes:
   a:
     task: t.slow
-    with: {seconds: 0.2}
+    with: {seconds: 0.3}
   b:
     needs: [a]
-    task: t.item
-    with: {x: 3}
+    task: t.meet
+    with: {parties: 2}
 """
 
 
@@ -144,11 +144,14 @@ def started() -> Iterator[list[subprocess.Popen[Any]]]:
 
 RUNS = 16
 """Runs the fleet drains: each sleeps 0.3 s in its first node, one at a time per worker, so
-the queue stays non-empty over several 0.5 s scrapes."""
+the queue stays non-empty over several 0.5 s scrapes; the second node is a barrier that
+holds each worker's first run until the other worker is in one too (so both drain some,
+however the machine schedules them)."""
 
 
 def _worker(tmp_path: Path, db: str, name: str, port: int) -> subprocess.Popen[Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["TRACE_GATE"] = str(tmp_path / "gate")
     with open(tmp_path / f"{name}.log", "w") as log:  # (the child keeps its own copy)
         return subprocess.Popen(
             [sys.executable, "-m", "tether", "worker", "--tasks", TASKS, "--db", db,
@@ -159,7 +162,9 @@ def _worker(tmp_path: Path, db: str, name: str, port: int) -> subprocess.Popen[A
 def test_prometheus_scrapes_a_fleet_draining_one_queue_and_the_stuck_run_alert_fires(
         tmp_path: Path, fleet_db: str, started: list[subprocess.Popen[Any]]) -> None:
     flow = tmp_path / "drained.yaml"
-    flow.write_text(FLOW.replace("seconds: 0.2", "seconds: 0.3"), encoding="utf-8")
+    flow.write_text(FLOW, encoding="utf-8")
+    gate = tmp_path / "gate"  # each worker's first run waits in t.meet for the other's
+    gate.mkdir()
     open_checkpointer(fleet_db).close()  # the store exists before its workers
     ports = [_port(), _port()]
     for index, port in enumerate(ports):
@@ -198,6 +203,7 @@ def test_prometheus_scrapes_a_fleet_draining_one_queue_and_the_stuck_run_alert_f
     assert sorted(one["metric"]["instance"] for one in by_worker) == sorted(
         f"127.0.0.1:{port}" for port in ports)
     assert all(_value([one]) >= 2 for one in by_worker), by_worker  # a run at least each
+    assert len(list(gate.iterdir())) == 2  # (the barrier met both workers)
     buckets = prom.query('sum by (instance, le) (tether_node_duration_seconds_bucket{'
                          'workflow="drained",kind="task",le="0.1"})')
     assert len(buckets) == 2  # the histogram's buckets, per worker

@@ -78,3 +78,20 @@ def stall() -> str:
     while not (gate / "release").exists():
         time.sleep(0.05)
     return "first"
+
+
+@tether.task("t.meet")
+def meet(parties: int) -> int:
+    """A barrier of processes: records this process in ``$TRACE_GATE`` and waits until
+    ``parties`` distinct processes have (so each of that many workers holds a run at once);
+    later calls pass at once. Fails after two minutes."""
+    import time
+
+    gate = Path(os.environ["TRACE_GATE"])
+    (gate / str(os.getpid())).write_text("")
+    deadline = time.monotonic() + 120
+    while len(list(gate.iterdir())) < parties:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {len(list(gate.iterdir()))} of {parties} processes met")
+        time.sleep(0.05)
+    return parties
