@@ -4,6 +4,7 @@ the tests assert the tree, shape by shape."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -103,13 +104,29 @@ def test_retry_skip_fan_out_and_an_approval_answered_by_another_process_make_one
         (opening.trace_id, opening.span_id,
          {"tether.link": "previous_attempt", "tether.wait": "paused"})]
 
-    flaky = _one(named(spans, "tether.node", tether__node__id="flaky"))
-    assert flaky.parent_id == opening.span_id
-    assert flaky.attributes["tether.node.kind"] == "task"
-    assert flaky.attributes["tether.node.status"] == "completed"
-    assert flaky.attributes["tether.node.attempt"] == 2
-    assert [(n, a["tether.node.attempt"], a["error.type"]) for n, a in flaky.events] == [
-        ("tether.node.retry", 1, "ConnectionError")]
+    # a span per attempt: two failed (retried after their backoff), the third completed
+    flaky = sorted(named(spans, "tether.node", tether__node__id="flaky"),
+                   key=lambda s: s.attributes["tether.node.attempt"])
+    assert [s.attributes["tether.node.attempt"] for s in flaky] == [1, 2, 3]
+    assert [s.attributes["tether.node.status"] for s in flaky] == [
+        "retried", "retried", "completed"]
+    assert [s.status_code for s in flaky] == [2, 2, 0]  # ERROR, ERROR, UNSET
+    for span in flaky:
+        assert span.parent_id == opening.span_id
+        assert span.attributes["tether.node.kind"] == "task"
+    assert [s.attributes.get("tether.node.retry.backoff_seconds") for s in flaky] == [
+        0.01, 0.02, None]  # exponential: 10 ms, then 20 ms
+    assert [s.attributes.get("error.type") for s in flaky] == [
+        "ConnectionError", "ConnectionError", None]
+    assert [[(n, a) for n, a in s.events] for s in flaky] == [
+        [("tether.node.retry", {"tether.node.attempt": 1, "error.type": "ConnectionError",
+                                "tether.node.retry.backoff_seconds": 0.01})],
+        [("tether.node.retry", {"tether.node.attempt": 2, "error.type": "ConnectionError",
+                                "tether.node.retry.backoff_seconds": 0.02})], []]
+    assert flaky[0].links == []  # each later attempt links to the one before
+    assert [s.links for s in flaky[1:]] == [
+        [(before.trace_id, before.span_id, {"tether.link": "previous_attempt"})]
+        for before in flaky[:2]]
 
     maybe = _one(named(spans, "tether.node", tether__node__id="maybe"))
     assert maybe.parent_id == opening.span_id
@@ -137,7 +154,7 @@ def test_retry_skip_fan_out_and_an_approval_answered_by_another_process_make_one
     assert [(n, a) for n, a in answered.events] == [
         ("tether.approval", {"tether.approval.state": "answered"})]
     # nothing else: the resumed attempt runs only what was left
-    assert len(spans) == 2 + 1 + 1 + 3 + 3 + 2
+    assert len(spans) == 2 + 3 + 1 + 3 + 3 + 2
 
 
 def test_console_exporter_prints_the_spans_of_tether_run_with_no_other_set_up(
@@ -209,6 +226,10 @@ nodes:
     needs: [a]
     task: t.leak
     with: {key: "{{ secrets.TRACE_KEY }}"}
+  c:
+    task: t.spill
+    with: {key: "{{ secrets.TRACE_KEY }}"}
+    retry: {max_attempts: 2, backoff: 10ms}
 """
 
 
@@ -241,6 +262,15 @@ def test_a_host_provider_and_span_parent_the_run_a_fork_links_to_it_and_no_secre
     assert failed and all(s.status_code == 2 for s in failed)
     assert all(s.attributes["error.type"] == "RuntimeError" for s in failed)
     assert all("***" in s.status_message for s in failed)
+    # the attacker's exception, retried: its raw self at the retry, the runtime's at the end
+    spilled = sorted(named(spans, "tether.node", tether__node__id="c"),
+                     key=lambda s: (s.trace_id != first.trace_id,
+                                    s.attributes["tether.node.attempt"]))
+    assert [(s.attributes["tether.node.attempt"], s.attributes["tether.node.status"],
+             s.attributes["error.type"]) for s in spilled[:2]] == [
+        (1, "retried", "Spill"), (2, "failed", "Spill")]
+    assert spilled[0].status_message == ""  # a raw exception's message is never taken
+    assert "***" in spilled[1].status_message  # the runtime's, masked
     assert "s3cr3t-v4lue-42" not in repr(spans)
 
 
@@ -447,3 +477,196 @@ def test_the_span_that_submits_a_run_is_the_parent_of_the_run_a_worker_executes(
     assert run.attributes["tether.execution_id"] == run_id
     assert (run.trace_id, run.parent_id) == (request.trace_id, request.span_id)
     assert [name for name, _ in run.events] == ["tether.claim"]
+
+
+PARALLEL = """\
+import json, sys, threading
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tether.runtime.runner import Runner
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+calls: dict[int, int] = {}
+lock = threading.Lock()
+
+def shaky(x: int) -> int:
+    with lock:
+        calls[x] = calls.get(x, 0) + 1
+        seen = calls[x]
+    if seen <= x % 3:  # element 0 passes at once, 1 fails once, 2 twice
+        raise TimeoutError(f"try {seen} of {x}")
+    return x
+
+result = Runner(sys.argv[1], None, {"t.shaky": shaky}).run()
+print(json.dumps({"status": str(result.status), "spans": [
+    {"name": s.name, "span": s.context.span_id, "parent": s.parent.span_id if s.parent else 0,
+     "attributes": dict(s.attributes), "links": [l.context.span_id for l in s.links]}
+    for s in exporter.get_finished_spans()]}))
+"""
+
+
+def test_concurrent_elements_retried_each_get_a_span_per_attempt_under_the_run(
+        tmp_path: Path) -> None:
+    """Three for_each elements run at once, retried 0, 1 and 2 times: each attempt is one
+    span with the element's address, under the run, linked to its own previous attempt."""
+    flow = tmp_path / "par.yaml"
+    flow.write_text("tether: 1\nname: par\nnodes:\n  fan:\n    for_each: [0, 1, 2, 3, 4, 5]\n"
+                    "    task: t.shaky\n    with: {x: \"{{ item }}\"}\n"
+                    "    retry: {max_attempts: 3, backoff: 10ms}\n", encoding="utf-8")
+    script = tmp_path / "par.py"
+    script.write_text(PARALLEL, encoding="utf-8")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, str(script), str(flow)], capture_output=True,
+                         text=True, timeout=CHILD_TIMEOUT, env=clean)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout)
+    assert found["status"] == "completed"
+    spans = found["spans"]
+    run = _one([s for s in spans if s["name"] == "tether.run"])
+    nodes = [s for s in spans if s["name"] == "tether.node"]
+    assert all(s["parent"] == run["span"] for s in nodes)
+    by_id = {s["span"]: s for s in nodes}
+    for index in range(6):
+        mine = sorted((s for s in nodes
+                       if s["attributes"]["tether.node.address"] == f"fan/item:{index}"),
+                      key=lambda s: s["attributes"]["tether.node.attempt"])
+        retries = index % 3
+        assert [(s["attributes"]["tether.node.attempt"], s["attributes"]["tether.node.status"])
+                for s in mine] == [(n + 1, "retried") for n in range(retries)] + [
+            (retries + 1, "completed")], index
+        assert all(s["attributes"]["tether.node.id"] == "fan" for s in mine)
+        for before, after in itertools.pairwise(mine):
+            assert after["links"] == [before["span"]]
+            assert by_id[after["links"][0]]["attributes"]["tether.node.address"] == \
+                f"fan/item:{index}"
+
+
+UNSAMPLED = """\
+import sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from tether.observability import spans
+from tether.runtime.runner import Runner
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(float(sys.argv[2]))))
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+built = []
+original = spans.NodeSpan.__init__
+def counting(self, *args, **kwargs):
+    built.append(1)
+    original(self, *args, **kwargs)
+spans.NodeSpan.__init__ = counting
+tracer = trace.get_tracer("task")
+def work(x: int) -> int:
+    with tracer.start_as_current_span("task.own"):
+        return x
+result = Runner(sys.argv[1], None, {"t.work": work}).run()
+print(result.status, len(built), sorted(s.name for s in exporter.get_finished_spans()))
+"""
+
+
+@pytest.mark.parametrize(("ratio", "expected"), [
+    ("0", "completed 0 []"),
+    ("1", "completed 3 ['task.own', 'task.own', 'task.own', 'tether.node', 'tether.node', "
+          "'tether.node', 'tether.run']")])
+def test_a_run_whose_span_is_not_sampled_builds_no_node_span(
+        tmp_path: Path, ratio: str, expected: str) -> None:
+    flow = tmp_path / "s.yaml"
+    flow.write_text("tether: 1\nname: s\nnodes:\n  fan:\n    for_each: [1, 2, 3]\n"
+                    "    task: t.work\n    with: {x: \"{{ item }}\"}\n", encoding="utf-8")
+    script = tmp_path / "s.py"
+    script.write_text(UNSAMPLED, encoding="utf-8")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, str(script), str(flow), ratio], capture_output=True,
+                         text=True, timeout=CHILD_TIMEOUT, env=clean)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
+
+
+APPROVAL_FLOW = """\
+tether: 1
+name: approved
+nodes:
+  first:
+    task: t.item
+    with: {x: 1}
+  review:
+    needs: [first]
+    approval: {reason: ok?, form: {approved: {type: boolean}}}
+  after:
+    needs: [review]
+    task: t.item
+    with: {x: 2}
+"""
+
+
+def test_a_queued_run_answered_later_is_continued_by_another_worker_in_the_same_trace(
+        tmp_path: Path, receiver: Receiver) -> None:
+    """Worker A runs a queued run to its approval and exits; later a third process records
+    the answer (no execution there) and a new worker B, another service, continues the run:
+    B's ``tether.run`` span is in A's trace, a child of the run's first span, linked to it as
+    the wait for the answer; the approval node's two spans say requested, then answered."""
+    from tether.runtime.runner import Runner
+    from tether.stores.open import open_checkpointer
+
+    flow = tmp_path / "approved.yaml"
+    flow.write_text(APPROVAL_FLOW, encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'tether.db'}"
+    store = open_checkpointer(db)
+    try:
+        run_id = Runner(flow, store, {}).submit()
+        first = _worker(db, receiver.env(), tmp_path / "a.log")
+        try:
+            deadline = time.monotonic() + CHILD_TIMEOUT
+            while store.get_run(run_id).status != "paused":
+                assert first.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "a.log").read_text()
+                time.sleep(0.1)
+        finally:
+            _stop(first)  # its provider flushes on exit: nothing of it stays in memory
+        receiver.wait_for(lambda s: len(named(s, "tether.run")) == 1)
+        answer = ("import sys\nfrom tether.runtime.runner import Runner\n"
+                  "from tether.stores.open import open_checkpointer\n"
+                  "Runner(sys.argv[1], open_checkpointer(sys.argv[2])).answer("
+                  "sys.argv[3], {'approved': True})\n")
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        subprocess.run([sys.executable, "-c", answer, str(flow), db, run_id], check=True,
+                       capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=clean)
+        second = _worker(db, {**receiver.env(), "OTEL_SERVICE_NAME": "tether-b"},
+                         tmp_path / "b.log")
+        try:
+            while store.get_run(run_id).status != "completed":
+                assert second.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "b.log").read_text()
+                time.sleep(0.1)
+        finally:
+            _stop(second)
+    finally:
+        store.close()
+    spans = receiver.wait_for(lambda s: len(named(s, "tether.run")) == 2)
+    runs = sorted(named(spans, "tether.run"), key=lambda s: s.attributes["tether.run.attempt"])
+    opening, resumed = runs
+    assert (opening.service, resumed.service) == ("tether-test", "tether-b")
+    assert {s.trace_id for s in spans} == {opening.trace_id}
+    assert opening.attributes["tether.run.status"] == "paused"
+    assert resumed.attributes["tether.run.status"] == "completed"
+    assert resumed.parent_id == opening.span_id
+    assert resumed.links == [(opening.trace_id, opening.span_id,
+                              {"tether.link": "previous_attempt", "tether.wait": "paused"})]
+    asked, answered = sorted(named(spans, "tether.node", tether__node__id="review"),
+                             key=lambda s: s.service == "tether-b")
+    assert (asked.parent_id, answered.parent_id) == (opening.span_id, resumed.span_id)
+    assert [a["tether.approval.state"] for _, a in asked.events + answered.events] == [
+        "requested", "answered"]
+    assert _one(named(spans, "tether.node", tether__node__id="after")).parent_id == \
+        resumed.span_id

@@ -1,5 +1,6 @@
-"""Metrics, end to end: a real Prometheus (Debian's ``prometheus``) scrapes a ``tether worker
---metrics-port`` draining runs on PostgreSQL, evaluates the alert rules of
+"""Metrics, end to end: a real Prometheus (Debian's ``prometheus``) scrapes a fleet of two
+``tether worker --metrics-port`` processes draining one queue (PostgreSQL when
+``TETHER_TEST_POSTGRES_URL`` is set, else SQLite), evaluates the alert rules of
 ``docs/operations/alerts.yml``, and the test asks its HTTP API what it saw."""
 
 from __future__ import annotations
@@ -39,11 +40,11 @@ name: drained
 nodes:
   a:
     task: t.slow
-    with: {seconds: 0.2}
+    with: {seconds: 0.3}
   b:
     needs: [a]
-    task: t.item
-    with: {x: 3}
+    task: t.meet
+    with: {parties: 2}
 """
 
 
@@ -79,7 +80,7 @@ def _stop(process: subprocess.Popen[Any]) -> None:
 class Prom:
     """A Prometheus server scraping ``targets`` with the test copy of the alert rules."""
 
-    def __init__(self, tmp: Path, targets: list[str]) -> None:
+    def __init__(self, tmp: Path, targets: list[str], interval: str = "1s") -> None:
         self.port = _port()
         rules = yaml.safe_load(ALERTS.read_text(encoding="utf-8"))
         for group in rules["groups"]:  # the docs' rules wait 5-10 min: 1 s in this copy
@@ -87,7 +88,7 @@ class Prom:
                 if "for" in rule:
                     rule["for"] = "1s"
         (tmp / "rules.yml").write_text(yaml.safe_dump(rules), encoding="utf-8")
-        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        config = {"global": {"scrape_interval": interval, "evaluation_interval": interval},
                   "rule_files": [str(tmp / "rules.yml")],
                   "scrape_configs": [{"job_name": "tether-workers",
                                       "static_configs": [{"targets": targets}]}]}
@@ -124,9 +125,13 @@ def _value(result: list[dict[str, Any]]) -> float:
 
 
 @pytest.fixture
-def pg_url(pg_schema: tuple[str, str]) -> str:
-    url, schema = pg_schema
-    return f"{url}?schema={schema}"
+def fleet_db(tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """The fleet's one store: a fresh PostgreSQL schema when the test server is configured,
+    else a SQLite file (the workers share it as processes on one host)."""
+    if os.environ.get("TETHER_TEST_POSTGRES_URL"):
+        url, schema = request.getfixturevalue("pg_schema")
+        return f"{url}?schema={schema}"
+    return f"sqlite:///{tmp_path / 'fleet.db'}"
 
 
 @pytest.fixture
@@ -137,43 +142,79 @@ def started() -> Iterator[list[subprocess.Popen[Any]]]:
         _stop(process)
 
 
-def test_prometheus_scrapes_a_worker_draining_runs_and_the_stuck_run_alert_fires(
-        tmp_path: Path, pg_url: str, started: list[subprocess.Popen[Any]]) -> None:
+RUNS = 16
+"""Runs the fleet drains: each sleeps 0.3 s in its first node, one at a time per worker, so
+the queue stays non-empty over several 0.5 s scrapes; the second node is a barrier that
+holds each worker's first run until the other worker is in one too (so both drain some,
+however the machine schedules them)."""
+
+
+def _worker(tmp_path: Path, db: str, name: str, port: int) -> subprocess.Popen[Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["TRACE_GATE"] = str(tmp_path / "gate")
+    with open(tmp_path / f"{name}.log", "w") as log:  # (the child keeps its own copy)
+        return subprocess.Popen(
+            [sys.executable, "-m", "tether", "worker", "--tasks", TASKS, "--db", db,
+             "--metrics-port", str(port), "--concurrency", "1", "--poll", "0.2",
+             "--queue", "default"], stdout=subprocess.DEVNULL, stderr=log, env=env)
+
+
+def test_prometheus_scrapes_a_fleet_draining_one_queue_and_the_stuck_run_alert_fires(
+        tmp_path: Path, fleet_db: str, started: list[subprocess.Popen[Any]]) -> None:
     flow = tmp_path / "drained.yaml"
     flow.write_text(FLOW, encoding="utf-8")
-    store = open_checkpointer(pg_url)
+    gate = tmp_path / "gate"  # each worker's first run waits in t.meet for the other's
+    gate.mkdir()
+    open_checkpointer(fleet_db).close()  # the store exists before its workers
+    ports = [_port(), _port()]
+    for index, port in enumerate(ports):
+        started.append(_worker(tmp_path, fleet_db, f"worker{index}", port))
+    for index, port in enumerate(ports):
+        _wait_port(port, started[index], f"worker {index}'s metrics endpoint")
+    prom = Prom(tmp_path, [f"127.0.0.1:{port}" for port in ports], interval="500ms")
+    started.append(prom.process)
+    prom.until('sum(up{job="tether-workers"})', lambda r: _value(r) == 2.0,
+               "both workers are up")
+
+    # the runs arrive once the fleet is watched: the depth rises, then drains to zero
+    store = open_checkpointer(fleet_db)
     try:
         runner = Runner(flow, store, {})
-        ids = [runner.submit(queue="default") for _ in range(6)]
+        ids = [runner.submit(queue="default") for _ in range(RUNS)]
         runner.submit(queue="orphans")  # no worker serves this queue: a stuck run
     finally:
         store.close()
-    metrics_port = _port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "tether", "worker", "--tasks", TASKS, "--db", pg_url,
-         "--metrics-port", str(metrics_port), "--concurrency", "2", "--poll", "0.2"],
-        stdout=subprocess.DEVNULL, stderr=open(tmp_path / "worker.log", "w"),  # noqa: SIM115
-        env=env)
-    started.append(worker)
-    _wait_port(metrics_port, worker, "the worker's metrics endpoint")
-    prom = Prom(tmp_path, [f"127.0.0.1:{metrics_port}"])
-    started.append(prom.process)
-
-    prom.until('up{job="tether-workers"}', lambda r: _value(r) == 1.0, "the target is up")
+    prom.until('max(max_over_time(tether_queue_depth{queue="default"}[10m]))',
+               lambda r: _value(r) > 0, "the queue's depth was seen above zero")
     prom.until('sum(tether_runs_finished_total{workflow="drained",status="completed"})',
                lambda r: _value(r) == len(ids), "every run completed")
-    prom.until('tether_queue_depth{queue="default"}', lambda r: _value(r) == 0.0,
+    prom.until('max(tether_queue_depth{queue="default"})', lambda r: _value(r) == 0.0,
                "the queue drained")
-    assert _value(prom.query('tether_queue_depth{queue="orphans"}')) == 1.0
-    count = prom.until(
-        'sum by (kind) (tether_node_duration_seconds_count{workflow="drained",'
-        'status="completed"})', lambda r: _value(r) == 2 * len(ids), "node durations")
-    assert count[0]["metric"] == {"kind": "task"}
+    # both workers report the same store gauge (alert rules take max, not sum)
+    orphans = prom.until('tether_queue_depth{queue="orphans"}', lambda r: len(r) == 2,
+                         "both workers report the orphans queue")
+    assert [_value([one]) for one in orphans] == [1.0, 1.0]
+
+    # node duration histograms from both workers: each drained some runs, all add up
+    by_worker = prom.until(
+        'sum by (instance) (tether_node_duration_seconds_count{workflow="drained",'
+        'status="completed"})', lambda r: sum(_value([one]) for one in r) == 2 * len(ids),
+        "node durations")
+    assert sorted(one["metric"]["instance"] for one in by_worker) == sorted(
+        f"127.0.0.1:{port}" for port in ports)
+    assert all(_value([one]) >= 2 for one in by_worker), by_worker  # a run at least each
+    assert len(list(gate.iterdir())) == 2  # (the barrier met both workers)
+    buckets = prom.query('sum by (instance, le) (tether_node_duration_seconds_bucket{'
+                         'workflow="drained",kind="task",le="0.1"})')
+    assert len(buckets) == 2  # the histogram's buckets, per worker
     slow = prom.query('sum(tether_node_duration_seconds_sum{workflow="drained"})')
-    assert _value(slow) >= 0.2 * len(ids)  # six 0.2 s sleeps were measured
+    assert _value(slow) >= 0.3 * len(ids)  # the 0.3 s sleeps were measured
+    p90 = prom.query('histogram_quantile(0.9, sum by (le) (rate('
+                     'tether_node_duration_seconds_bucket{workflow="drained"}[5m])))')
+    assert 0.1 <= _value(p90) <= 0.5, p90  # half the nodes sleep 0.3 s: in (0.1, 0.5]
     assert _value(prom.query('sum(tether_runs_started_total{workflow="drained"})')) == len(ids)
-    assert _value(prom.query("tether_claim_latency_seconds_count")) == len(ids)
+    assert _value(prom.query("sum(tether_claim_latency_seconds_count)")) == len(ids)
+
     firing = prom.until('ALERTS{alertname="TetherStuckRuns",alertstate="firing"}',
                         lambda r: bool(r), "the stuck-run alert fires")
     assert [a["metric"]["reason"] for a in firing] == ["no_worker"]

@@ -136,11 +136,19 @@ class RunObserver:
 _FINAL = frozenset({"completed", "failed", "cancelled"})
 
 
-def retried(attempt: int, exc: BaseException) -> None:
-    """A task attempt failed and is retried: an event on its node span, when traced."""
+def retried(node_id: str, attempt: int, exc: BaseException, backoff: float) -> None:
+    """A task attempt of ``node_id`` failed and is retried after ``backoff`` seconds: its
+    node span ends (with the backoff), when traced."""
     if tracing_enabled():
         from tether.observability.spans import retried as on_span
-        on_span(attempt, exc)
+        on_span(node_id, attempt, exc, backoff)
+
+
+def next_attempt(node_id: str, attempt: int) -> None:
+    """Attempt ``attempt`` of a retried task starts: its own node span, when traced."""
+    if tracing_enabled():
+        from tether.observability.spans import next_attempt as on_span
+        on_span(node_id, attempt)
 
 
 class Turn:

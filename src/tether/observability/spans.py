@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import json
 import logging
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from tether.errors import LeaseLost, TetherError
+from tether.runtime.invoke import NodeFailure
 
 if TYPE_CHECKING:
     from tether.compiler.plan import PlanNode
@@ -78,7 +80,9 @@ class RunSpans:
         self.store = store
         self.claimed = claimed
         self.span: Span | None = None
+        self.recording = False
         self._token: object = None
+        self._cached: dict[str, dict[str, Any]] = {}
 
     # -- the run span ------------------------------------------------------------------------
     def start(self) -> None:
@@ -108,6 +112,7 @@ class RunSpans:
             attributes={"tether.execution_id": self.execution_id,
                         "tether.workflow": self.workflow, "tether.run.attempt": self.attempt})
         self.span = span
+        self.recording = span.is_recording()
         if self.claimed:
             span.add_event("tether.claim", {"tether.run.attempt": self.attempt})
         self._token = otel_context.attach(trace.set_span_in_context(span))
@@ -169,61 +174,145 @@ class RunSpans:
 
     # -- node spans --------------------------------------------------------------------------
     def _attributes(self, node: PlanNode, address: str) -> dict[str, Any]:
+        """A node span's attributes at its start: given once to ``start_span`` (the SDK
+        validates each attribute: no per-node ``set_attribute`` beyond the status). The run's
+        id and workflow are on the parent ``tether.run`` span, not repeated per node."""
+        if address == node.id:
+            cached = self._cached.get(node.id)
+            if cached is None:
+                cached = self._cached[node.id] = {
+                    "tether.node.id": node.id, "tether.node.kind": str(node.kind),
+                    "tether.node.attempt": 1}
+            return cached  # (the SDK copies it: never changed after)
         return {"tether.node.id": node.id, "tether.node.kind": str(node.kind),
-                "tether.node.address": address, "tether.node.attempt": 1,
-                "tether.execution_id": self.execution_id, "tether.workflow": self.workflow}
+                "tether.node.attempt": 1, "tether.node.address": address}
 
-    def node(self, node: PlanNode, address: str) -> NodeSpan:
-        """Open a unit's ``tether.node`` span, current until :meth:`NodeSpan.close`."""
-        span = self.tracer.start_span("tether.node", attributes=self._attributes(node, address))
-        return NodeSpan(span, str(node.kind))
+    def node(self, node: PlanNode, address: str) -> NodeSpan | None:
+        """Open a unit's ``tether.node`` span, current until :meth:`NodeSpan.close`; None
+        when the run's span is not sampled (its nodes would not be either: nothing built)."""
+        if not self.recording:
+            return None
+        return NodeSpan(self.tracer, self._attributes(node, address), str(node.kind))
 
     def skipped(self, node: PlanNode, status: str, reason: str) -> None:
-        attributes = self._attributes(node, node.id)
+        if not self.recording:
+            return
+        attributes = dict(self._attributes(node, node.id))
         attributes["tether.node.status"] = status
         attributes["tether.node.skip_reason"] = reason
         self.tracer.start_span("tether.node", attributes=attributes).end()
 
 
-class NodeSpan:
-    """A unit's open span (current in the unit's context while its coroutine runs)."""
+_NODE: ContextVar[NodeSpan | None] = ContextVar("tether.node_span", default=None)
+"""The node span current in a unit's coroutine (for :func:`retried`)."""
 
-    def __init__(self, span: Span, kind: str) -> None:
-        self.span = span
+
+class NodeSpan:
+    """A unit's open span (current in the unit's context while its coroutine runs): one
+    span per attempt of the unit (a retried task ends one and opens the next)."""
+
+    def __init__(self, tracer: Tracer, attributes: dict[str, Any], kind: str) -> None:
+        self.tracer = tracer
+        self.parent = otel_context.get_current()
+        self.attributes = attributes
         self.kind = kind
-        self._token = otel_context.attach(trace.set_span_in_context(span))
+        self.span: Span | None = None
+        self._token: object = None
+        self._previous: SpanContext | None = None
+        self._start(attributes, None)
+        self._mine = _NODE.set(self)
+
+    def _start(self, attributes: dict[str, Any], links: list[Link] | None) -> None:
+        span = self.tracer.start_span("tether.node", self.parent, attributes=attributes,
+                                      links=links)
+        self.span = span
+        self._token = otel_context.attach(trace.set_span_in_context(span, self.parent))
+
+    def _end(self, span: Span) -> None:
+        otel_context.detach(self._token)  # type: ignore[arg-type]
+        span.end()
+        self.span = None
 
     def failed(self, status: str, exc: BaseException) -> None:
         span = self.span
+        if span is None:
+            return
         if status == "interrupted":
             if self.kind == "approval" or getattr(exc, "reason", None) is not None:
                 span.add_event("tether.approval", {"tether.approval.state": "requested"})
             return
         if status == "failed":
-            error = getattr(exc, "error", None)
-            kind = getattr(error, "type", None) or type(exc).__name__
-            span.set_attribute("error.type", kind)
-            message = getattr(error, "message", None)  # masked by the runtime already
-            span.set_status(Status(StatusCode.ERROR, message if isinstance(message, str)
-                                   else None))
+            _failed(span, exc)
 
     def close(self, status: str) -> None:
+        _NODE.reset(self._mine)
         span = self.span
+        if span is None:  # stopped during a retry's backoff: that attempt's span ended
+            return
         if status == "completed" and self.kind == "approval":
             span.add_event("tether.approval", {"tether.approval.state": "answered"})
         span.set_attribute("tether.node.status", status)
-        otel_context.detach(self._token)
-        span.end()
+        self._end(span)
+
+    def retried(self, attempt: int, exc: BaseException, backoff: float) -> None:
+        """Attempt ``attempt`` failed and is retried after ``backoff`` seconds: its span
+        ends (status ``retried``, the backoff as an attribute and on a
+        ``tether.node.retry`` event) and the next opens after the backoff."""
+        span = self.span
+        if span is None:
+            return
+        span.add_event("tether.node.retry", {
+            "tether.node.attempt": attempt, "error.type": type(exc).__name__,
+            "tether.node.retry.backoff_seconds": backoff})
+        span.set_attributes({"tether.node.status": "retried",
+                             "tether.node.retry.backoff_seconds": backoff})
+        _failed(span, exc)
+        self._previous = span.get_span_context()
+        self._end(span)
+
+    def next_attempt(self, attempt: int) -> None:
+        """Attempt ``attempt`` starts: its own span, a sibling of the one before (linked)."""
+        if self.span is not None:
+            return
+        attributes = dict(self.attributes)
+        attributes["tether.node.attempt"] = attempt
+        previous = self._previous
+        self._start(attributes, [Link(previous, {"tether.link": "previous_attempt"})]
+                    if previous is not None else None)
 
 
-def retried(attempt: int, exc: BaseException) -> None:
-    """A task attempt failed and will be retried: an event on the node span (its attribute
-    ``tether.node.attempt`` becomes the next attempt's number)."""
-    span = trace.get_current_span()
-    if span.is_recording():
-        span.add_event("tether.node.retry", {"tether.node.attempt": attempt,
-                                             "error.type": type(exc).__name__})
-        span.set_attribute("tether.node.attempt", attempt + 1)
+def _failed(span: Span, exc: BaseException) -> None:
+    """ERROR status and ``error.type``; the message only of the runtime's own failure, which
+    it masked (a task's exception, seen raw at a retry, may carry a secret anywhere)."""
+    if isinstance(exc, NodeFailure):
+        span.set_attribute("error.type", exc.error.type)
+        message = exc.error.message
+        span.set_status(Status(StatusCode.ERROR, message if isinstance(message, str)
+                               else None))
+        return
+    error_status(span, exc)
+
+
+def _current(node_id: str) -> NodeSpan | None:
+    """The node span of the unit running here, if it is ``node_id``'s."""
+    current = _NODE.get()
+    if current is None or current.attributes["tether.node.id"] != node_id:
+        return None
+    return current
+
+
+def retried(node_id: str, attempt: int, exc: BaseException, backoff: float) -> None:
+    """A task attempt failed and will be retried (:meth:`NodeSpan.retried`)."""
+    current = _current(node_id)
+    if current is not None:
+        current.retried(attempt, exc, backoff)
+
+
+def next_attempt(node_id: str, attempt: int) -> None:
+    """Attempt ``attempt`` of a retried task starts (:meth:`NodeSpan.next_attempt`)."""
+    current = _current(node_id)
+    if current is not None:
+        current.next_attempt(attempt)
 
 
 def error_status(span: Span, exc: BaseException) -> None:

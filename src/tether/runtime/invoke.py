@@ -27,7 +27,7 @@ from typing import Any
 from tether.compiler.plan import PlanInput, TaskNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable
 from tether.jsontypes import article, json_type_name, matches_type
-from tether.observability.observer import retried
+from tether.observability.observer import next_attempt, retried
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
 from tether.runtime.state import NodeError
@@ -169,6 +169,8 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
     last: BaseException | None = None
     for attempt in range(1, attempts + 1):
         limit = None if timeout is None else timeout - (spent if attempt == 1 else 0.0)
+        if attempt > 1:
+            next_attempt(node.id, attempt)
         started = time.time()
         try:
             return await call_once(fn, node, args, scope, semaphore, bodies, limit,
@@ -179,7 +181,7 @@ async def call_task(fn: Callable[..., Any], node: TaskNode, args: dict[str, Any]
         if tries is not None:
             tries.append(failed_try(attempt, last, node.id, started, delay))
         if delay is not None:
-            retried(attempt, last)
+            retried(node.id, attempt, last, delay)
             await asyncio.sleep(delay)
     assert last is not None
     error = failure(last, node, attempts)
