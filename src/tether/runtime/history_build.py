@@ -216,7 +216,7 @@ class _Builder:
             if not resumed or self.finished_later.get(node_id, 0.0) > at:
                 self.abandon_unit(node_id, "", at, owner, why)
             outline = self.plan.by_id[node_id] if self.plan is not None else None
-            if outline is None or self.plan is None or not (outline.each or outline.sub):
+            if outline is None or self.plan is None or outline.inside is None:
                 continue
             state = state or self.state_at_last_row()
             for unit in inside(self.plan, outline, state):

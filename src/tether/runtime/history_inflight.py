@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tether.runtime.history_nodes import OutlineNode, PlanOutline
+from tether.runtime.history_nodes import Inside, OutlineNode, PlanOutline
 from tether.runtime.state import RunState, StatePath, UnitState
 from tether.status import FINISHED, UnitStatus
 
@@ -60,18 +60,21 @@ def inside(plan: PlanOutline, node: OutlineNode, state: RunState,
            agent_path: str = "") -> Iterator[InFlight]:
     """The units in flight inside ``node`` of ``plan`` (a node in flight itself), whose
     level's state is ``state`` and whose rows carry ``agent_path``."""
+    held = node.inside
+    if held is None:
+        return
     segment = f"workflow:{plan.name}/node:{node.id}"
     nested = f"{agent_path}/{segment}" if agent_path else segment
-    if node.each:
+    if held.each:
         entry = state.find(("nodes", node.id))
-        for index in _elements(node, entry):
-            yield InFlight(f"{node.id}/item:{index}", agent_path, node.items is not None)
-            if node.sub is not None:
-                yield from _level(node.sub, state, ("nodes", node.id, "items", str(index),
+        for index in _elements(held, entry):
+            yield InFlight(f"{node.id}/item:{index}", agent_path, held.items is not None)
+            if held.sub is not None:
+                yield from _level(held.sub, state, ("nodes", node.id, "items", str(index),
                                                     "sub"), f"{nested}/item:{index}",
-                                  known=node.items is not None)
-    elif node.sub is not None:
-        yield from _level(node.sub, state, ("nodes", node.id, "sub"), nested, known=True)
+                                  known=held.items is not None)
+    elif held.sub is not None:
+        yield from _level(held.sub, state, ("nodes", node.id, "sub"), nested, known=True)
 
 
 def _level(plan: PlanOutline, parent: RunState, path: StatePath, agent_path: str, *,
@@ -85,13 +88,13 @@ def _level(plan: PlanOutline, parent: RunState, path: StatePath, agent_path: str
         yield from inside(plan, node, state, agent_path)
 
 
-def _elements(node: OutlineNode, entry: UnitState | None) -> list[int]:
-    """The first ``concurrency`` elements of ``node`` that had not settled (see the module
-    docstring), within the node's element count when the plan states it."""
-    limit = node.concurrency if node.concurrency is not None else DEFAULT_CONCURRENCY
+def _elements(held: Inside, entry: UnitState | None) -> list[int]:
+    """The first ``concurrency`` elements of a node that had not settled (see the module
+    docstring), within its element count when the plan states it."""
+    limit = held.concurrency if held.concurrency is not None else DEFAULT_CONCURRENCY
     found: list[int] = []
     index = 0
-    while len(found) < limit and (node.items is None or index < node.items):
+    while len(found) < limit and (held.items is None or index < held.items):
         status = entry.item_status(str(index)) if entry is not None else None
         if status not in _SETTLED:
             found.append(index)

@@ -17,19 +17,27 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Inside:
+    """What a node holds inside it, for finding what was in flight there: whether it runs
+    per element (``for_each`` or ``matrix``; ``items``: how many when the list is written in
+    the plan, ``concurrency`` when it is a number there), and the plan of a ``workflow``
+    node (``sub``)."""
+
+    each: bool
+    items: int | None
+    concurrency: int | None
+    sub: PlanOutline | None
+
+
+@dataclass(frozen=True)
 class OutlineNode:
-    """What a history needs of a plan node: its id, what it waits for, its title, and for
-    finding what was in flight inside it: whether it runs per element (``for_each`` or
-    ``matrix``; ``items``: how many when the list is written in the plan, ``concurrency``
-    when it is a number there) and the plan of a ``workflow`` node (``sub``)."""
+    """What a history needs of a plan node: its id, what it waits for, its title, and what
+    it holds inside (None for a node that runs once and holds no plan)."""
 
     id: str
     waits_for: tuple[str, ...]
     title: str | None
-    each: bool = False
-    items: int | None = None
-    concurrency: int | None = None
-    sub: PlanOutline | None = None
+    inside: Inside | None = None
 
 
 @dataclass(frozen=True)
@@ -60,16 +68,19 @@ class PlanOutline:
 
 
 def _outline_node(data: dict[str, Any]) -> OutlineNode:
-    each, matrix = data.get("for_each"), data.get("matrix")
+    waits = data.get("waits_for")
+    found = OutlineNode(str(data["id"]), tuple(map(str, waits)) if waits else (),
+                        data.get("title"))
+    each, matrix, workflow = data.get("for_each"), data.get("matrix"), data.get("workflow")
+    if each is None and matrix is None and workflow is None:
+        return found  # (most nodes: kept cheap, a history page outlines every node)
     concurrency = data.get("concurrency")
-    workflow = data.get("workflow")
     sub = workflow.get("plan") if isinstance(workflow, dict) else None
-    return OutlineNode(
-        str(data["id"]), tuple(str(d) for d in data.get("waits_for") or ()), data.get("title"),
+    return OutlineNode(found.id, found.waits_for, found.title, Inside(
         each=each is not None or matrix is not None,
         items=len(each) if isinstance(each, list) else None,
         concurrency=concurrency if isinstance(concurrency, int) else None,
-        sub=PlanOutline.of(sub) if isinstance(sub, dict) else None)
+        sub=PlanOutline.of(sub) if isinstance(sub, dict) else None))
 
 
 _STATES = {status.value: NodeState(status.value) for status in UnitStatus}
