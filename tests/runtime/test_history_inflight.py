@@ -70,12 +70,17 @@ def test_the_first_concurrency_unfinished_elements_were_in_flight(tmp_path: Path
 
 def test_a_templated_list_counts_with_the_default_and_is_not_known(tmp_path: Path) -> None:
     """How many elements a templated list has is unknown: candidates up to the default
-    concurrency, none of them known to exist."""
+    concurrency, none of them known to exist unless the state has an entry for it."""
     outline = _outline(tmp_path)
     found = _units(outline, "templated", RunState({"nodes": {}}))
     assert [u.address for u in found] == [f"templated/item:{i}"
                                           for i in range(DEFAULT_CONCURRENCY)]
     assert not any(u.known for u in found)
+    started = RunState({"nodes": {"templated": {"status": "running", "items": {
+        "0": {"status": "completed"}, "1": {"status": "running"}}}}})
+    found = _units(outline, "templated", started)
+    assert found[0] == InFlight("templated/item:1", "", True)  # its entry says it exists
+    assert not any(u.known for u in found[1:])
 
 
 def test_a_sub_workflows_runnable_nodes_were_in_flight_at_any_depth(tmp_path: Path) -> None:

@@ -15,9 +15,9 @@ so what was in flight is inferred from how the runtime schedules:
   every ``waits_for`` finished, as for the top level.
 
 How many elements a node has is known only when the plan writes the list out; otherwise the
-elements that exist are those some row names. :func:`inside` therefore yields candidates and
-``history_build.py`` keeps those a later owner re-ran (a resumed run), or, for a run nobody
-resumed yet, those that provably exist.
+elements that exist are those the state or some row names. :func:`inside` therefore yields
+candidates and ``history_build.py`` keeps those a later owner re-ran (a resumed run), or,
+for a run nobody resumed yet, those that provably exist.
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ _OPEN = (UnitStatus.PENDING, UnitStatus.RUNNING)
 @dataclass(frozen=True)
 class InFlight:
     """A unit inside a node that was in flight: its address and ``agent_path`` as its rows
-    name them; ``known``: it provably exists (an element of a list the plan writes out, or
-    a sub-workflow's node), so it is shown even when nobody re-ran it."""
+    name them; ``known``: it provably exists (an element of a list the plan writes out or
+    that has an entry in the state, or a node of such a sub-workflow), so it is shown even
+    when nobody re-ran it."""
 
     address: str
     agent_path: str
@@ -68,11 +69,13 @@ def inside(plan: PlanOutline, node: OutlineNode, state: RunState,
     if held.each:
         entry = state.find(("nodes", node.id))
         for index in _elements(held, entry):
-            yield InFlight(f"{node.id}/item:{index}", agent_path, held.items is not None)
+            known = held.items is not None or (entry is not None and
+                                               entry.item(str(index)) is not None)
+            yield InFlight(f"{node.id}/item:{index}", agent_path, known)
             if held.sub is not None:
                 yield from _level(held.sub, state, ("nodes", node.id, "items", str(index),
                                                     "sub"), f"{nested}/item:{index}",
-                                  known=held.items is not None)
+                                  known=known)
     elif held.sub is not None:
         yield from _level(held.sub, state, ("nodes", node.id, "sub"), nested, known=True)
 
