@@ -88,6 +88,33 @@ nodes:
     noop: true
 """
 
+FAN_OF_CHILDREN = """
+tether: 1
+name: fan_of_children
+inputs:
+  flag: {type: string}
+nodes:
+  fan:
+    for_each: ["a", "b", "c"]
+    concurrency: 2
+    workflow: keyed.yaml
+    with: {flag: "{{ inputs.flag }}", key: "{{ item }}"}
+"""
+
+KEYED = """
+tether: 1
+name: keyed
+inputs:
+  flag: {type: string}
+  key: {type: string}
+nodes:
+  work:
+    task: nest.slow
+    with: {flag: "{{ inputs.flag }}", key: "{{ inputs.key }}"}
+output:
+  done: "{{ nodes.work.output }}"
+"""
+
 DEADLINE = 120.0
 
 
@@ -95,7 +122,8 @@ DEADLINE = 120.0
 def project(tmp_path: Path, shared_url: str,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     found = Project(tmp_path, tasks_file(tmp_path_factory.getbasetemp()), shared_url)
-    for name, text in (("each", EACH), ("inner", INNER), ("outer", OUTER)):
+    for name, text in (("each", EACH), ("inner", INNER), ("outer", OUTER),
+                       ("fan_of_children", FAN_OF_CHILDREN), ("keyed", KEYED)):
         (tmp_path / f"{name}.yaml").write_text(text)
     (tmp_path / "nest_tasks.py").write_text(TASKS)
     yield found
@@ -217,3 +245,25 @@ def test_kill_9_during_a_sub_workflow_task_shows_it_abandoned_then_completed(
     claims = [e for e in after["events"] if e["kind"] == "claimed"]
     assert claims[0]["pid"] == pid and lost["owner"] == claims[0]["owner"]
     assert lost["agent_path"] == inner
+
+
+def test_kill_9_inside_a_for_each_of_sub_workflows_never_shows_two_completions(
+        project: Project) -> None:
+    """Elements 0 and 1 run (concurrency 2), each a sub-workflow; the owner dies while
+    element 1's task sleeps: element 1 and its task (at the element's ``agent_path``) show
+    one abandoned attempt and one completed, element 2 (never started) one completed; no
+    unit anywhere shows two completions, and every abandoned attempt is followed by a
+    completed one."""
+    eid, _ = run_killed(project, "fan_of_children")
+    after = resume(project, eid)
+    assert after["status"] == "completed"
+    assert attempts(after, "fan/item:1") == ONE_LOST_ONE_DONE
+    assert attempts(after, "work", "workflow:fan_of_children/node:fan/item:1") == \
+        ONE_LOST_ONE_DONE
+    assert attempts(after, "fan/item:2") == [("node_started", 1), ("node_completed", 1)]
+    units: dict[tuple[str, str], list[str]] = {}
+    for event in after["events"]:
+        if event["kind"] in ("node_abandoned", "node_completed"):
+            units.setdefault((event["agent_path"], event["node"]), []).append(event["kind"])
+    assert all(kinds.count("node_completed") == 1 and kinds[-1] == "node_completed"
+               for kinds in units.values()), units
