@@ -120,7 +120,8 @@ def test_a_fork_whose_patch_cannot_take_effect_is_refused_and_writes_nothing(
         project: Path) -> None:
     """From a finished run (the old silent no-op), with an unknown input, with an input no
     node left to run reads, or with a node output nothing left to run reads: exit 2, a
-    message naming the reason, and no new run."""
+    message naming the reason, and no new run; from the run's `run_end` checkpoint named
+    with --checkpoint (as `tether show` prints it): exit 1 naming the end marker."""
     done = json.loads(start(project, "50", "--json").stdout)["execution_id"]
     paused = _paused(project)
     before = _runs(project)
@@ -135,6 +136,13 @@ def test_a_fork_whose_patch_cannot_take_effect_is_refused_and_writes_nothing(
         assert f"cannot fork run {run}: " in refused.stderr and reason in refused.stderr, \
             refused.stderr
         assert "nothing was written" in refused.stderr and "Traceback" not in refused.stderr
+    shown = json.loads(tether(project, "show", done, "--json").stdout)
+    end = next(e["checkpoint_id"] for e in shown["events"] if e["kind"] == "run_ended")
+    from_end = tether(project, "fork", done, "--checkpoint", end, "--tasks", "ops_tasks.py",
+                      "--patch", '{"inputs": {"code": "B"}}')
+    assert from_end.returncode == 1 and "Traceback" not in from_end.stderr
+    assert f"checkpoint '{end}' is the run's end marker, not a point to fork from" in \
+        from_end.stderr
     unknown = tether(project, "fork", paused, "--tasks", "ops_tasks.py", "--patch",
                      '{"inputs": {"nope": 1}}')
     assert unknown.returncode == 1  # an input the plan lacks: the inputs' own error

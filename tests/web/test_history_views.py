@@ -4,33 +4,11 @@ of one run, paused, answered through the API and continued, are the same documen
 
 from __future__ import annotations
 
-import html
-import json
-import os
 import re
-import subprocess
-import sys
 
-from web_support import Project, Server, approval_path
+from web_support import Project, Server, approval_path, cli_history, page_history
 
 from tether.web.urls import run_url
-
-
-def _cli_history(project: Project, eid: str) -> dict[str, object]:
-    shown = subprocess.run([sys.executable, "-m", "tether", "show", eid, "--json", "--db",
-                            project.db], cwd=project.root, capture_output=True, text=True,
-                           timeout=120, check=False, env=dict(os.environ))
-    assert shown.returncode == 0, shown.stderr
-    found: dict[str, object] = json.loads(shown.stdout)
-    return found
-
-
-def _page_history(server: Server, eid: str) -> tuple[dict[str, object], str]:
-    page = server.get(run_url(eid))
-    assert page.status_code == 200, page.text
-    found = re.search(r'id="history-data" hidden data-json="([^"]*)"', page.text)
-    assert found is not None, "the run page embeds its history"
-    return json.loads(html.unescape(found.group(1))), page.text
 
 
 def test_the_cli_the_api_and_the_run_page_show_one_history(
@@ -46,8 +24,8 @@ def test_the_cli_the_api_and_the_run_page_show_one_history(
     api = auth_server.get(f"/api{run_url(eid)}/history")
     assert api.status_code == 200, api.text
     from_api = api.json()
-    from_cli = _cli_history(module_project, eid)
-    from_page, page = _page_history(auth_server, eid)
+    from_cli = cli_history(module_project, eid)
+    from_page, page = page_history(auth_server, eid)
     assert from_cli == from_api == from_page
 
     kinds = [e["kind"] for e in from_api["events"]]

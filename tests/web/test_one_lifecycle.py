@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -289,3 +290,74 @@ def test_a_tether_run_killed_mid_node_is_continued_by_a_worker_of_its_queue(
     nodes = [r.node_id for r in lc_project.store.page("killed-1", None, 20)]
     assert nodes.count("first") == 1 and nodes.count("last") == 1, nodes
     assert "(recovered): completed" in worker.log.read_text()
+
+
+def test_the_pause_hint_with_a_live_worker_finishes_the_run(
+        lc_project: Project, worker: _Worker) -> None:
+    """`tether run`'s hint run as printed in a fresh shell while a worker of the run's queue
+    is live: it exits 0 and the run completes (here, where the hint's task modules are, or by
+    that worker: never left paused)."""
+    eid, hint = _paused_by_tether_run(lc_project)
+    done = _shell(lc_project, hint)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"completed run {eid}" in done.stdout or \
+        "left to the workers of queue 'default'" in done.stdout, done.stdout
+    wait_for(lambda: _status(lc_project, eid) == "completed", "the run to complete", 90)
+
+
+@pytest.mark.parametrize("live_worker", [False, True], ids=["no-worker", "live-worker"])
+def test_the_failed_run_hint_followed_literally_finishes_the_run(
+        lc_project: Project, tmp_path: Path, live_worker: bool) -> None:
+    """A run whose last task fails after its answer: the pause hint run as printed answers
+    it, the task fails, and `fix the cause, then: tether resume ID ...` is printed; the cause
+    fixed, that line run as printed in a fresh shell finishes the run, with no worker
+    anywhere and with a live worker of its queue."""
+    gate = tmp_path / "fixed"
+    started = _tether(lc_project, "run", "review.yaml", "--input", "amount=250", "--input",
+                      f"note=fail-until:{gate}", "--tasks", str(lc_project.tasks), "--db",
+                      lc_project.db, "-q")
+    assert started.returncode == 4, started.stderr
+    eid = _paused_id(started.stdout)
+    hint = next(line for line in started.stdout.splitlines() if "resume with: " in line)
+    failed = _shell(lc_project, hint.partition("resume with: ")[2])
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert f"failed run {eid} at node 'finish'" in failed.stdout
+    fix = next(line for line in failed.stderr.splitlines()
+               if line.startswith("fix the cause, then: "))
+    assert _status(lc_project, eid) == "failed"
+    running = _Worker(lc_project) if live_worker else None
+    try:
+        gate.write_text("fixed")
+        done = _shell(lc_project, fix.partition("fix the cause, then: ")[2])
+        assert done.returncode == 0, done.stdout + done.stderr
+        wait_for(lambda: _status(lc_project, eid) == "completed", "the run to complete", 90)
+    finally:
+        if running is not None:
+            running.stop()
+
+
+def test_the_worker_command_of_a_refused_resume_followed_literally_finishes_the_run(
+        lc_project: Project) -> None:
+    """Exit 5's second command (`tether worker --queue default --tasks MODULE ...`), run as
+    printed in a fresh shell with MODULE filled in: that worker continues the answered run."""
+    eid, _ = _paused_by_tether_run(lc_project)
+    refused = _tether(lc_project, "resume", eid, "--value", '{"approved": true, "limit": 2}',
+                      "--db", lc_project.db)
+    assert refused.returncode == 5, refused.stdout + refused.stderr
+    commands = [line.partition("continue it with: ")[2] for line in refused.stderr.splitlines()
+                if line.startswith("continue it with: ")]
+    command = next(c for c in commands if c.startswith("tether worker "))
+    assert shlex.split(command)[-2:] == ["--db", lc_project.db]
+    with (lc_project.root / "hinted-worker.log").open("wb") as log:
+        started = subprocess.Popen(
+            ["bash", "-c", "exec " + command.replace("MODULE", str(lc_project.tasks))],
+            cwd=lc_project.root, env=_shell_env(lc_project), stdout=log,
+            stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: _status(lc_project, eid) == "completed" or started.poll() is not None,
+                 "the hinted worker", 90)
+        assert _status(lc_project, eid) == "completed", \
+            (lc_project.root / "hinted-worker.log").read_text()
+    finally:
+        started.send_signal(signal.SIGTERM)
+        started.wait(60)

@@ -8,6 +8,8 @@ HTTP calls are real requests on loopback.
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import signal
@@ -233,6 +235,27 @@ def wait_for(predicate: Any, what: str, seconds: float = 30.0) -> Any:
 def approval_path(execution_id: str, checkpoint_id: str, api: bool = True) -> str:
     from tether.web.urls import approval_url
     return ("/api" if api else "") + approval_url(execution_id, checkpoint_id)
+
+
+def cli_history(project: Project, eid: str) -> dict[str, Any]:
+    """``tether show ID --json`` in a subprocess, parsed."""
+    shown = subprocess.run([sys.executable, "-m", "tether", "show", eid, "--json", "--db",
+                            project.db], cwd=project.root, capture_output=True, text=True,
+                           timeout=120, check=False, env=dict(os.environ))
+    assert shown.returncode == 0, shown.stderr
+    found: dict[str, Any] = json.loads(shown.stdout)
+    return found
+
+
+def page_history(server: Server, eid: str) -> tuple[dict[str, Any], str]:
+    """The history the console's run page embeds, and the page's HTML."""
+    from tether.web.urls import run_url
+
+    page = server.get(run_url(eid))
+    assert page.status_code == 200, page.text
+    found = re.search(r'id="history-data" hidden data-json="([^"]*)"', page.text)
+    assert found is not None, "the run page embeds its history"
+    return json.loads(html.unescape(found.group(1))), page.text
 
 
 def served(project: Project, *args: str, **kwargs: Any) -> Iterator[Server]:

@@ -19,9 +19,12 @@ What is inferred, exactly:
   abandoned, and so is what it had in flight: each agent tool call whose pre-dispatch
   ``tool_call`` row it wrote with no later row of that agent, and each top-level node that
   was runnable at its last checkpoint (not finished, not waiting, every ``waits_for``
-  finished) that a later owner then completed or failed on this page. A run still
-  ``running`` under an owner whose lease expired or who is provably dead shows its runnable
-  nodes abandoned too (until someone resumes it).
+  finished) that a later owner then completed or failed on this page. Inside such a node,
+  the ``for_each`` elements and sub-workflow nodes it had in flight (``history_inflight.py``
+  says how they are found) that a later owner then completed are abandoned too, each at
+  its own address. A run still ``running`` under an owner whose lease expired or who is
+  provably dead shows its runnable nodes abandoned too, and what they had in flight inside
+  them that provably exists (until someone resumes it).
 - **Skip reasons** are read from the skipped node's entry (``reason``, written by the
   scheduler); runs written before it show none. Nodes of a cancelled run that never
   started are skipped with the reason ``cancelled``.
@@ -35,7 +38,9 @@ from typing import Any, Protocol
 
 from tether.errors import RunNotFound, StoreError
 from tether.runtime.history import EventKind, History, HistoryEvent, NodeState
+from tether.runtime.history_inflight import inside
 from tether.runtime.history_nodes import PlanOutline, newest_state, node_views
+from tether.runtime.state import RunState
 from tether.status import FINISHED, RUN_END, RunStatus, SkipReason, StepType, UnitStatus
 from tether.stores.contracts import EventStore, RunStore
 from tether.stores.events import RunEvent, RunEventKind
@@ -109,17 +114,21 @@ def _top(address: str) -> str:
 class _Builder:
     """Walks one page of rows and the run's events in time order (see the module doc)."""
 
-    def __init__(self, run: RunRecord, plan: PlanOutline | None, statuses: dict[str, str]) -> None:
+    def __init__(self, store: HistorySource, run: RunRecord, plan: PlanOutline | None,
+                 statuses: dict[str, str]) -> None:
+        self.store = store
         self.run = run
         self.plan = plan
         self.statuses = statuses  # top-level node -> status, as of the walk's position
         self.out: list[tuple[float, int, HistoryEvent]] = []
         self.done_at: dict[str, float] = {}
-        self.attempts: dict[str, int] = {}
+        self.attempts: dict[tuple[str, str], int] = {}  # (agent_path, address) -> attempts
         self.claim: RunEvent | None = None
         self.clean = True  # the current owner's attempt ended cleanly (or none began)
         self.open_tools: dict[str, tuple[CheckpointRow, str]] = {}
         self.finished_later: dict[str, float] = {}  # node -> time of its last ending row
+        self.unit_ended: dict[tuple[str, str], float] = {}  # (agent_path, address) -> same
+        self.last_row: str | None = None  # the newest checkpoint walked (or the page's start)
         self.last_time = run.created_at.timestamp()
         self.fork: RunEvent | None = None
         self.answers: dict[str, Decision] = {}
@@ -134,9 +143,10 @@ class _Builder:
                 "pid": owner.pid if owner else None,
                 "worker": event.data.get("worker"), "attempt": event.data.get("attempt")}
 
-    def next_attempt(self, node: str) -> int:
-        self.attempts[node] = self.attempts.get(node, 0) + 1
-        return self.attempts[node]
+    def next_attempt(self, node: str, agent_path: str = "") -> int:
+        key = (agent_path, node)
+        self.attempts[key] = self.attempts.get(key, 0) + 1
+        return self.attempts[key]
 
     def start_of(self, address: str, agent_path: str) -> float:
         """When the node at ``address`` began (inferred: see the module docstring)."""
@@ -201,13 +211,35 @@ class _Builder:
                       agent_path=row.agent_path, checkpoint_id=row.checkpoint_id,
                       owner=owner, reason=why, detail={"arguments": _loads(row.node_input)})
             del self.open_tools[key]
+        state: RunState | None = None
         for node_id in self.runnable():
             if not resumed or self.finished_later.get(node_id, 0.0) > at:
-                attempt = self.next_attempt(node_id)
-                self.emit(EventKind.NODE_STARTED, self.start_of(node_id, ""), node=node_id,
-                          attempt=attempt)
-                self.emit(EventKind.NODE_ABANDONED, at, node=node_id, attempt=attempt,
-                          owner=owner, reason=why)
+                self.abandon_unit(node_id, "", at, owner, why)
+            outline = self.plan.by_id[node_id] if self.plan is not None else None
+            if outline is None or self.plan is None or outline.inside is None:
+                continue
+            state = state or self.state_at_last_row()
+            for unit in inside(self.plan, outline, state):
+                later = self.unit_ended.get((unit.agent_path, unit.address), 0.0) > at
+                if later if resumed else unit.known:
+                    self.abandon_unit(unit.address, unit.agent_path, at, owner, why)
+
+    def abandon_unit(self, address: str, agent_path: str, at: float, owner: str | None,
+                     why: str) -> None:
+        attempt = self.next_attempt(address, agent_path)
+        self.emit(EventKind.NODE_STARTED, self.start_of(address, agent_path), node=address,
+                  agent_path=agent_path, attempt=attempt)
+        self.emit(EventKind.NODE_ABANDONED, at, node=address, agent_path=agent_path,
+                  attempt=attempt, owner=owner, reason=why)
+
+    def state_at_last_row(self) -> RunState:
+        """The run's folded state as of the newest row walked (one read, only when an
+        owner abandoned a node with units inside it)."""
+        found = self.store.get(self.run.execution_id, self.last_row) \
+            if self.last_row is not None else None
+        if found is None:
+            return RunState.new({})
+        return RunState.from_snapshot(found.state_snapshot)
 
     def runnable(self) -> list[str]:
         """Top-level nodes not finished nor waiting whose ``waits_for`` all finished."""
@@ -248,6 +280,7 @@ class _Builder:
         elif step == StepType.RUN_END or row.node_id == RUN_END:
             self.on_end(row)
         self.last_time = at
+        self.last_row = row.checkpoint_id
 
     def close_tools(self, row: CheckpointRow, entries: list[tuple[list[Any], Any]]) -> None:
         """A later row of the agent that dispatched a tool call: the call returned (its
@@ -297,7 +330,7 @@ class _Builder:
         fields: dict[str, Any] = {"node": address, "agent_path": where}
         start = self.start_of(address, where)
         for one in tries:
-            attempt = self.next_attempt(address)
+            attempt = self.next_attempt(address, where)
             began, ended = float(one.get("started_at") or start), float(one.get("ended_at") or 0)
             self.emit(EventKind.NODE_STARTED, began, attempt=attempt, **fields)
             kind = EventKind.NODE_TIMED_OUT if one.get("timed_out") else EventKind.NODE_FAILED
@@ -310,7 +343,7 @@ class _Builder:
         if str(row.status) == "failed" and tries:
             self.ended(address, row, final=False)
             return
-        attempt = self.next_attempt(address)
+        attempt = self.next_attempt(address, where)
         self.emit(EventKind.NODE_STARTED, start, attempt=attempt, **fields)
         if str(row.status) == "failed":
             error = _loads(row.node_output)
@@ -329,7 +362,7 @@ class _Builder:
         if not row.agent_path:
             self.done_at[_top(address)] = row.created_at
         if final:  # a loop's next pass, or a later run of the node, counts from 1 again
-            self.attempts.pop(address, None)
+            self.attempts.pop((row.agent_path, address), None)
 
     def on_fork(self, row: CheckpointRow) -> None:
         data = self.fork.data if self.fork is not None else {}
@@ -409,7 +442,8 @@ def build_history(store: HistorySource, execution_id: str, after: str | None = N
         nodes = start.state_snapshot.get("nodes") if start is not None else None
         seeded = {k: str(v.get("status")) for k, v in (nodes or {}).items()
                   if isinstance(v, dict)}
-    builder = _Builder(run, plan, seeded)
+    builder = _Builder(store, run, plan, seeded)
+    builder.last_row = after
     low = checkpoint_time(after) if after is not None else float("-inf")
     high = rows[-1].created_at if next_after is not None else float("inf")
     stored = store.events(execution_id)
@@ -421,6 +455,7 @@ def build_history(store: HistorySource, execution_id: str, after: str | None = N
     for row in rows:
         if str(row.step_type) == StepType.NODE or row.node_id == RUN_END:
             builder.finished_later[_top(row.node_id)] = row.created_at
+            builder.unit_ended[(row.agent_path, row.node_id)] = row.created_at
     if after is None:
         builder.emit(EventKind.RUN_CREATED, run.created_at.timestamp(),
                      detail={"queue": run.queue} if run.queue else None)

@@ -17,20 +17,36 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class Inside:
+    """What a node holds inside it, for finding what was in flight there: whether it runs
+    per element (``for_each`` or ``matrix``; ``items``: how many when the list is written in
+    the plan, ``concurrency`` when it is a number there), and the plan of a ``workflow``
+    node (``sub``)."""
+
+    each: bool
+    items: int | None
+    concurrency: int | None
+    sub: PlanOutline | None
+
+
+@dataclass(frozen=True)
 class OutlineNode:
-    """What a history needs of a plan node: its id, what it waits for, its title."""
+    """What a history needs of a plan node: its id, what it waits for, its title, and what
+    it holds inside (None for a node that runs once and holds no plan)."""
 
     id: str
     waits_for: tuple[str, ...]
     title: str | None
+    inside: Inside | None = None
 
 
 @dataclass(frozen=True)
 class PlanOutline:
-    """The top-level nodes of a stored plan, in plan order, read straight from its JSON
-    (validating a 10,000-node plan as a :class:`~tether.compiler.plan.Plan` costs more than
-    the rest of a history page)."""
+    """The nodes of a stored plan, in plan order, read straight from its JSON (validating a
+    10,000-node plan as a :class:`~tether.compiler.plan.Plan` costs more than the rest of a
+    history page); a ``workflow`` node's plan is outlined too."""
 
+    name: str
     nodes: tuple[OutlineNode, ...]
     by_id: dict[str, OutlineNode]
 
@@ -40,12 +56,32 @@ class PlanOutline:
         if text is None:
             return None
         try:
-            data = json.loads(text)
-            nodes = tuple(OutlineNode(str(n["id"]), tuple(str(d) for d in n.get(
-                "waits_for") or ()), n.get("title")) for n in data["nodes"])
-        except (ValueError, TypeError, KeyError):
+            return cls.of(json.loads(text))
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None
-        return cls(nodes, {n.id: n for n in nodes})
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> PlanOutline:
+        """The outline of a plan's JSON value (raises on a value that is not one)."""
+        nodes = tuple(_outline_node(n) for n in data["nodes"])
+        return cls(str(data.get("name") or ""), nodes, {n.id: n for n in nodes})
+
+
+def _outline_node(data: dict[str, Any]) -> OutlineNode:
+    waits = data.get("waits_for")
+    found = OutlineNode(str(data["id"]), tuple(map(str, waits)) if waits else (),
+                        data.get("title"))
+    each, matrix, workflow = data.get("for_each"), data.get("matrix"), data.get("workflow")
+    if each is None and matrix is None and workflow is None:
+        return found  # (most nodes: kept cheap, a history page outlines every node)
+    concurrency = data.get("concurrency")
+    sub = workflow.get("plan") if isinstance(workflow, dict) else None
+    return OutlineNode(found.id, found.waits_for, found.title, Inside(
+        each=each is not None or matrix is not None,
+        items=len(each) if isinstance(each, list) else None,
+        concurrency=concurrency if isinstance(concurrency, int) else None,
+        sub=PlanOutline.of(sub) if isinstance(sub, dict) else None))
+
 
 _STATES = {status.value: NodeState(status.value) for status in UnitStatus}
 
