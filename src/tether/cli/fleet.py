@@ -61,6 +61,7 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
     With --id, submitting again returns the first run (said on stderr) instead of starting
     another, however many submissions race."""
     from tether.runtime.runner import Runner
+    from tether.trigger import TriggerKind, local_trigger
 
     if not queue.strip():
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
@@ -68,7 +69,8 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
     runner = Runner(source, store, {})
     assert runner.plan is not None
     inputs = read_inputs(runner.plan, pairs, inputs_file)
-    done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue, priority=priority)
+    done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue, priority=priority,
+                             trigger=local_trigger(TriggerKind.CLI))
     click.echo(printable(done.execution_id))
     if not done.created:
         click.echo(f"run {printable(done.execution_id)} already existed ({done.status.value}); "

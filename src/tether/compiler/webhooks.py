@@ -13,17 +13,17 @@ from typing import Any
 from jinja2 import TemplateSyntaxError, meta, nodes
 
 from tether.compiler.context import Context
-from tether.compiler.plan import PlanWebhook
+from tether.compiler.plan import PlanManual, PlanWebhook
 from tether.dsl.ast import Workflow
-from tether.dsl.document import SECRET_PATTERN, WebhookSpec
+from tether.dsl.document import SECRET_PATTERN, ManualSpec, WebhookSpec
 from tether.durations import DurationError, parse_duration
 from tether.suggest import did_you_mean
 from tether.templating import ENV, has_markup
+from tether.trigger import TRIGGER_FIELDS
 
 PATH_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 HEADER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
 DEFAULT_TOLERANCE = 300.0
-TRIGGER_FIELDS = ("kind", "verify", "payload", "headers", "delivery", "received_at")
 _HMAC_ONLY = ("header", "timestamp_header", "delivery_header")
 
 
@@ -122,6 +122,20 @@ def _template_problems(value: Any) -> list[str]:
             for n in sorted(names - {"trigger"})] + [
         f"`trigger.{f}` does not exist (known: " + ", ".join(TRIGGER_FIELDS) + ")"
         for f in sorted(fields - set(TRIGGER_FIELDS))]
+
+
+def plan_manual(workflow: Workflow) -> PlanManual | None:
+    """Who may start the workflow by hand: None without ``on:`` (anyone who may start
+    runs), else what ``on.manual`` says (not allowed when it is absent or ``false``)."""
+    on = workflow.doc.on
+    if on is None:
+        return None
+    manual = on.manual
+    if "manual" not in on.model_fields_set or manual is False:
+        return PlanManual(allowed=False)
+    if isinstance(manual, ManualSpec):
+        return PlanManual(users=tuple(dict.fromkeys(manual.users or ())))
+    return PlanManual()
 
 
 def plan_webhook(workflow: Workflow) -> PlanWebhook | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from tether.runtime.secrets import SecretMissing, SecretsView, reads_secrets
 from tether.runtime.state import NodeError, RunState
 from tether.status import UnitStatus
 from tether.templating import TemplateBudget, compiled, has_markup
+from tether.trigger import UNKNOWN_TRIGGER, Trigger
 
 
 class RenderError(Picklable, Exception):
@@ -98,9 +100,16 @@ class RunInfo:
     started_at: str
     attempt: int = 1
     parent_id: str | None = None
+    trigger: Trigger = UNKNOWN_TRIGGER
+    """What started the run, read as ``trigger.*`` (``tether/trigger.py``)."""
 
     def names(self) -> Names:
         return Names({field: getattr(self, field) for field in RUN_FIELDS})
+
+    @functools.cached_property
+    def trigger_names(self) -> Names:
+        """``trigger`` as templates read it (built once per attempt)."""
+        return Names(self.trigger.as_dict())
 
 
 def namespace(plan: Plan, state: RunState, *, item: Any = None, has_item: bool = False,
@@ -111,6 +120,7 @@ def namespace(plan: Plan, state: RunState, *, item: Any = None, has_item: bool =
                              "nodes": NodesView(plan, state.nodes)}
     if run is not None:
         names["run"] = run.names()
+        names["trigger"] = run.trigger_names
     if secrets is not None:
         names["secrets"] = secrets
     if has_item:

@@ -24,6 +24,8 @@ from tether.errors import NotFoundError, TetherError
 from tether.runtime.dedup import Submitted
 from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
+from tether.trigger import Trigger
+from tether.web.auth import Forbidden
 from tether.web.config import ConfigError
 
 WORKFLOW_SUFFIXES = (".flow", ".yaml", ".yml")
@@ -41,12 +43,14 @@ class UnknownWorkflow(NotFoundError):
 
 @dataclass(frozen=True)
 class Start:
-    """What to start: the workflow's inputs, its queue and priority, and the dedup key."""
+    """What to start: the workflow's inputs, its queue and priority, the dedup key, and
+    what started it (stored with the run: ``tether/trigger.py``)."""
 
     inputs: Mapping[str, Any]
     queue: str = "default"
     priority: int = 0
     dedup_key: str | None = None
+    trigger: Trigger | None = None
 
 
 class Catalog:
@@ -86,11 +90,32 @@ class Catalog:
             raise UnknownWorkflow(name, self.plans)
         return found
 
+    def manual_plan(self, name: str, who: str) -> Plan:
+        """The plan of workflow ``name`` if ``who`` may start it by hand (the Start form,
+        the API); :class:`~tether.web.auth.Forbidden` (403) saying why not: its ``on:``
+        has no ``manual``, or ``on.manual.users`` does not list ``who``."""
+        plan = self.plan(name)
+        refusal = manual_refusal(plan, who)
+        if refusal is not None:
+            raise Forbidden(refusal)
+        return plan
+
     def start(self, store: Checkpointer, name: str, start: Start) -> Submitted:
         """Queue a run of workflow ``name`` (or return the run its dedup key names)."""
         return Runner(self.plan(name), store, {}).submit_run(
             start.inputs, queue=start.queue, priority=start.priority,
-            dedup_key=start.dedup_key)
+            dedup_key=start.dedup_key, trigger=start.trigger)
+
+
+def manual_refusal(plan: Plan, who: str) -> str | None:
+    """Why ``who`` may not start ``plan`` by hand, or None when they may."""
+    manual = plan.manual
+    if manual is None or (manual.allowed and (not manual.users or who in manual.users)):
+        return None
+    if not manual.allowed:
+        return (f"workflow '{plan.name}' is not started by hand: its `on:` does not list "
+                "`manual` (add `manual: true` to `on:` to allow it)")
+    return f"{who} may not start workflow '{plan.name}' by hand (on.manual.users)"
 
 
 def _files(paths: Iterable[str]) -> list[Path]:

@@ -29,6 +29,7 @@ from tether.cron import next_tick, ticks
 from tether.errors import ExecutionExists, TetherError
 from tether.stores.contracts import RunStore, ScheduleStore
 from tether.stores.schedule_records import ScheduleRecord
+from tether.trigger import Trigger, TriggerKind
 
 
 class ScheduleSource(ScheduleStore, RunStore, Protocol):
@@ -40,8 +41,9 @@ MAX_TICKS_PER_CALL = 1000
 GRACE_SECONDS = 60.0
 """A tick due at most this long ago is on time, not missed (``catchup: none`` fires it)."""
 
-Submit = Callable[[Plan, dict[str, Any], str, str | None], None]
-"""``submit(plan, inputs, execution_id, queue)``: start (or enqueue) one run; it must raise
+Submit = Callable[[Plan, dict[str, Any], str, str | None, Trigger], None]
+"""``submit(plan, inputs, execution_id, queue, trigger)``: start (or enqueue) one run, started
+by ``trigger`` (kind ``schedule``, the tick); it must raise
 :class:`~tether.errors.ExecutionExists` when ``execution_id`` already names a run."""
 
 
@@ -115,7 +117,8 @@ def fire_schedules(store: ScheduleSource, now: datetime, submit: Submit, *,
             for tick in chosen:
                 execution_id = tick_execution_id(schedule.name, tick)
                 try:
-                    submit(plan, dict(schedule.inputs), execution_id, schedule.queue)
+                    submit(plan, dict(schedule.inputs), execution_id, schedule.queue,
+                           tick_trigger(schedule.name, tick))
                 except ExecutionExists:
                     continue
                 fired.append(execution_id)
@@ -127,6 +130,13 @@ def fire_schedules(store: ScheduleSource, now: datetime, submit: Submit, *,
     if failure is not None:
         raise failure
     return fired
+
+
+def tick_trigger(name: str, tick: datetime) -> Trigger:
+    """What started the run of ``name``'s ``tick``: kind ``schedule``, actor
+    ``schedule:NAME``, the tick in UTC ISO 8601."""
+    return Trigger(TriggerKind.SCHEDULE, f"schedule:{name}",
+                   tick=tick.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 def _next(schedule: ScheduleRecord, after: datetime) -> float | None:
@@ -143,4 +153,4 @@ def _plan(store: RunStore, schedule: ScheduleRecord) -> Plan:
 
 
 __all__ = ["GRACE_SECONDS", "MAX_TICKS_PER_CALL", "Submit", "due_ticks", "fire_schedules",
-           "tick_execution_id"]
+           "tick_execution_id", "tick_trigger"]
