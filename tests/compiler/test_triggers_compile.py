@@ -109,3 +109,18 @@ def test_a_wrong_manual_setting_is_a_schema_error_at_its_place(tmp_path: Path) -
     path.write_text(ON.format(on="  manual: yes please"), encoding="utf-8")
     assert [(d.code, d.message) for d in errors(path)] == [
         ("E202", "`manual` must be true, false or a mapping with `users`, not a string")]
+
+
+def test_who_may_start_by_hand_is_not_part_of_the_fingerprint(tmp_path: Path) -> None:
+    """``manual`` is admission, not execution: adding or narrowing it keeps the fingerprint
+    (stored runs stay matched to the file), though the plan's JSON carries it."""
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("tether: 1\nname: hand\nnodes:\n  a: {task: t}\n", encoding="utf-8")
+    fingerprints = {compile_workflow(plain).fingerprint}
+    for on in ("  manual: true", "  manual: {users: [ada]}", "  manual: false"):
+        path = tmp_path / "hand.yaml"
+        path.write_text(ON.format(on=on), encoding="utf-8")
+        plan = compile_workflow(path)
+        assert '"manual"' in plan.to_json()
+        fingerprints.add(plan.fingerprint)
+    assert len(fingerprints) == 1

@@ -511,14 +511,17 @@ class Plan(_PlanModel):
         return plan
 
 
-_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True}
+_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True,
+                          "manual": True}
+# ``manual`` says who may start runs by hand, not how a run executes: a workflow gaining or
+# losing ``on: manual`` keeps its fingerprint (its stored runs stay matched to the file)
 _NODE_EXCLUDE: Any = {"workflow": {"plan": True}}
 
 
 def semantic(plan: Plan, memo: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The part of a plan that decides behaviour: everything but source maps and fingerprints,
-    as JSON data (for :func:`canonical_json`, which sorts keys: ``nodes`` comes last here, and
-    tuples stand for lists).
+    """The part of a plan that decides behaviour: everything but source maps, fingerprints
+    and who may start it by hand (``manual``), as JSON data (for :func:`canonical_json`,
+    which sorts keys: ``nodes`` comes last here, and tuples stand for lists).
 
     Each distinct sub-plan is dumped once (``memo``, by object), however many nodes embed it.
     The nodes of the common kinds are written by :func:`_plain_node`, the others by their

@@ -20,15 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from tether.compiler.plan import Plan, PlanWebhook
-from tether.errors import NotFoundError, TetherError
+from tether.errors import NotFoundError, UsageError
 from tether.runtime.dedup import Submitted
 from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
 from tether.trigger import Trigger
 from tether.web.auth import Forbidden
 from tether.web.config import ConfigError
-
-WORKFLOW_SUFFIXES = (".flow", ".yaml", ".yml")
 
 
 class UnknownWorkflow(NotFoundError):
@@ -73,10 +71,15 @@ class Catalog:
     def load(cls, paths: Iterable[str]) -> Catalog:
         """Compile every workflow under ``paths``; raises :class:`ConfigError` naming the
         file that cannot be used."""
+        from tether.runtime.plans import load_plans
+
+        try:
+            loaded = load_plans(paths)
+        except UsageError as exc:
+            raise ConfigError(f"--workflows: {exc}") from None
         plans: dict[str, Plan] = {}
         origin: dict[str, Path] = {}
-        for path in _files(paths):
-            plan = _compile(path)
+        for path, plan in loaded:
             if plan.name in plans:
                 raise ConfigError(f"--workflows: {path} and {origin[plan.name]} both define "
                                   f"workflow '{plan.name}'")
@@ -116,26 +119,3 @@ def manual_refusal(plan: Plan, who: str) -> str | None:
         return (f"workflow '{plan.name}' is not started by hand: its `on:` does not list "
                 "`manual` (add `manual: true` to `on:` to allow it)")
     return f"{who} may not start workflow '{plan.name}' by hand (on.manual.users)"
-
-
-def _files(paths: Iterable[str]) -> list[Path]:
-    found: list[Path] = []
-    for text in paths:
-        path = Path(text)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.iterdir()
-                                if p.suffix.lower() in WORKFLOW_SUFFIXES and p.is_file()))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise ConfigError(f"--workflows: {text} is neither a workflow file nor a directory")
-    return found
-
-
-def _compile(path: Path) -> Plan:
-    from tether.runtime.plans import load_plan
-
-    try:
-        return load_plan(path)
-    except TetherError as exc:
-        raise ConfigError(f"--workflows: {path}: {exc}") from None
