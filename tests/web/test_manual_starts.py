@@ -3,7 +3,8 @@
 A workflow without ``on:`` may be started by hand by any approver or submitter (as before
 ``on:`` existed); one whose ``on:`` does not list ``manual`` is refused (403, saying why) and
 listed without a form; ``on.manual.users`` narrows who may. A real ``tether serve`` with
-token auth, on SQLite.
+token auth, on SQLite. And a console with an embedded worker (``--worker``) declares the
+schedules of the workflows it serves, as any worker loading them does.
 """
 
 from __future__ import annotations
@@ -98,3 +99,17 @@ def test_the_console_gives_no_form_for_a_workflow_not_started_by_hand(
     assert 'href="/workflows/anyone/start"' in listing
     assert 'href="/workflows/hook-only/start"' not in listing
     assert "(not started by hand)" in listing
+
+
+def test_a_console_with_a_worker_declares_the_schedules_it_serves(
+        project: Project, tmp_path: Path) -> None:
+    flows = tmp_path / "scheduled"
+    flows.mkdir()
+    (flows / "nightly.yaml").write_text(ANYONE.replace("name: anyone", "name: nightly").replace(
+        "nodes:", "on:\n  manual: true\n  schedule: {cron: '0 3 * * *'}\nnodes:"),
+        encoding="utf-8")
+    for server in served(project, "--workflows", str(flows), "--worker", "--tasks",
+                         str(project.tasks)):
+        assert server.client.get("/api/workflows").status_code == 200
+        [found] = project.store.list_schedules()
+        assert (found.name, found.cron, found.queue) == ("nightly", "0 3 * * *", "default")
