@@ -19,12 +19,14 @@ from tether.dsl.loader import load
 
 READS = """tether: 1
 name: reads
+on:
+  webhook: {verify: github, secret: HOOK_SECRET, headers: [X-GitHub-Event]}
 nodes:
   a:
     task: t
     with:
       ok: "{{ trigger.kind }} {{ trigger.actor }} {{ trigger.payload.any.depth[0] }}"
-      hdr: "{{ trigger.headers['x-github-event'] }} {{ trigger.tick }} {{ trigger.delivery }}"
+      hdr: "{{ trigger.headers['X-GitHub-Event'] }} {{ trigger.tick }} {{ trigger.delivery }}"
       typo: "{{ trigger.kidn }}"
       body: "{{ trigger.ref }}"
   b:
@@ -54,16 +56,32 @@ def test_unknown_trigger_fields_are_e415_with_did_you_mean(tmp_path: Path, synta
     assert found[1].help is not None and found[1].help.startswith(
         "a webhook's body is read as `trigger.payload.ref`")
     if syntax == "yaml":
-        assert [(d.span.line, d.node_id) for d in found] == [(9, "a"), (10, "a")]
+        assert [(d.span.line, d.node_id) for d in found] == [(11, "a"), (12, "a")]
 
 
-def test_reading_trigger_leaves_fingerprints_of_other_files_alone(tmp_path: Path) -> None:
-    """The root is known to the compiler only: a plan reading it is an ordinary plan."""
+def test_a_header_the_webhook_does_not_keep_is_e415(tmp_path: Path) -> None:
+    """``trigger.headers`` holds only what ``on.webhook.headers`` lists (any case), and
+    nothing without a webhook: reading another header is a mistake found before a run."""
+    path = tmp_path / "h.yaml"
+    path.write_text(READS.replace('"{{ trigger.kidn }}"', "\"{{ trigger.headers['X-Hub'] }}\"")
+                    .replace('"{{ trigger.ref }}"', "1"), encoding="utf-8")
+    assert [(d.code, d.message, d.help) for d in errors(path)] == [
+        ("E415", "`trigger.headers` never holds `X-Hub`: a run keeps only the headers its "
+         "webhook lists", "add `X-Hub` to `on.webhook.headers`")]
+    path.write_text(READS.split("on:")[0] + "nodes:" + READS.split("nodes:")[1],
+                    encoding="utf-8")
+    assert ("E415", "`trigger.headers` never holds `X-GitHub-Event`: this workflow has no "
+            "webhook") in [(d.code, d.message) for d in errors(path)]
+
+
+def test_a_plan_reading_trigger_is_an_ordinary_plan(tmp_path: Path) -> None:
+    """The root is known to the compiler only (nothing is added to the plan for it); an
+    `on:` without `manual` is not started by hand."""
     path = tmp_path / "ok.yaml"
     path.write_text(READS.replace('typo: "{{ trigger.kidn }}"', "typo: 1")
                     .replace('body: "{{ trigger.ref }}"', "body: 2"), encoding="utf-8")
     plan = compile_workflow(path)
-    assert plan.manual is None and '"manual"' not in plan.to_json()
+    assert plan.manual == PlanManual(allowed=False) and plan.webhook is not None
 
 
 ON = """tether: 1

@@ -17,6 +17,9 @@ from tether.trigger import Trigger, TriggerKind, os_user
 READS = """
     tether: 1
     name: reads-trigger
+    on:
+      manual: true
+      webhook: {verify: github, secret: HOOK_SECRET, headers: [X-GitHub-Event]}
     nodes:
       first:
         task: t.echo
@@ -24,7 +27,7 @@ READS = """
           kind: "{{ trigger.kind }}"
           actor: "{{ trigger.actor }}"
           ref: "{{ trigger.payload.ref if trigger.payload else none }}"
-          event: "{{ trigger.headers['x-github-event'] | default('none') }}"
+          event: "{{ trigger.headers['X-GitHub-Event'] | default('none') }}"
       gate:
         needs: [first]
         approval: {reason: go}

@@ -362,8 +362,8 @@ def _check_run_read(ctx: Context, ref: Reference, span: Where, reader: str | Non
 
 
 def _check_trigger_read(ctx: Context, ref: Reference, span: Where, reader: str | None) -> None:
-    """E415: ``trigger.<field>`` names a field of what started the run (``payload`` and
-    ``headers`` are open below it)."""
+    """E415: ``trigger.<field>`` names a field of what started the run (``payload`` is open
+    below it; ``headers`` holds only the headers the workflow's webhook lists)."""
     if ref.attrs and ref.attrs[0] not in TRIGGER_FIELDS:
         field = ref.attrs[0]
         close = did_you_mean(field, TRIGGER_FIELDS) or \
@@ -371,6 +371,17 @@ def _check_trigger_read(ctx: Context, ref: Reference, span: Where, reader: str |
         ctx.report("E415", f"`trigger` has no field `{field}`", span, node_id=reader,
                    help=close + " (the trigger's fields: " + ", ".join(
                        f"`{f}`" for f in TRIGGER_FIELDS) + ")")
+    elif ref.attrs[:1] == ("headers",) and len(ref.attrs) > 1:
+        on = ctx.workflow.doc.on
+        hook = on.webhook if on is not None else None
+        kept = [h.lower() for h in (hook.headers or []) if isinstance(h, str)] if hook else []
+        header = ref.attrs[1]
+        if header.lower() not in kept:
+            ctx.report("E415", f"`trigger.headers` never holds `{header}`: " + (
+                "a run keeps only the headers its webhook lists" if hook else
+                "this workflow has no webhook"), span, node_id=reader,
+                help=f"add `{header}` to `on.webhook.headers`" if hook else
+                "`trigger.headers` is a webhook's (`on: webhook`, `headers: [...]`)")
 
 
 def _check_input(ctx: Context, ref: Reference, span: Where, reader: str | None,

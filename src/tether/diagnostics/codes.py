@@ -278,9 +278,10 @@ starts (or the loop closes) from the inputs (and `run`): `concurrency: "{{ input
 `api`, `manual`, `webhook`, `schedule`; `unknown` for runs stored before triggers were),
 `trigger.actor` (who: the OS user, the console or API user, `webhook:PATH`,
 `schedule:NAME`), `trigger.payload` (a webhook's JSON body; any field below it may be read),
-`trigger.headers` (the headers the webhook lists), `trigger.delivery`, `trigger.verify`,
-`trigger.tick` (a schedule's tick, ISO 8601 in UTC) and `trigger.received_at`. A field a
-start does not have reads as null.
+`trigger.headers` (the headers the webhook lists, read by any case of their names: reading
+one it does not list, or any in a workflow without a webhook, is reported too),
+`trigger.delivery`, `trigger.verify`, `trigger.tick` (a schedule's tick, ISO 8601 in UTC)
+and `trigger.received_at`. A field a start does not have reads as null.
 """),
         _code("E500", "default-type", "an input default of the wrong type", """
 An input's `default` must have the input's `type`.

@@ -85,6 +85,26 @@ class NodesView(Names):
         return len(self._plan.by_id)
 
 
+class HeadersView(Names):
+    """``trigger.headers``: the headers a webhook kept, read by any case of their name
+    (``trigger.headers['X-GitHub-Event']`` is ``x-github-event``), as HTTP means them."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key.lower() if isinstance(key, str) else key]
+
+    def __contains__(self, key: object) -> bool:
+        return (key.lower() if isinstance(key, str) else key) in self._data
+
+
+def trigger_names(trigger: Trigger) -> Names:
+    """``trigger`` as templates read it (headers by any case of their names)."""
+    data = trigger.as_dict()
+    data["headers"] = HeadersView(data["headers"])
+    return Names(data)
+
+
 RUN_FIELDS = ("id", "workflow", "started_at", "attempt", "parent_id")
 """What templates read as ``run.<field>`` (the compiler checks the same names)."""
 
@@ -109,7 +129,7 @@ class RunInfo:
     @functools.cached_property
     def trigger_names(self) -> Names:
         """``trigger`` as templates read it (built once per attempt)."""
-        return Names(self.trigger.as_dict())
+        return trigger_names(self.trigger)
 
 
 def namespace(plan: Plan, state: RunState, *, item: Any = None, has_item: bool = False,

@@ -34,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tether.compiler.plan import PlanWebhook
 from tether.errors import TemplateLimit, TetherError
+from tether.runtime.render import Names, trigger_names
 from tether.templating import evaluate, has_markup
 from tether.trigger import Trigger, TriggerKind
 from tether.web.app import status_of, web_of
@@ -81,7 +82,7 @@ async def deliver(request: Request, path: str) -> JSONResponse:
                       {h: headers[h] for h in hook.headers if h in headers}, delivery,
                       hook.verify)
     try:
-        names = trigger.as_dict()
+        names = trigger_names(trigger)
         inputs = {name: render(value, names) for name, value in hook.inputs.items()}
     except (TemplateError, TemplateLimit) as exc:
         return _refuse(422, f"the webhook's inputs cannot be rendered: {exc}")
@@ -197,13 +198,20 @@ def _same(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-def render(value: Any, trigger: Mapping[str, Any]) -> Any:
+def render(value: Any, trigger: Names) -> Any:
     """``value`` with every template rendered against ``trigger``."""
     if isinstance(value, dict):
         return {k: render(v, trigger) for k, v in value.items()}
     if isinstance(value, list):
         return [render(v, trigger) for v in value]
     if isinstance(value, str) and has_markup(value):
-        return evaluate(value, {"trigger": trigger})
+        return _plain(evaluate(value, {"trigger": trigger}))
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """A rendered value with the template views (``trigger``, its headers) made dicts."""
+    if isinstance(value, Names):
+        return {key: _plain(value[key]) for key in value}
     return value
 
