@@ -9,7 +9,10 @@ are refused. Plans already stored with runs are not enough: the store keeps plan
 fingerprint, not by which one is current. Changing a file takes a restart.
 
 A start is :meth:`Runner.submit_run` with the request's inputs, queue, priority and
-``Idempotency-Key`` (the dedup key, so the same key returns the same run: ``dedup.py``).
+``Idempotency-Key`` (the dedup key, so the same key returns the same run: ``dedup.py``), and
+what started it (the run's ``trigger``: the API's caller, the form's user, the webhook). A
+start by hand (the API, the form) is allowed only for a workflow without ``on:`` or whose
+``on:`` lists ``manual`` (:meth:`Catalog.manual_plan`); a webhook's start is not one.
 """
 
 from __future__ import annotations
