@@ -142,3 +142,23 @@ def test_who_may_start_by_hand_is_not_part_of_the_fingerprint(tmp_path: Path) ->
         assert '"manual"' in plan.to_json()
         fingerprints.add(plan.fingerprint)
     assert len(fingerprints) == 1
+
+
+def test_a_webhook_input_reading_a_header_it_does_not_keep_is_e235(tmp_path: Path) -> None:
+    path = tmp_path / "h.yaml"
+    path.write_text("""tether: 1
+name: h
+inputs:
+  e: {type: string}
+on:
+  webhook:
+    verify: github
+    secret: S
+    headers: [X-GitHub-Event]
+    inputs: {e: "{{ trigger.headers['X-Other'] }} {{ trigger.headers['x-github-EVENT'] }}"}
+nodes:
+  a: {task: t, with: {a: "{{ inputs.e }}"}}
+""", encoding="utf-8")
+    assert [(d.code, d.message, d.span.line) for d in errors(path)] == [
+        ("E235", "webhook input `e`: `trigger.headers` never holds `X-Other` (add it to "
+         "`headers`)", 10)]

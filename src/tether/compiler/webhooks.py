@@ -14,8 +14,10 @@ from jinja2 import TemplateSyntaxError, meta, nodes
 
 from tether.compiler.context import Context
 from tether.compiler.plan import PlanManual, PlanWebhook
+from tether.compiler.references import strings
 from tether.dsl.ast import Workflow
 from tether.dsl.document import SECRET_PATTERN, ManualSpec, WebhookSpec
+from tether.dsl.expressions import analyse
 from tether.durations import DurationError, parse_duration
 from tether.suggest import did_you_mean
 from tether.templating import ENV, has_markup
@@ -89,7 +91,7 @@ def _check_inputs(ctx: Context, spec: WebhookSpec) -> None:
                        ctx.key_span("on", "webhook", "inputs", name),
                        help=did_you_mean(name, declared) or "declared inputs: " + (
                            ", ".join(f"`{n}`" for n in declared) or "none"))
-        for problem in _template_problems(value):
+        for problem in _template_problems(value) + _unkept_headers(value, spec):
             ctx.report("E235", f"webhook input `{name}`: {problem}",
                        ctx.span("on", "webhook", "inputs", name),
                        help="the templates read `trigger.payload`, `trigger.headers`, "
@@ -122,6 +124,17 @@ def _template_problems(value: Any) -> list[str]:
             for n in sorted(names - {"trigger"})] + [
         f"`trigger.{f}` does not exist (known: " + ", ".join(TRIGGER_FIELDS) + ")"
         for f in sorted(fields - set(TRIGGER_FIELDS))]
+
+
+def _unkept_headers(value: Any, spec: WebhookSpec) -> list[str]:
+    """Reads of ``trigger.headers[NAME]`` for a header the webhook does not list (it is
+    never kept, so the input would always be missing)."""
+    kept = {h.lower() for h in spec.headers or ()}
+    return [f"`trigger.headers` never holds `{ref.attrs[1]}` (add it to `headers`)"
+            for _, text in strings(value, ()) if has_markup(text)
+            for ref in analyse(text).references
+            if ref.root == "trigger" and ref.attrs[:1] == ("headers",) and len(ref.attrs) > 1
+            and ref.attrs[1].lower() not in kept]
 
 
 def plan_manual(workflow: Workflow) -> PlanManual | None:
