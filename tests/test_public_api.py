@@ -12,6 +12,8 @@ EXPECTED = {
     "load", "compile", "check", "Plan", "Workflow", "Diagnostic",
     # runtime
     "Runner", "RunResult", "task", "interrupt", "Resume", "idempotent",
+    # what started a run (Runner.run/submit(trigger=...), RunRecord.trigger)
+    "Trigger", "TriggerKind",
     # stores
     "Checkpointer", "Checkpoint", "InMemoryCheckpointer", "SQLiteCheckpointer",
     "PostgresCheckpointer", "open_checkpointer",

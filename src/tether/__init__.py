@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from tether.stores.postgres import PostgresCheckpointer
     from tether.stores.records import Checkpoint
     from tether.stores.sqlite import SQLiteCheckpointer
+    from tether.trigger import Trigger, TriggerKind
 
 _ERRORS = (
     "AlreadyResumed", "ChainResumeError", "CheckpointNotFound", "ExecutionExists", "ForkError",
@@ -86,6 +87,8 @@ _WHERE: dict[str, str] = {
     "PostgresCheckpointer": "tether.stores.postgres",
     "Checkpoint": "tether.stores.records",
     "SQLiteCheckpointer": "tether.stores.sqlite",
+    "Trigger": "tether.trigger",
+    "TriggerKind": "tether.trigger",
 }
 
 __all__ = [
@@ -126,6 +129,8 @@ __all__ = [
     "TaskError",
     "TemplateLimit",
     "TetherError",
+    "Trigger",
+    "TriggerKind",
     "UsageError",
     "Workflow",
     "WorkflowError",

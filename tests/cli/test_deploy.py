@@ -75,7 +75,7 @@ def test_deploy_registers_schedules_and_names_webhooks(tmp_path: Path) -> None:
     finally:
         store.close()
     again = tether("deploy", "nightly.yaml", "--db", db, cwd=tmp_path)
-    assert again.returncode == 0 and "updated schedule nightly" in again.stdout
+    assert again.returncode == 0 and "unchanged schedule nightly" in again.stdout
 
 
 def test_deploy_with_an_error_registers_nothing(tmp_path: Path) -> None:

@@ -87,8 +87,8 @@ def test_each_mistake_is_reported_at_its_place(tmp_path: Path, syntax: str) -> N
                            ("E233", 11, 5), ("E233", 12, 5), ("E234", 14, 5),
                            ("E234", 16, 7), ("E235", 15, 12), ("E235", 16, 12)]
     messages = {d.message for d in Compiler().check_file(path)}
-    assert "webhook input `rev`: `trigger.paylod` does not exist (known: kind, verify, " \
-        "payload, headers, delivery, received_at)" in messages
+    assert "webhook input `rev`: `trigger.paylod` does not exist (known: kind, actor, " \
+        "payload, headers, delivery, verify, tick, received_at)" in messages
     assert "webhook input `ref`: reads `inputs`, which does not exist when a request " \
         "arrives (only `trigger`)" in messages
 

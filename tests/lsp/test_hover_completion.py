@@ -12,6 +12,7 @@ from pytest_lsp import LanguageClient
 from tether.cli.authoring import workflow_schema
 from tether.compiler.references import RUN_FIELDS
 from tether.diagnostics.codes import lookup
+from tether.trigger import TRIGGER_FIELDS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -168,6 +169,7 @@ async def test_yaml_completion_of_ids_paths_tasks_and_keys(
         '    with: {x: "{{ nodes.review.': ["output", "status"],
         '    with: {x: "{{ item.': ["to", "cc"],
         '    with: {x: "{{ run.': list(RUN_FIELDS),
+        '    with: {x: "{{ trigger.': list(TRIGGER_FIELDS),
         '    with: {x: "{{ secrets.': ["STRIPE_KEY"],
         "    task: ": ["billing.refund", "notify"],
     }

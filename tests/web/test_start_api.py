@@ -57,6 +57,11 @@ def test_start_queues_a_run_like_submit(server: Server, shared_project: Project)
     assert run is not None
     assert (run.status, run.queue, run.priority) == ("queued", "q1", 7)
     assert run.inputs == {"amount": 12.5, "note": ""}
+    assert run.trigger is not None  # who started it: the token's user, over the API
+    assert (run.trigger.kind, run.trigger.actor) == ("api", "sam")
+    view = server.client.get(f"/api/runs/{run.execution_id}", headers=bearer(VIEWER)).json()
+    assert view["trigger"]["kind"] == "api" and view["trigger"]["actor"] == "sam"
+    assert view["trigger"]["description"] == "api by sam"
     listed = server.client.get("/api/workflows", headers=bearer(VIEWER)).json()
     review = next(w for w in listed["items"] if w["name"] == "review")
     assert [(i["name"], i["type"], i["required"]) for i in review["inputs"]] == [

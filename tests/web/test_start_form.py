@@ -69,6 +69,9 @@ def test_the_start_form_starts_a_run(console: Server, project: Project, page: Pa
     assert page.url == console.url + run_url(run.execution_id)
     assert run.inputs == {"amount": 250, "note": "from the browser <b>"}
     assert (run.status, run.queue, run.priority) == ("queued", "default", 5)
+    assert run.trigger is not None and run.trigger.kind == "manual"
+    assert run.trigger.actor == "local"  # the console user (without --auth: `local`)
+    expect(page.locator("#started-by")).to_have_text("manual by local")
 
 
 def test_a_viewer_gets_no_form(project: Project, page: Page) -> None:

@@ -256,12 +256,21 @@ def test_a_delivery_runs_to_completion_with_the_embedded_worker(
         project: Project, tmp_path: Path) -> None:
     """End to end: the delivery's run is executed by ``tether serve --worker`` and its node
     sees the payload's field through the run's inputs."""
+    for _, execution_id in delivered(project, tmp_path, GITHUB, "e2e-delivery"):
+        outputs = {c.node_id: c.node_output for c in project.store.list(execution_id)}
+        assert outputs["go"] == {"big": False, "note": "refs/heads/main"}
+
+
+def delivered(project: Project, tmp_path: Path, workflow: str,
+              delivery: str) -> Iterator[tuple[Server, str]]:
+    """``tether serve --worker`` with ``workflow`` as its one webhook: a signed delivery of
+    ``PUSH``, and the server and the run once that run completed."""
     hooks = tmp_path / "hooks"
     hooks.mkdir()
-    (hooks / "push.yaml").write_text(GITHUB, encoding="utf-8")
+    (hooks / "push.yaml").write_text(workflow, encoding="utf-8")
     for server in served(project, "--workflows", str(hooks), "--worker", "--tasks",
                          str(project.tasks), env={"TEST_GITHUB_SECRET": GITHUB_SECRET}):
-        started = github(server, PUSH, "e2e-delivery")
+        started = github(server, PUSH, delivery)
         assert started.status_code == 201, started.text
         execution_id = started.json()["execution_id"]
 
@@ -270,8 +279,35 @@ def test_a_delivery_runs_to_completion_with_the_embedded_worker(
             return run is not None and run.status == "completed"
 
         wait_for(completed, "the webhook's run to complete", 60)
+        yield server, execution_id
+
+
+READS_TRIGGER = GITHUB.replace(
+    'go: {task: t.prepare, with: {amount: 1, note: "{{ inputs.ref }}"}}',
+    'go: {task: t.prepare, with: {amount: 1, note: "{{ trigger.kind }} {{ trigger.actor }} '
+    '{{ trigger.payload.pusher.name }} {{ trigger.headers[\'x-github-event\'] }} '
+    '{{ trigger.delivery }} {{ trigger.verify }}"}}')
+
+
+def test_the_runs_nodes_read_what_started_it_as_trigger(
+        project: Project, tmp_path: Path) -> None:
+    """A node of the delivery's run reads ``trigger.*`` (the payload, an allowed header, the
+    delivery id), executed by a worker after the request was answered; the run stores only
+    the headers the workflow lists, never the signature."""
+    assert 'trigger.payload.pusher.name' in READS_TRIGGER
+    for server, execution_id in delivered(project, tmp_path, READS_TRIGGER,
+                                          "trigger-delivery"):
         outputs = {c.node_id: c.node_output for c in project.store.list(execution_id)}
-        assert outputs["go"] == {"big": False, "note": "refs/heads/main"}
+        assert outputs["go"] == {"big": False, "note": "webhook webhook:on-push ada push "
+                                 "trigger-delivery github"}
+        run = project.store.get_run(execution_id)
+        assert run is not None and run.trigger is not None
+        assert run.trigger.payload == PUSH
+        assert dict(run.trigger.headers) == {"x-github-event": "push"}
+        view = server.client.get(f"/api/runs/{execution_id}").json()
+        assert view["trigger"]["payload"] == PUSH
+        assert view["trigger"]["description"] == \
+            "webhook:on-push (delivery trigger-delivery)"
 
 
 def test_github_form_encoded_deliveries(server: Server, shared_project: Project) -> None:

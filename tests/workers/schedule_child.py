@@ -18,6 +18,7 @@ from typing import Any
 from tether.compiler.plan import Plan
 from tether.runtime.runner import Runner
 from tether.stores.open import open_checkpointer
+from tether.trigger import Trigger
 from tether.workers.schedules import fire_schedules
 
 
@@ -34,7 +35,8 @@ def main() -> None:
             os.close(fd)
         return region
 
-    def submit(plan: Plan, inputs: dict[str, Any], execution_id: str, queue: str | None) -> None:
+    def submit(plan: Plan, inputs: dict[str, Any], execution_id: str, queue: str | None,
+               trigger: Trigger) -> None:
         Runner(plan, store, {"reports.build": build}).run(inputs, execution_id=execution_id)
         if kill:
             print("submitted", flush=True)

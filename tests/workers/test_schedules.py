@@ -24,7 +24,13 @@ from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
 from tether.stores.open import open_checkpointer
 from tether.stores.schedule_records import ScheduleRecord
-from tether.workers.schedules import MAX_TICKS_PER_CALL, fire_schedules, tick_execution_id
+from tether.trigger import Trigger
+from tether.workers.schedules import (
+    MAX_TICKS_PER_CALL,
+    fire_schedules,
+    tick_execution_id,
+    tick_trigger,
+)
 
 CHILD = Path(__file__).with_name("schedule_child.py")
 WORKFLOW = """\
@@ -77,9 +83,9 @@ class InPlace:
         return region
 
     def __call__(self, plan: Plan, inputs: dict[str, Any], execution_id: str,
-                 queue: str | None) -> None:
-        Runner(plan, self.store, {"reports.build": self.build}).run(inputs,
-                                                                    execution_id=execution_id)
+                 queue: str | None, trigger: Trigger) -> None:
+        Runner(plan, self.store, {"reports.build": self.build}).run(
+            inputs, execution_id=execution_id, trigger=trigger)
 
 
 @pytest.fixture
@@ -108,6 +114,9 @@ def test_catchup_policies_after_an_outage(tmp_path: Path, sqlite_store: Checkpoi
     for execution_id in expected:
         run = sqlite_store.get_run(execution_id)
         assert run is not None and run.status == "completed" and run.inputs == {"region": "eu"}
+        assert run.trigger is not None  # the tick's run knows what started it
+        assert (run.trigger.kind, run.trigger.actor) == ("schedule", "schedule:nightly")
+        assert run.trigger.tick == execution_id.partition("@")[2]
     found = sqlite_store.get_schedule("nightly")
     assert found is not None
     assert found.last_tick == utc("2024-01-05T02:00:00").timestamp()
@@ -131,7 +140,8 @@ def test_catchup_all_is_capped_per_call(tmp_path: Path, sqlite_store: Checkpoint
     seen: list[str] = []
 
     def submit(plan: Plan, inputs: dict[str, Any], execution_id: str,
-               queue: str | None) -> None:
+               queue: str | None,
+               trigger: Trigger) -> None:
         seen.append(execution_id)
 
     now = utc("2024-01-02T17:40:00")  # 2,500 minutes later
@@ -152,7 +162,8 @@ def test_dst_skipped_and_repeated_hours(tmp_path: Path) -> None:
     fired: list[str] = []
 
     def submit(plan: Plan, inputs: dict[str, Any], execution_id: str,
-               queue: str | None) -> None:
+               queue: str | None,
+               trigger: Trigger) -> None:
         fired.append(execution_id)
 
     fire_schedules(store, utc("2024-04-01T12:00:00"), submit)
@@ -171,9 +182,10 @@ def test_submit_finding_the_tick_taken_counts_it_fired(tmp_path: Path,
     plan = plan_of(tmp_path)
     register(sqlite_store, plan, utc("2024-01-04T12:00:00"))
     submit = InPlace(sqlite_store)
-    submit(plan, {"region": "eu"}, "nightly@2024-01-05T02:00:00Z", None)
+    tick = tick_trigger("nightly", utc("2024-01-05T02:00:00"))
+    submit(plan, {"region": "eu"}, "nightly@2024-01-05T02:00:00Z", None, tick)
     with pytest.raises(ExecutionExists):
-        submit(plan, {"region": "eu"}, "nightly@2024-01-05T02:00:00Z", None)
+        submit(plan, {"region": "eu"}, "nightly@2024-01-05T02:00:00Z", None, tick)
     assert fire_schedules(sqlite_store, utc("2024-01-05T03:00:00"), submit) == []
     assert submit.calls == ["nightly@2024-01-05T02:00:00Z"]
     found = sqlite_store.get_schedule("nightly")

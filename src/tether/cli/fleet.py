@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import time
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,6 +26,10 @@ from tether.cli.options import (
 )
 from tether.cli.terminal import printable, shell_quote
 from tether.errors import RunNotFound
+
+if TYPE_CHECKING:  # annotations only: the CLI imports the compiler when a command needs it
+    from tether.compiler.plan import Plan
+    from tether.stores.base import Checkpointer
 
 queue_option = click.option("--queue", default="default", show_default=True, metavar="NAME",
                             help="The workers' queue.")
@@ -61,6 +66,7 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
     With --id, submitting again returns the first run (said on stderr) instead of starting
     another, however many submissions race."""
     from tether.runtime.runner import Runner
+    from tether.trigger import TriggerKind, local_trigger
 
     if not queue.strip():
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
@@ -68,7 +74,8 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
     runner = Runner(source, store, {})
     assert runner.plan is not None
     inputs = read_inputs(runner.plan, pairs, inputs_file)
-    done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue, priority=priority)
+    done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue, priority=priority,
+                             trigger=local_trigger(TriggerKind.CLI))
     click.echo(printable(done.execution_id))
     if not done.created:
         click.echo(f"run {printable(done.execution_id)} already existed ({done.status.value}); "
@@ -94,22 +101,29 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="json: one JSON object per log line, with the trace "
               "and span ids of what it is about.")
+@click.option("--workflows", "workflows", multiple=True, metavar="PATH",
+              help="A workflow file, plan or directory of workflows (repeatable) whose "
+              "schedules (`schedule:`, `on: schedule`) this worker registers, or updates, "
+              "when it starts, as tether deploy does.")
 @db_option
 def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
            lease: float | None, poll: float | None, metrics_port: int | None,
-           metrics_host: str, log_format: str, db: str) -> None:
+           metrics_host: str, log_format: str, workflows: tuple[str, ...], db: str) -> None:
     """Execute queued, crashed and answered runs until SIGTERM or SIGINT (then exit 0).
 
     Imports the task modules (--tasks, else [tool.tether] tasks in the nearest
-    pyproject.toml).
+    pyproject.toml). With --workflows, first puts the schedules of those files into effect
+    (registered once however many workers start with them; a changed schedule is updated).
     """
     from tether.workers import Worker
 
+    plans = _workflow_plans(workflows)
     registry = load_tasks_or_exit(tasks, from_pyproject=not tasks)
     from tether.observability.logs import configure_logging
 
     configure_logging(log_format)
-    store = open_store(db)
+    store = open_store(db, create=bool(plans))  # (a deploy's first worker may create it)
+    _declare_schedules(store, plans, (queues or ("default",))[0])
     fleet = Worker(store, registry if registry is not None else {}, queues or ("default",),
                    concurrency, lease_seconds=lease, poll_seconds=poll,
                    connect=lambda: open_store(db))
@@ -131,6 +145,29 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
     finally:
         store.close()
     click.echo("worker: stopped", err=True)
+
+
+def _workflow_plans(paths: tuple[str, ...]) -> list[Plan]:
+    """The plans of ``--workflows`` (a file that cannot be used: exit 2, naming it)."""
+    from tether.errors import UsageError
+    from tether.runtime.plans import load_plans
+
+    try:
+        return [plan for _, plan in load_plans(paths)]
+    except UsageError as exc:
+        raise click.BadParameter(printable(exc), param_hint="--workflows") from None
+
+
+def _declare_schedules(store: Checkpointer, plans: list[Plan], queue: str) -> None:
+    """Register or update the schedule of each plan that has one (new ones on ``queue``)."""
+    from tether.cli.schedules import schedule_line
+    from tether.workers.schedules import declare_schedule
+
+    for plan in plans:
+        if plan.schedule is not None:
+            declared = declare_schedule(store, plan, new_queue=queue)
+            click.echo("worker: " + schedule_line(plan, declared.change, declared.schedule),
+                       err=True)
 
 
 def _serve_metrics(fleet: object, port: int, host: str, db: str, lease: float | None) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from tether.cli.terminal import console, printable, shorten, text
 from tether.runtime.history_text import describe
+from tether.trigger import Trigger
 
 if TYPE_CHECKING:
     from tether.runtime.history import History
@@ -35,6 +36,9 @@ def print_history(history: History) -> None:
     out.print(Text.assemble("run ", text(history.execution_id), "  workflow ",
                             text(history.workflow), "  status ", text(history.status, "bold")))
     out.print(text("inputs: " + shorten(history.inputs, 100)))
+    trigger = Trigger.from_dict(history.trigger)
+    if trigger is not None:
+        out.print(text(f"started by: {trigger.describe()}"))
     if history.parent_execution_id:
         out.print(text(f"forked from {history.parent_execution_id} at "
                        f"{history.parent_checkpoint_id}"))

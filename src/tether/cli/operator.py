@@ -233,7 +233,10 @@ def run(source: str, pairs: tuple[str, ...], inputs_file: str | None,
                    err=True)
     if not queue.strip():
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
-    report(runner.run(inputs, execution_id, queue=queue), as_json, store,
+    from tether.trigger import TriggerKind, local_trigger
+
+    report(runner.run(inputs, execution_id, queue=queue,
+                      trigger=local_trigger(TriggerKind.CLI)), as_json, store,
            hint_options(tasks, db))
 
 

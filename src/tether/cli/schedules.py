@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -91,27 +90,19 @@ def add(file: str, db: str, queue: str | None, color: str) -> None:
 
 def register_schedule(plan: Plan, store: Checkpointer, queue: str | None) -> str:
     """Register (or update) ``plan``'s schedule in ``store``; the line saying so."""
-    from tether.cron import next_tick
+    from tether.workers.schedules import declare_schedule
 
     assert plan.schedule is not None
-    now = time.time()
-    existing = store.get_schedule(plan.name)
-    last = existing.last_tick if existing is not None and existing.last_tick is not None \
-        else now
-    if queue is None and existing is not None:
-        queue = existing.queue  # an update without --queue keeps the queue
-    spec = plan.schedule
-    upcoming = next_tick(spec.cron, spec.timezone, datetime.fromtimestamp(last, UTC))
-    record = ScheduleRecord(
-        name=plan.name, plan_fingerprint=plan.fingerprint, cron=spec.cron,
-        timezone=spec.timezone, catchup=spec.catchup, inputs=dict(spec.inputs), queue=queue,
-        created_at=now, updated_at=now, last_tick=last,
-        next_tick=upcoming.timestamp() if upcoming is not None else None)
-    store.put_schedule(record, plan.to_json())
-    verb = "updated" if existing is not None else "registered"
+    declared = declare_schedule(store, plan, queue)
+    return schedule_line(plan, declared.change, declared.schedule)
+
+
+def schedule_line(plan: Plan, change: str, record: ScheduleRecord) -> str:
+    """``registered schedule NAME: CRON (TZ), next tick T`` (or updated, unchanged)."""
+    assert plan.schedule is not None
     shown = _moment(record.next_tick) or "never"
-    return (f"{verb} schedule {printable(plan.name)}: {printable(spec.cron)} "
-            f"({printable(spec.timezone)}), next tick {shown}")
+    return (f"{change} schedule {printable(plan.name)}: {printable(plan.schedule.cron)} "
+            f"({printable(plan.schedule.timezone)}), next tick {shown}")
 
 
 @schedules.command("remove")

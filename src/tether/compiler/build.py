@@ -34,7 +34,7 @@ from tether.compiler.plan import (
     with_fingerprint,
 )
 from tether.compiler.schedules import plan_schedule
-from tether.compiler.webhooks import plan_webhook
+from tether.compiler.webhooks import plan_manual, plan_webhook
 from tether.dsl.ast import Workflow
 from tether.dsl.document import InputSpec, NodeSpec
 from tether.durations import DurationError, parse_duration
@@ -119,7 +119,7 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan],
         inputs=tuple(plan_input(n, s) for n, s in workflow.inputs.items()),
         secrets=tuple(workflow.doc.secrets or ()),
         schedule=plan_schedule(workflow),
-        webhook=plan_webhook(workflow),
+        webhook=plan_webhook(workflow), manual=plan_manual(workflow),
         nodes=nodes,
         agents=agents,
         generations=tuple(tuple(g) for g in graph.generations),

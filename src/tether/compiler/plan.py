@@ -369,6 +369,16 @@ class PlanWebhook(_PlanModel):
     tolerance: float = 300.0
 
 
+class PlanManual(_PlanModel):
+    """Whether runs of the plan may be started by hand (the console's Start form and ``POST
+    /api/workflows/{name}/runs``), and by whom: ``users`` empty is every approver and
+    submitter. A plan without one (no ``on:`` in its file) may be started by hand by all of
+    them; ``on:`` without ``manual`` gives ``allowed=False``."""
+
+    allowed: bool = True
+    users: tuple[str, ...] = ()
+
+
 class SourceRef(_PlanModel):
     """Where a node is defined: file (relative to the main workflow file), line, column."""
 
@@ -393,6 +403,9 @@ class Plan(_PlanModel):
     """When workers start runs of it (absent from the JSON when there is none)."""
     webhook: PlanWebhook | None = None
     """The signed request that starts runs of it (absent from the JSON when there is none)."""
+    manual: PlanManual | None = None
+    """Who may start runs of it by hand (absent from the JSON when its file has no ``on:``:
+    anyone allowed to start runs)."""
     nodes: tuple[PlanNode, ...]
     agents: tuple[PlanAgent, ...] = ()
     """Agents that run only when another agent calls them (workers, handoff targets)."""
@@ -411,6 +424,8 @@ class Plan(_PlanModel):
             data.pop("schedule", None)
         if self.webhook is None:
             data.pop("webhook", None)
+        if self.manual is None:
+            data.pop("manual", None)
         if not self.agents:
             data.pop("agents", None)
         return data
@@ -496,14 +511,17 @@ class Plan(_PlanModel):
         return plan
 
 
-_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True}
+_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True,
+                          "manual": True}
+# ``manual`` says who may start runs by hand, not how a run executes: a workflow gaining or
+# losing ``on: manual`` keeps its fingerprint (its stored runs stay matched to the file)
 _NODE_EXCLUDE: Any = {"workflow": {"plan": True}}
 
 
 def semantic(plan: Plan, memo: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The part of a plan that decides behaviour: everything but source maps and fingerprints,
-    as JSON data (for :func:`canonical_json`, which sorts keys: ``nodes`` comes last here, and
-    tuples stand for lists).
+    """The part of a plan that decides behaviour: everything but source maps, fingerprints
+    and who may start it by hand (``manual``), as JSON data (for :func:`canonical_json`,
+    which sorts keys: ``nodes`` comes last here, and tuples stand for lists).
 
     Each distinct sub-plan is dumped once (``memo``, by object), however many nodes embed it.
     The nodes of the common kinds are written by :func:`_plain_node`, the others by their

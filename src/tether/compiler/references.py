@@ -20,9 +20,10 @@ from tether.dsl.expressions import Analysis, Reference, analyse
 from tether.dsl.source import Path
 from tether.suggest import did_you_mean
 from tether.templating import ENV
+from tether.trigger import TRIGGER_FIELDS
 
 NODE_FIELDS = ("output", "status")
-ROOTS = ("inputs", "nodes", "secrets", "item", "iteration", "run", "needs")
+ROOTS = ("inputs", "nodes", "secrets", "item", "iteration", "run", "needs", "trigger")
 RUN_FIELDS = ("id", "workflow", "started_at", "attempt", "parent_id")
 
 
@@ -288,6 +289,8 @@ def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
             reads.nodes.append((site, ref))
     elif ref.root == "run":
         _check_run_read(ctx, ref, span, reader)
+    elif ref.root == "trigger":
+        _check_trigger_read(ctx, ref, span, reader)
     elif ref.root == "needs":
         check_needs_read(ctx, ref, span, reader, graph.needs.get(reader or "", []))
     elif ref.root == "item":
@@ -321,7 +324,8 @@ def _unknown_name_help(ref: Reference, site: Site) -> str:
         where = "" if site.item else " (in a node with `matrix:`)"
         return f"a matrix combination is `item`{where}: write `item.{axis}`"
     return did_you_mean(ref.root, ROOTS) or \
-        "templates read `inputs.<name>`, `nodes.<id>.output` and `run.<field>`"
+        "templates read `inputs.<name>`, `nodes.<id>.output`, `run.<field>` and " \
+        "`trigger.<field>`"
 
 
 def _dashed_id_part(text: str, name: str) -> bool:
@@ -355,6 +359,29 @@ def _check_run_read(ctx: Context, ref: Reference, span: Where, reader: str | Non
         ctx.report("E413", f"`run` has no field `{field}`", span, node_id=reader,
                    help=did_you_mean(field, RUN_FIELDS)
                    or "the run's fields: " + ", ".join(f"`{f}`" for f in RUN_FIELDS))
+
+
+def _check_trigger_read(ctx: Context, ref: Reference, span: Where, reader: str | None) -> None:
+    """E415: ``trigger.<field>`` names a field of what started the run (``payload`` is open
+    below it; ``headers`` holds only the headers the workflow's webhook lists)."""
+    if ref.attrs and ref.attrs[0] not in TRIGGER_FIELDS:
+        field = ref.attrs[0]
+        close = did_you_mean(field, TRIGGER_FIELDS) or \
+            f"a webhook's body is read as `trigger.payload.{field}`"
+        ctx.report("E415", f"`trigger` has no field `{field}`", span, node_id=reader,
+                   help=close + " (the trigger's fields: " + ", ".join(
+                       f"`{f}`" for f in TRIGGER_FIELDS) + ")")
+    elif ref.attrs[:1] == ("headers",) and len(ref.attrs) > 1:
+        on = ctx.workflow.doc.on
+        hook = on.webhook if on is not None else None
+        kept = [h.lower() for h in (hook.headers or []) if isinstance(h, str)] if hook else []
+        header = ref.attrs[1]
+        if header.lower() not in kept:
+            ctx.report("E415", f"`trigger.headers` never holds `{header}`: " + (
+                "a run keeps only the headers its webhook lists" if hook else
+                "this workflow has no webhook"), span, node_id=reader,
+                help=f"add `{header}` to `on.webhook.headers`" if hook else
+                "`trigger.headers` is a webhook's (`on: webhook`, `headers: [...]`)")
 
 
 def _check_input(ctx: Context, ref: Reference, span: Where, reader: str | None,

@@ -13,17 +13,19 @@ from typing import Any
 from jinja2 import TemplateSyntaxError, meta, nodes
 
 from tether.compiler.context import Context
-from tether.compiler.plan import PlanWebhook
+from tether.compiler.plan import PlanManual, PlanWebhook
+from tether.compiler.references import strings
 from tether.dsl.ast import Workflow
-from tether.dsl.document import SECRET_PATTERN, WebhookSpec
+from tether.dsl.document import SECRET_PATTERN, ManualSpec, WebhookSpec
+from tether.dsl.expressions import analyse
 from tether.durations import DurationError, parse_duration
 from tether.suggest import did_you_mean
 from tether.templating import ENV, has_markup
+from tether.trigger import TRIGGER_FIELDS
 
 PATH_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 HEADER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
 DEFAULT_TOLERANCE = 300.0
-TRIGGER_FIELDS = ("kind", "verify", "payload", "headers", "delivery", "received_at")
 _HMAC_ONLY = ("header", "timestamp_header", "delivery_header")
 
 
@@ -89,7 +91,7 @@ def _check_inputs(ctx: Context, spec: WebhookSpec) -> None:
                        ctx.key_span("on", "webhook", "inputs", name),
                        help=did_you_mean(name, declared) or "declared inputs: " + (
                            ", ".join(f"`{n}`" for n in declared) or "none"))
-        for problem in _template_problems(value):
+        for problem in _template_problems(value) + _unkept_headers(value, spec):
             ctx.report("E235", f"webhook input `{name}`: {problem}",
                        ctx.span("on", "webhook", "inputs", name),
                        help="the templates read `trigger.payload`, `trigger.headers`, "
@@ -122,6 +124,31 @@ def _template_problems(value: Any) -> list[str]:
             for n in sorted(names - {"trigger"})] + [
         f"`trigger.{f}` does not exist (known: " + ", ".join(TRIGGER_FIELDS) + ")"
         for f in sorted(fields - set(TRIGGER_FIELDS))]
+
+
+def _unkept_headers(value: Any, spec: WebhookSpec) -> list[str]:
+    """Reads of ``trigger.headers[NAME]`` for a header the webhook does not list (it is
+    never kept, so the input would always be missing)."""
+    kept = {h.lower() for h in spec.headers or ()}
+    return [f"`trigger.headers` never holds `{ref.attrs[1]}` (add it to `headers`)"
+            for _, text in strings(value, ()) if has_markup(text)
+            for ref in analyse(text).references
+            if ref.root == "trigger" and ref.attrs[:1] == ("headers",) and len(ref.attrs) > 1
+            and ref.attrs[1].lower() not in kept]
+
+
+def plan_manual(workflow: Workflow) -> PlanManual | None:
+    """Who may start the workflow by hand: None without ``on:`` (anyone who may start
+    runs), else what ``on.manual`` says (not allowed when it is absent or ``false``)."""
+    on = workflow.doc.on
+    if on is None:
+        return None
+    manual = on.manual
+    if "manual" not in on.model_fields_set or manual is False:
+        return PlanManual(allowed=False)
+    if isinstance(manual, ManualSpec):
+        return PlanManual(users=tuple(dict.fromkeys(manual.users or ())))
+    return PlanManual()
 
 
 def plan_webhook(workflow: Workflow) -> PlanWebhook | None:

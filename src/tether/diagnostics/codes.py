@@ -272,6 +272,17 @@ null).
 starts (or the loop closes) from the inputs (and `run`): `concurrency: "{{ inputs.parallel }}"`,
 `timeout: "{{ inputs.minutes * 60 }}"`. They cannot read nodes, `item` or `iteration`.
 """),
+        _code("E415", "unknown-trigger-field", "a template reads a field `trigger` does not have",
+              """
+`trigger` is what started the run (docs/triggers.md): `trigger.kind` (`cli`, `python`,
+`api`, `manual`, `webhook`, `schedule`; `unknown` for runs stored before triggers were),
+`trigger.actor` (who: the OS user, the console or API user, `webhook:PATH`,
+`schedule:NAME`), `trigger.payload` (a webhook's JSON body; any field below it may be read),
+`trigger.headers` (the headers the webhook lists, read by any case of their names: reading
+one it does not list, or any in a workflow without a webhook, is reported too),
+`trigger.delivery`, `trigger.verify`, `trigger.tick` (a schedule's tick, ISO 8601 in UTC)
+and `trigger.received_at`. A field a start does not have reads as null.
+"""),
         _code("E500", "default-type", "an input default of the wrong type", """
 An input's `default` must have the input's `type`.
 """),

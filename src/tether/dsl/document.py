@@ -336,9 +336,22 @@ class WebhookSpec(_Model):
                                   "far the signing time may be from now (default 5m).")
 
 
-class TriggersSpec(_Model):
-    """What starts runs of the workflow besides `tether submit` and the API."""
+class ManualSpec(_Model):
+    """Who may start runs by hand (the console's Start form, ``POST
+    /api/workflows/{name}/runs``)."""
 
+    users: list[str] | None = Field(None, description="Only these console users (token or "
+                                    "login names) may start it by hand; default: every "
+                                    "approver and submitter.")
+
+
+class TriggersSpec(_Model):
+    """What starts runs of the workflow besides `tether submit` and `Runner.submit`."""
+
+    manual: bool | ManualSpec | None = Field(
+        None, description="Started by hand: the console's Start form and the API. `true` (or "
+        "a mapping with `users`); once `on:` is declared, only a workflow listing `manual` "
+        "may be started by hand.")
     webhook: WebhookSpec | None = Field(None, description="A signed HTTP request.")
     schedule: ScheduleSpec | None = Field(None, description="A cron schedule: the same as "
                                           "the workflow's `schedule` key.")

@@ -27,6 +27,7 @@ from tether.dsl.document import (
     ApprovalSpec,
     InputSpec,
     LoopSpec,
+    ManualSpec,
     ModelRef,
     NodeSpec,
     RetryPolicy,
@@ -78,7 +79,8 @@ def describe(path: Path) -> str:
     if path and path[0] == "schedule":
         return "in the schedule"
     if path and path[0] == "on":
-        return {"webhook": "in the webhook", "schedule": "in the schedule"}.get(
+        return {"webhook": "in the webhook", "schedule": "in the schedule",
+                "manual": "in `on.manual`"}.get(
             str(path[1]) if len(path) > 1 else "", "in `on`")
     return "at the top level"
 
@@ -97,6 +99,8 @@ def _model_at(path: Path) -> type[BaseModel] | None:
             model = WebhookSpec
         elif model is TriggersSpec and key == "schedule":
             model = ScheduleSpec
+        elif model is TriggersSpec and key == "manual":
+            model = ManualSpec
         elif model is WorkflowDoc and key in ("nodes", "inputs") and steps:
             steps.pop(0)
             model = NodeSpec if key == "nodes" else InputSpec
@@ -148,6 +152,10 @@ class _Mapper:
                 "known keys: " + ", ".join(f"`{k}`" for k in known) if known else None
             )
             self.add("E201", f"unknown key `{name}` {describe(parent)}", path, key=True, help=help)
+        elif kind == "manual_type":
+            got = json_type_name(err["input"])
+            self.add("E202", f"`manual` must be true, false or a mapping with `users`, not "
+                     f"{got}", path)
         elif kind == "count_type":
             got = json_type_name(err["input"])
             self.add("E202", f"`{name}` must be an integer or an expression, not {got}", path)
@@ -188,6 +196,29 @@ def _merge_count_errors(errors: list[ErrorDetails]) -> list[ErrorDetails]:
             fixed["loc"] = loc[:-1]
             if err["type"] in ("int_type", "int_parsing"):
                 fixed["type"] = "count_type"
+            merged.append(fixed)  # type: ignore[arg-type]
+    return merged
+
+
+def _merge_manual_errors(errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """``on.manual`` (true, or a mapping) fails as two union branches: a mapping's errors are
+    reported at their keys (the branch's name dropped from the path); any other value once,
+    as a type error of ``manual`` itself."""
+    merged: list[ErrorDetails] = []
+    other = False
+    for err in errors:
+        loc = tuple(err["loc"])
+        if loc[:2] != ("on", "manual") or len(loc) < 3:
+            merged.append(err)
+        elif loc[2] == "ManualSpec" and err["type"] not in ("model_type",
+                                                            "model_attributes_type"):
+            fixed = dict(err)
+            fixed["loc"] = (*loc[:2], *loc[3:])
+            merged.append(fixed)  # type: ignore[arg-type]
+        elif not other and loc[2] == "bool" and not isinstance(err["input"], dict):
+            other = True
+            fixed = dict(err)
+            fixed["loc"], fixed["type"] = loc[:2], "manual_type"
             merged.append(fixed)  # type: ignore[arg-type]
     return merged
 
@@ -242,7 +273,7 @@ def validate(raw: RawDocument) -> Validated:
             doc = WorkflowDoc.model_validate(data)
             break
         except ValidationError as exc:
-            errors = _merge_count_errors(exc.errors())
+            errors = _merge_manual_errors(_merge_count_errors(exc.errors()))
             if not broken_nodes and not broken_inputs and not mapper.diagnostics:
                 for err in errors:
                     mapper.error(err)

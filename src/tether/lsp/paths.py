@@ -16,6 +16,7 @@ from tether.compiler.references import RUN_FIELDS
 from tether.dsl.ast import Workflow
 from tether.dsl.document import NodeSpec
 from tether.lsp.tasks import TaskInfo
+from tether.trigger import TRIGGER_FIELDS
 
 # A dotted path ending at the cursor: `nodes.fetch.output.bo`, `nodes['build-x'].`
 PATH_BEFORE = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*|\[\s*['\"][A-Za-z0-9_-]*['\"]\s*\])"
@@ -48,13 +49,15 @@ def path_around(line: str, column: int) -> list[str] | None:
     return parts if parts and parts[0] in ROOTS else None
 
 
-ROOTS = ("inputs", "nodes", "item", "run", "secrets")
+ROOTS = ("inputs", "nodes", "item", "run", "secrets", "trigger")
 ROOT_DOCS = {
     "inputs": "the run's inputs",
     "nodes": "the nodes upstream, each with `output` and `status`",
     "item": "the current element of the node's `for_each` list (or matrix combination)",
     "run": "the run's own fields",
     "secrets": "the declared secrets, read from the environment when the node runs",
+    "trigger": "what started the run: kind, actor, a webhook's payload and headers, a "
+               "schedule's tick",
 }
 
 
@@ -131,6 +134,8 @@ def fields_after(parts: list[str], workflow: Workflow, reader: str | None,
         return [Field(n, "secret") for n in workflow.doc.secrets or []]
     if root == "run" and not rest:
         return [Field(n, "run field") for n in RUN_FIELDS]
+    if root == "trigger" and not rest:
+        return [Field(n, "trigger field") for n in TRIGGER_FIELDS]
     if root == "item" and not rest and reader in workflow.nodes:
         return item_fields(workflow.nodes[reader])
     if root == "nodes" and not rest:

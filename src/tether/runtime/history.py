@@ -138,6 +138,8 @@ class History(BaseModel):
     Attributes:
         execution_id, workflow, status, created_at, inputs, error: the run.
         parent_execution_id, parent_checkpoint_id: the run and checkpoint it was forked from.
+        trigger: what started the run (``Trigger.as_dict``; None for runs stored before
+            triggers were).
         nodes: every top-level node of the plan with its state now (the graph's).
         usage: the tokens of every model call of the run so far (agents), if any.
         events: this page's events, in order.
@@ -154,6 +156,7 @@ class History(BaseModel):
     error: Any = None
     parent_execution_id: str | None = None
     parent_checkpoint_id: str | None = None
+    trigger: dict[str, Any] | None = None
     nodes: dict[str, NodeView]
     usage: dict[str, Any] | None = None
     events: list[HistoryEvent]

@@ -487,6 +487,7 @@ def build_history(store: HistorySource, execution_id: str, after: str | None = N
         created_at=run.created_at, inputs=run.inputs, error=run.error,
         parent_execution_id=run.parent_execution_id,
         parent_checkpoint_id=run.parent_checkpoint_id,
+        trigger=run.trigger.as_dict() if run.trigger else None,
         nodes=node_views(state, run, plan, events, abandoned=_gone(run, now)),
         usage=state.get("usage") if isinstance(state.get("usage"), dict) else None,
         events=events, next_after=next_after)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from tether.compiler.plan import Plan, TaskNode, WorkflowNode
-from tether.errors import TaskError, TetherError
+from tether.errors import TaskError, TetherError, UsageError
 from tether.files import NotRegularFile, read_regular_file
 from tether.stores.base import Checkpointer
 from tether.stores.records import RunRecord
@@ -32,6 +33,37 @@ def load_plan(source: PlanSource) -> Plan:
     from tether.compiler import compile as compile_workflow
 
     return compile_workflow(path)
+
+
+WORKFLOW_SUFFIXES = (".flow", ".yaml", ".yml")
+
+
+def workflow_files(paths: Iterable[str]) -> list[Path]:
+    """The files ``paths`` name: each a workflow or plan file, or a directory whose
+    ``*.flow``, ``*.yaml`` and ``*.yml`` files (sorted) are each a workflow."""
+    found: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.iterdir()
+                                if p.suffix.lower() in WORKFLOW_SUFFIXES and p.is_file()))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UsageError(f"{text} is neither a workflow file nor a directory")
+    return found
+
+
+def load_plans(paths: Iterable[str]) -> list[tuple[Path, Plan]]:
+    """Every file under ``paths`` (:func:`workflow_files`) with its plan, compiled; a
+    :class:`~tether.errors.UsageError` names the first file that cannot be used."""
+    loaded: list[tuple[Path, Plan]] = []
+    for path in workflow_files(paths):
+        try:
+            loaded.append((path, load_plan(path)))
+        except TetherError as exc:
+            raise UsageError(f"{path}: {exc}") from None
+    return loaded
 
 
 def remember(plan: Plan) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from tether.runtime.secrets import SecretMissing, SecretsView, reads_secrets
 from tether.runtime.state import NodeError, RunState
 from tether.status import UnitStatus
 from tether.templating import TemplateBudget, compiled, has_markup
+from tether.trigger import UNKNOWN_TRIGGER, Trigger
 
 
 class RenderError(Picklable, Exception):
@@ -83,6 +85,26 @@ class NodesView(Names):
         return len(self._plan.by_id)
 
 
+class HeadersView(Names):
+    """``trigger.headers``: the headers a webhook kept, read by any case of their name
+    (``trigger.headers['X-GitHub-Event']`` is ``x-github-event``), as HTTP means them."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key.lower() if isinstance(key, str) else key]
+
+    def __contains__(self, key: object) -> bool:
+        return (key.lower() if isinstance(key, str) else key) in self._data
+
+
+def trigger_names(trigger: Trigger) -> Names:
+    """``trigger`` as templates read it (headers by any case of their names)."""
+    data = trigger.as_dict()
+    data["headers"] = HeadersView(data["headers"])
+    return Names(data)
+
+
 RUN_FIELDS = ("id", "workflow", "started_at", "attempt", "parent_id")
 """What templates read as ``run.<field>`` (the compiler checks the same names)."""
 
@@ -98,9 +120,16 @@ class RunInfo:
     started_at: str
     attempt: int = 1
     parent_id: str | None = None
+    trigger: Trigger = UNKNOWN_TRIGGER
+    """What started the run, read as ``trigger.*`` (``tether/trigger.py``)."""
 
     def names(self) -> Names:
         return Names({field: getattr(self, field) for field in RUN_FIELDS})
+
+    @functools.cached_property
+    def trigger_names(self) -> Names:
+        """``trigger`` as templates read it (built once per attempt)."""
+        return trigger_names(self.trigger)
 
 
 def namespace(plan: Plan, state: RunState, *, item: Any = None, has_item: bool = False,
@@ -111,6 +140,7 @@ def namespace(plan: Plan, state: RunState, *, item: Any = None, has_item: bool =
                              "nodes": NodesView(plan, state.nodes)}
     if run is not None:
         names["run"] = run.names()
+        names["trigger"] = run.trigger_names
     if secrets is not None:
         names["secrets"] = secrets
     if has_item:

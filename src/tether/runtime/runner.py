@@ -51,6 +51,7 @@ from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 from tether.stores.base import Checkpointer
 from tether.stores.records import Checkpoint, PendingInterrupt, RunRecord, utc
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
+from tether.trigger import UNKNOWN_TRIGGER, Trigger, local_trigger
 
 __all__ = ["RunResult", "Runner", "load_plan"]
 
@@ -112,9 +113,10 @@ class Runner:
 
     # -- sync twins --------------------------------------------------------------------------
     def run(self, inputs: Mapping[str, Any] | None = None,
-            execution_id: str | None = None, *, queue: str = DEFAULT_QUEUE) -> RunResult:
+            execution_id: str | None = None, *, queue: str = DEFAULT_QUEUE,
+            trigger: Trigger | None = None) -> RunResult:
         """Start a run and drive it until it completes, pauses or fails."""
-        return run_sync(self.arun(inputs, execution_id, queue=queue))
+        return run_sync(self.arun(inputs, execution_id, queue=queue, trigger=trigger))
 
     def resume(self, execution_id: str, resume: Resume | Mapping[str, Any] | None = None, *,
                node: str | None = None, plan: PlanSource | None = None,
@@ -136,11 +138,13 @@ class Runner:
     # -- start -------------------------------------------------------------------------------
     async def arun(self, inputs: Mapping[str, Any] | None = None,
                    execution_id: str | None = None, *,
-                   queue: str = DEFAULT_QUEUE) -> RunResult:
+                   queue: str = DEFAULT_QUEUE, trigger: Trigger | None = None) -> RunResult:
         """Start a run of the Runner's plan with ``inputs`` and drive it here: this process
         claims its own run (a fresh owner token and lease). The run belongs to ``queue``,
         whose workers continue it once answered, or after this process crashed
-        (``lifecycle.py``)."""
+        (``lifecycle.py``). ``trigger``: what started it, stored with it and read by its
+        templates as ``trigger.*`` (default: kind ``python`` by the OS user)."""
+        trigger = trigger or local_trigger()
         plan = self._own_plan()
         _check_queue(queue)
         check_tasks(plan, frozenset(self.tasks))
@@ -154,11 +158,11 @@ class Runner:
             store.create_run(RunRecord(
                 execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
                 status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
-                owner=attempt.token, lease_until=attempt.until(), queue=queue),
-                plan.to_json())
+                owner=attempt.token, lease_until=attempt.until(), queue=queue,
+                trigger=trigger), plan.to_json())
             journal = Journal(store, execution_id, state.data,
                               snapshot_every=self.snapshot_every, attempt=attempt)
-        info = RunInfo(execution_id, plan.name, now.isoformat())
+        info = RunInfo(execution_id, plan.name, now.isoformat(), trigger=trigger)
         return await self._drive(execution_id, plan, state, journal, attempt, info)
 
     def _own_plan(self) -> Plan:
@@ -182,7 +186,8 @@ class Runner:
     # -- submit ------------------------------------------------------------------------------
     def submit(self, inputs: Mapping[str, Any] | None = None, *,
                execution_id: str | None = None, queue: str = "default",
-               priority: int = 0, dedup_key: str | None = None) -> str:
+               priority: int = 0, dedup_key: str | None = None,
+               trigger: Trigger | None = None) -> str:
         """Enqueue a run of the Runner's plan for the workers of ``queue`` and return its
         execution id at once (nothing executes here, so the task modules need not be
         importable in this process). The run is ``queued`` with its plan stored, as ``run``
@@ -191,13 +196,16 @@ class Runner:
         ``dedup_key``: the run's execution id, and a second submission with the same key
         returns the first run's id instead of starting another (atomically, however many
         race; see ``dedup.py``). Without it, an ``execution_id`` already taken raises
-        :class:`~tether.errors.ExecutionExists`."""
+        :class:`~tether.errors.ExecutionExists`. ``trigger``: what started it, as for
+        :meth:`arun` (default: kind ``python`` by the OS user)."""
         return self.submit_run(inputs, execution_id=execution_id, queue=queue,
-                               priority=priority, dedup_key=dedup_key).execution_id
+                               priority=priority, dedup_key=dedup_key,
+                               trigger=trigger).execution_id
 
     def submit_run(self, inputs: Mapping[str, Any] | None = None, *,
                    execution_id: str | None = None, queue: str = "default",
-                   priority: int = 0, dedup_key: str | None = None) -> Submitted:
+                   priority: int = 0, dedup_key: str | None = None,
+                   trigger: Trigger | None = None) -> Submitted:
         """:meth:`submit`, saying also whether this call created the run (see
         :class:`~tether.runtime.dedup.Submitted`)."""
         plan = self._own_plan()
@@ -212,7 +220,8 @@ class Runner:
         submitted = create_once(self._store(), RunRecord(
             execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
             status=RunStatus.QUEUED, inputs=values, created_at=now, updated_at=now,
-            attempt=0, queue=queue, priority=int(priority)), plan.to_json(),
+            attempt=0, queue=queue, priority=int(priority),
+            trigger=trigger or local_trigger()), plan.to_json(),
             deduplicate=dedup_key is not None)
         if submitted.created:  # the caller's active span is the new run's parent
             remember_caller(self._store(), submitted.execution_id)
@@ -309,7 +318,8 @@ class Runner:
     async def _drive_prepared(self, execution_id: str, prepared: Prepared) -> RunResult:
         record = prepared.run
         info = RunInfo(execution_id, prepared.plan.name, record.created_at.isoformat(),
-                       prepared.attempt.number, record.parent_execution_id)
+                       prepared.attempt.number, record.parent_execution_id,
+                       record.trigger or UNKNOWN_TRIGGER)
         return await self._drive(execution_id, prepared.plan, prepared.state, prepared.journal,
                                  prepared.attempt, info)
 
@@ -364,8 +374,8 @@ class Runner:
             status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
             parent_execution_id=execution_id,
             parent_checkpoint_id=origin.checkpoint_id if origin else None,
-            owner=attempt.token, lease_until=attempt.until(), queue=run_queue(run)),
-            chosen.to_json())
+            owner=attempt.token, lease_until=attempt.until(), queue=run_queue(run),
+            trigger=run.trigger), chosen.to_json())
         journal = Journal(store, branch, state.data, snapshot_every=self.snapshot_every,
                           attempt=attempt)
         journal.put(node_id=origin.node_id if origin else "start",
@@ -379,7 +389,8 @@ class Runner:
             attempt.release()
             return RunResult(RunStatus.QUEUED, branch, message=f"forked run {execution_id} "
                              f"as {branch}, left to the workers of queue '{run_queue(run)}'")
-        info = RunInfo(branch, chosen.name, now.isoformat(), 1, execution_id)
+        info = RunInfo(branch, chosen.name, now.isoformat(), 1, execution_id,
+                       run.trigger or UNKNOWN_TRIGGER)
         return await self._drive(branch, chosen, state, journal, attempt, info)
 
     @staticmethod

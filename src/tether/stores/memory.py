@@ -45,6 +45,7 @@ from tether.stores.records import (
     utc,
 )
 from tether.stores.schedule_records import ScheduleRecord
+from tether.trigger import Trigger
 
 
 class InMemoryCheckpointer(Checkpointer):
@@ -583,7 +584,9 @@ def _copy_pending(pending: PendingInterrupt) -> PendingInterrupt:
 
 
 def _copy(run: RunRecord) -> RunRecord:
-    return dataclasses.replace(run, inputs=_copy_json(run.inputs), error=_copy_json(run.error))
+    trigger = Trigger.from_dict(_copy_json(run.trigger.as_dict())) if run.trigger else None
+    return dataclasses.replace(run, inputs=_copy_json(run.inputs), error=_copy_json(run.error),
+                               trigger=trigger)
 
 
 def _copy_schedule(schedule: ScheduleRecord) -> ScheduleRecord:

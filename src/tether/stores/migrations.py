@@ -284,7 +284,15 @@ def _v8_run_events(ctx: MigrationContext) -> None:
     _RUN_EVENTS_V8.create(ctx.connection)
 
 
+def _v9_run_triggers(ctx: MigrationContext) -> None:
+    """Version 9: ``runs.triggered_by``, what started each run (JSON: kind, actor, a
+    webhook's payload and headers, a schedule's tick), read by its templates as
+    ``trigger.*``. Older runs keep NULL (they read as kind ``unknown``)."""
+    ctx.run(f"ALTER TABLE {ctx.table('runs')} ADD COLUMN triggered_by TEXT")
+
+
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v4_schedules, _v5_workers,
-                               _v6_queue_limits, _v7_claim_order, _v8_run_events]
+                               _v6_queue_limits, _v7_claim_order, _v8_run_events,
+                               _v9_run_triggers]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -26,6 +26,7 @@ from tether.status import (
     StepType,
     StepTypeName,
 )
+from tether.trigger import Trigger
 
 __all__ = [
     "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
@@ -188,6 +189,7 @@ class RunRecord:
     started_at: float | None = None  # a worker first claimed it, queued (Unix time)
     blocked_reason: str | None = None  # why a claimable run is not taken (see queueing.py)
     recovery_failures: int = 0  # drives that failed for a reason other than fencing
+    trigger: Trigger | None = None  # what started it (None: stored before triggers were)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,9 @@ runs = Table(
            "its tasks, its recovery keeps failing); cleared when a worker claims it"),
     Column("recovery_failures", Integer, nullable=False, server_default="0",
            comment="drives of the run that failed for a reason other than fencing (backoff)"),
+    Column("triggered_by", Text, comment="what started the run (JSON: kind, actor, a webhook's "
+           "payload and allowed headers, a schedule's tick; see tether/trigger.py); NULL "
+           "for runs stored before migration 9"),
     Index("runs_status_updated", "status", "updated_at"),
     Index("runs_started", "queue", "started_at"),
 )

@@ -86,6 +86,7 @@ from tether.stores.schema import (
 from tether.stores.sql_events import SQLEvents
 from tether.stores.sql_rows import SQLRows, row_written
 from tether.stores.statements import Statements, from_json, to_json
+from tether.trigger import Trigger
 
 _RUN_FIELDS = [c.name for c in runs.columns]
 _EID: BindParameter[str] = bindparam("eid")
@@ -272,6 +273,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             "queue": run.queue, "priority": run.priority, "available_at": run.available_at,
             "cancel_requested_at": run.cancel_requested_at, "started_at": run.started_at,
             "blocked_reason": run.blocked_reason, "recovery_failures": run.recovery_failures,
+            "triggered_by": to_json(run.trigger.as_dict()) if run.trigger else None,
         }
 
     @staticmethod
@@ -291,6 +293,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             cancel_requested_at=values["cancel_requested_at"],
             started_at=values["started_at"], blocked_reason=values["blocked_reason"],
             recovery_failures=values["recovery_failures"] or 0,
+            trigger=Trigger.from_dict(from_json(values["triggered_by"])),
         )
 
     @transient()

@@ -26,12 +26,13 @@ from pydantic import BaseModel, Field
 from tether.runtime.history import History
 from tether.stores.queueing import CancelOutcome
 from tether.stores.records import Decision, PendingInterrupt, RunRecord
+from tether.trigger import Trigger, TriggerKind
 from tether.web.app import web_of
 from tether.web.auth import CSRF_HEADER, Forbidden, Identity, Unauthenticated
 from tether.web.console import AlreadyAnswered, Invalid, Recorded, Step, timeline
 from tether.web.forms import Decision as Button
 from tether.web.forms import Form
-from tether.web.starts import Start
+from tether.web.starts import Start, manual_refusal
 from tether.web.tool_form import ToolForm
 from tether.web.urls import approval_url, run_url
 
@@ -84,6 +85,29 @@ class PendingList(BaseModel):
     next: str | None = Field(description="pass as ?before= for the next page")
 
 
+class TriggerOut(BaseModel):
+    """What started a run (docs/triggers.md, *What started a run*)."""
+
+    kind: str = Field(description="cli, python, api, manual, webhook, schedule or unknown")
+    actor: str | None = Field(description="who: the OS user, the console or API user, "
+                              "webhook:PATH or schedule:NAME")
+    delivery: str | None
+    verify: str | None
+    tick: str | None
+    received_at: str
+    headers: dict[str, str] = Field(description="only the headers the webhook lists")
+    payload: Any = Field(description="a webhook's JSON body (in a run's own view only; null "
+                         "in lists)")
+    description: str = Field(description="one line for people, e.g. `manual by alice`")
+
+    @classmethod
+    def of(cls, trigger: Trigger, *, payload: bool = False) -> TriggerOut:
+        data = trigger.as_dict()
+        if not payload:
+            data["payload"] = None
+        return cls(**data, description=trigger.describe())
+
+
 class RunOut(BaseModel):
     execution_id: str
     workflow: str
@@ -94,6 +118,8 @@ class RunOut(BaseModel):
     parent_checkpoint_id: str | None
     error: Any
     url: str
+    trigger: TriggerOut | None = Field(
+        None, description="what started the run (null for runs stored before it was kept)")
 
     @classmethod
     def of(cls, r: RunRecord) -> RunOut:
@@ -101,7 +127,8 @@ class RunOut(BaseModel):
                    created_at=r.created_at, updated_at=r.updated_at,
                    parent_execution_id=r.parent_execution_id,
                    parent_checkpoint_id=r.parent_checkpoint_id, error=r.error,
-                   url=run_url(r.execution_id))
+                   url=run_url(r.execution_id),
+                   trigger=TriggerOut.of(r.trigger) if r.trigger else None)
 
 
 class RunList(BaseModel):
@@ -426,6 +453,7 @@ def run(request: Request, execution_id: str, who: Identity = Reader) -> RunDetai
     view = web_of(request).console.run_view(execution_id)
     r = view.run
     base = RunOut.of(r).model_dump()
+    base["trigger"] = TriggerOut.of(r.trigger, payload=True) if r.trigger else None
     return RunDetail(**base, inputs=r.inputs, output=view.output, nodes=view.statuses,
                      pending=[PendingOut.of(p, r.workflow) for p in view.pending],
                      decisions=[DecisionOut.of(d) for d in view.decisions])
@@ -439,6 +467,8 @@ class WorkflowOut(BaseModel):
     runs: str = Field(description="POST here to start a run")
     webhook: str | None = Field(default=None, description="where its signed webhook is "
                                 "received (on: webhook), e.g. /hooks/deploy")
+    manual: bool = Field(default=True, description="whether the caller may start it by hand "
+                         "(POST runs): its file has no `on:`, or `on.manual` allows the caller")
 
 
 class WorkflowList(BaseModel):
@@ -467,6 +497,7 @@ def workflows(request: Request, who: Identity = Reader) -> WorkflowList:
     return WorkflowList(items=[WorkflowOut(
         name=name, fingerprint=plan.fingerprint, runs=f"/api/workflows/{name}/runs",
         webhook=f"/hooks/{plan.webhook.path}" if plan.webhook else None,
+        manual=manual_refusal(plan, who.name) is None,
         inputs=[FieldOut(name=i.name, type=i.type, required=i.required, default=i.default,
                          description=i.description,
                          enum=list(i.enum) if i.enum is not None else None)
@@ -485,8 +516,10 @@ def start(request: Request, name: str, body: StartIn, who: Identity = Submitter,
     """Start (queue) a run of a workflow, as ``tether submit`` does: 201 and the new run, or
     200 and the run an ``Idempotency-Key`` already named (however many requests race)."""
     web = web_of(request)
+    web.catalog.manual_plan(name, who.name)
     done = web.catalog.start(web.console.store, name, Start(
-        body.inputs, body.queue, body.priority, idempotency_key))
+        body.inputs, body.queue, body.priority, idempotency_key,
+        Trigger(TriggerKind.API, who.name)))
     out = StartOut(execution_id=done.execution_id, workflow=name, status=done.status.value,
                    created=done.created, url=run_url(done.execution_id))
     if done.created:

@@ -169,6 +169,12 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
     shared = store if store is not None else open_checkpointer(config.db, create=False)
     links = Links(config.secret, config.base_url, config.link_max_age)
     console = Console(shared, Fleet(shared, lease_seconds(), worker), links)
+    if worker is not None:  # an embedded worker loads the workflows: it declares their schedules
+        from tether.workers.schedules import declare_schedule
+
+        for plan in catalog.plans.values():
+            if plan.schedule is not None:
+                declare_schedule(shared, plan, new_queue="default")
     notifier = Notifier.from_config(config, shared, links) if config.notify_url else None
 
     @contextlib.asynccontextmanager

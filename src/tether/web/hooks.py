@@ -24,7 +24,6 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -35,7 +34,9 @@ from starlette.concurrency import run_in_threadpool
 
 from tether.compiler.plan import PlanWebhook
 from tether.errors import TemplateLimit, TetherError
+from tether.runtime.render import Names, trigger_names
 from tether.templating import evaluate, has_markup
+from tether.trigger import Trigger, TriggerKind
 from tether.web.app import status_of, web_of
 from tether.web.starts import Start
 from tether.web.urls import run_url
@@ -77,14 +78,16 @@ async def deliver(request: Request, path: str) -> JSONResponse:
     if isinstance(outcome, Refusal):
         return _refuse(outcome.status, outcome.detail)
     payload, delivery = outcome
-    trigger = {"kind": "webhook", "verify": hook.verify, "payload": payload,
-               "delivery": delivery, "received_at": datetime.now(UTC).isoformat(),
-               "headers": {h: headers[h] for h in hook.headers if h in headers}}
+    trigger = Trigger(TriggerKind.WEBHOOK, f"webhook:{hook.path}", payload,
+                      {h: headers[h] for h in hook.headers if h in headers}, delivery,
+                      hook.verify)
     try:
-        inputs = {name: render(value, trigger) for name, value in hook.inputs.items()}
+        names = trigger_names(trigger)
+        inputs = {name: render(value, names) for name, value in hook.inputs.items()}
     except (TemplateError, TemplateLimit) as exc:
         return _refuse(422, f"the webhook's inputs cannot be rendered: {exc}")
-    start = Start(inputs, dedup_key=f"{hook.path}:{delivery}" if delivery else None)
+    start = Start(inputs, dedup_key=f"{hook.path}:{delivery}" if delivery else None,
+                  trigger=trigger)
     try:
         done = await run_in_threadpool(web.catalog.start, web.console.store, plan.name, start)
     except TetherError as exc:
@@ -195,13 +198,20 @@ def _same(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-def render(value: Any, trigger: Mapping[str, Any]) -> Any:
+def render(value: Any, trigger: Names) -> Any:
     """``value`` with every template rendered against ``trigger``."""
     if isinstance(value, dict):
         return {k: render(v, trigger) for k, v in value.items()}
     if isinstance(value, list):
         return [render(v, trigger) for v in value]
     if isinstance(value, str) and has_markup(value):
-        return evaluate(value, {"trigger": trigger})
+        return _plain(evaluate(value, {"trigger": trigger}))
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """A rendered value with the template views (``trigger``, its headers) made dicts."""
+    if isinstance(value, Names):
+        return {key: _plain(value[key]) for key in value}
     return value
 

@@ -9,7 +9,10 @@ are refused. Plans already stored with runs are not enough: the store keeps plan
 fingerprint, not by which one is current. Changing a file takes a restart.
 
 A start is :meth:`Runner.submit_run` with the request's inputs, queue, priority and
-``Idempotency-Key`` (the dedup key, so the same key returns the same run: ``dedup.py``).
+``Idempotency-Key`` (the dedup key, so the same key returns the same run: ``dedup.py``), and
+what started it (the run's ``trigger``: the API's caller, the form's user, the webhook). A
+start by hand (the API, the form) is allowed only for a workflow without ``on:`` or whose
+``on:`` lists ``manual`` (:meth:`Catalog.manual_plan`); a webhook's start is not one.
 """
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from tether.compiler.plan import Plan, PlanWebhook
-from tether.errors import NotFoundError, TetherError
+from tether.errors import NotFoundError, UsageError
 from tether.runtime.dedup import Submitted
 from tether.runtime.runner import Runner
 from tether.stores.base import Checkpointer
+from tether.trigger import Trigger
+from tether.web.auth import Forbidden
 from tether.web.config import ConfigError
-
-WORKFLOW_SUFFIXES = (".flow", ".yaml", ".yml")
 
 
 class UnknownWorkflow(NotFoundError):
@@ -41,12 +44,14 @@ class UnknownWorkflow(NotFoundError):
 
 @dataclass(frozen=True)
 class Start:
-    """What to start: the workflow's inputs, its queue and priority, and the dedup key."""
+    """What to start: the workflow's inputs, its queue and priority, the dedup key, and
+    what started it (stored with the run: ``tether/trigger.py``)."""
 
     inputs: Mapping[str, Any]
     queue: str = "default"
     priority: int = 0
     dedup_key: str | None = None
+    trigger: Trigger | None = None
 
 
 class Catalog:
@@ -69,10 +74,15 @@ class Catalog:
     def load(cls, paths: Iterable[str]) -> Catalog:
         """Compile every workflow under ``paths``; raises :class:`ConfigError` naming the
         file that cannot be used."""
+        from tether.runtime.plans import load_plans
+
+        try:
+            loaded = load_plans(paths)
+        except UsageError as exc:
+            raise ConfigError(f"--workflows: {exc}") from None
         plans: dict[str, Plan] = {}
         origin: dict[str, Path] = {}
-        for path in _files(paths):
-            plan = _compile(path)
+        for path, plan in loaded:
             if plan.name in plans:
                 raise ConfigError(f"--workflows: {path} and {origin[plan.name]} both define "
                                   f"workflow '{plan.name}'")
@@ -86,31 +96,29 @@ class Catalog:
             raise UnknownWorkflow(name, self.plans)
         return found
 
+    def manual_plan(self, name: str, who: str) -> Plan:
+        """The plan of workflow ``name`` if ``who`` may start it by hand (the Start form,
+        the API); :class:`~tether.web.auth.Forbidden` (403) saying why not: its ``on:``
+        has no ``manual``, or ``on.manual.users`` does not list ``who``."""
+        plan = self.plan(name)
+        refusal = manual_refusal(plan, who)
+        if refusal is not None:
+            raise Forbidden(refusal)
+        return plan
+
     def start(self, store: Checkpointer, name: str, start: Start) -> Submitted:
         """Queue a run of workflow ``name`` (or return the run its dedup key names)."""
         return Runner(self.plan(name), store, {}).submit_run(
             start.inputs, queue=start.queue, priority=start.priority,
-            dedup_key=start.dedup_key)
+            dedup_key=start.dedup_key, trigger=start.trigger)
 
 
-def _files(paths: Iterable[str]) -> list[Path]:
-    found: list[Path] = []
-    for text in paths:
-        path = Path(text)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.iterdir()
-                                if p.suffix.lower() in WORKFLOW_SUFFIXES and p.is_file()))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise ConfigError(f"--workflows: {text} is neither a workflow file nor a directory")
-    return found
-
-
-def _compile(path: Path) -> Plan:
-    from tether.runtime.plans import load_plan
-
-    try:
-        return load_plan(path)
-    except TetherError as exc:
-        raise ConfigError(f"--workflows: {path}: {exc}") from None
+def manual_refusal(plan: Plan, who: str) -> str | None:
+    """Why ``who`` may not start ``plan`` by hand, or None when they may."""
+    manual = plan.manual
+    if manual is None or (manual.allowed and (not manual.users or who in manual.users)):
+        return None
+    if not manual.allowed:
+        return (f"workflow '{plan.name}' is not started by hand: its `on:` does not list "
+                "`manual` (add `manual: true` to `on:` to allow it)")
+    return f"{who} may not start workflow '{plan.name}' by hand (on.manual.users)"

@@ -44,6 +44,7 @@ from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
 from tether.stores.records import CheckpointRow
 from tether.stores.write_group import WriteGroup
+from tether.trigger import Trigger
 from tether.workers import claims
 from tether.workers.schedules import Submit, fire_schedules
 from tether.workers.slots import Slots
@@ -506,7 +507,7 @@ class Worker:
 def _enqueue(store: Checkpointer) -> Submit:
     """A schedule's submit: queue the tick's run (``ExecutionExists`` when it already is)."""
     def submit(plan: Plan, inputs: dict[str, Any], execution_id: str, queue: str | None,
-               ) -> None:
+               trigger: Trigger) -> None:
         Runner(plan, store).submit(inputs, execution_id=execution_id,
-                                   queue=queue or "default")
+                                   queue=queue or "default", trigger=trigger)
     return submit

@@ -20,15 +20,18 @@ rest on the next calls).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from tether.compiler.plan import Plan
 from tether.cron import next_tick, ticks
 from tether.errors import ExecutionExists, TetherError
 from tether.stores.contracts import RunStore, ScheduleStore
 from tether.stores.schedule_records import ScheduleRecord
+from tether.trigger import Trigger, TriggerKind
 
 
 class ScheduleSource(ScheduleStore, RunStore, Protocol):
@@ -40,8 +43,9 @@ MAX_TICKS_PER_CALL = 1000
 GRACE_SECONDS = 60.0
 """A tick due at most this long ago is on time, not missed (``catchup: none`` fires it)."""
 
-Submit = Callable[[Plan, dict[str, Any], str, str | None], None]
-"""``submit(plan, inputs, execution_id, queue)``: start (or enqueue) one run; it must raise
+Submit = Callable[[Plan, dict[str, Any], str, str | None, Trigger], None]
+"""``submit(plan, inputs, execution_id, queue, trigger)``: start (or enqueue) one run, started
+by ``trigger`` (kind ``schedule``, the tick); it must raise
 :class:`~tether.errors.ExecutionExists` when ``execution_id`` already names a run."""
 
 
@@ -115,7 +119,8 @@ def fire_schedules(store: ScheduleSource, now: datetime, submit: Submit, *,
             for tick in chosen:
                 execution_id = tick_execution_id(schedule.name, tick)
                 try:
-                    submit(plan, dict(schedule.inputs), execution_id, schedule.queue)
+                    submit(plan, dict(schedule.inputs), execution_id, schedule.queue,
+                           tick_trigger(schedule.name, tick))
                 except ExecutionExists:
                     continue
                 fired.append(execution_id)
@@ -129,9 +134,65 @@ def fire_schedules(store: ScheduleSource, now: datetime, submit: Submit, *,
     return fired
 
 
+def tick_trigger(name: str, tick: datetime) -> Trigger:
+    """What started the run of ``name``'s ``tick``: kind ``schedule``, actor
+    ``schedule:NAME``, the tick in UTC ISO 8601."""
+    return Trigger(TriggerKind.SCHEDULE, f"schedule:{name}",
+                   tick=tick.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
 def _next(schedule: ScheduleRecord, after: datetime) -> float | None:
     tick = next_tick(schedule.cron, schedule.timezone, after)
     return tick.timestamp() if tick is not None else None
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A plan's schedule as it stands in the store after :func:`declare_schedule`, and
+    whether that call ``registered`` it, ``updated`` it, or found it ``unchanged``."""
+
+    schedule: ScheduleRecord
+    change: Literal["registered", "updated", "unchanged"]
+
+
+def declare_schedule(store: ScheduleStore, plan: Plan, queue: str | None = None, *,
+                     new_queue: str | None = None) -> Declared:
+    """Put ``plan``'s schedule into effect in ``store``: register it under the workflow's
+    name, or update the one registered (``tether deploy``, ``tether schedules add``, and each
+    worker started with ``--workflows``).
+
+    Idempotent, however many processes declare at once: the schedule is keyed by name, so a
+    race makes one row (``put_schedule``: insert-or-ignore, then an update of the same
+    values), and one already equal to the plan's is left untouched. An update keeps the ticks
+    already handled (``last_tick``); a new schedule counts from now. ``queue``: the queue of
+    its runs (None keeps the registered one's, else ``new_queue``, else ``default``)."""
+    from tether.cron import next_tick
+
+    spec = plan.schedule
+    if spec is None:
+        raise TetherError(f"workflow '{plan.name}' has no schedule")
+    now = time.time()
+    existing = store.get_schedule(plan.name)
+    last = existing.last_tick if existing is not None and existing.last_tick is not None \
+        else now
+    if queue is None:
+        queue = existing.queue if existing is not None else new_queue
+    upcoming = next_tick(spec.cron, spec.timezone, datetime.fromtimestamp(last, UTC))
+    record = ScheduleRecord(
+        name=plan.name, plan_fingerprint=plan.fingerprint, cron=spec.cron,
+        timezone=spec.timezone, catchup=spec.catchup, inputs=dict(spec.inputs), queue=queue,
+        created_at=now, updated_at=now, last_tick=last,
+        next_tick=upcoming.timestamp() if upcoming is not None else None)
+    if existing is not None and _same_schedule(existing, record):
+        return Declared(existing, "unchanged")
+    store.put_schedule(record, plan.to_json())
+    return Declared(record, "updated" if existing is not None else "registered")
+
+
+def _same_schedule(old: ScheduleRecord, new: ScheduleRecord) -> bool:
+    return (old.plan_fingerprint, old.cron, old.timezone, old.catchup, old.inputs,
+            old.queue) == (new.plan_fingerprint, new.cron, new.timezone, new.catchup,
+                           new.inputs, new.queue)
 
 
 def _plan(store: RunStore, schedule: ScheduleRecord) -> Plan:
@@ -142,5 +203,5 @@ def _plan(store: RunStore, schedule: ScheduleRecord) -> Plan:
     return Plan.from_json(text)
 
 
-__all__ = ["GRACE_SECONDS", "MAX_TICKS_PER_CALL", "Submit", "due_ticks", "fire_schedules",
-           "tick_execution_id"]
+__all__ = ["GRACE_SECONDS", "MAX_TICKS_PER_CALL", "Declared", "Submit", "declare_schedule",
+           "due_ticks", "fire_schedules", "tick_execution_id", "tick_trigger"]
