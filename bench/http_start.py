@@ -1,11 +1,13 @@
 """Starting runs over HTTP (issue 26): runs per second accepted by one ``tether serve`` with
 ``POST /api/workflows/{name}/runs`` and an ``Idempotency-Key`` on every request.
 
-Run: .venv/bin/python bench/http_start.py [--db URL] [--requests 4000] [--clients 4]
+Run: .venv/bin/python bench/http_start.py [--db URL] [--requests 4000] [--clients 8]
 [--repeat 0.1]
 
-``--clients`` client processes, each with one keep-alive connection (http.client, so the
-server is what is measured), send ``--requests`` starts in all (bounded in count; each
+``--clients`` client processes (8 by default: a server's capacity is measured with requests
+in flight while others are answered; 4 senders each waiting for its answer measure their
+round trip as much), each with one keep-alive connection (http.client, so the server is
+what is measured), send ``--requests`` starts in all (bounded in count; each
 request times out after 10 s); a ``--repeat`` share of them reuse a key already sent (a
 sender's retry), which must answer 200 with the first run. After the timing, the store must
 hold exactly one run per distinct key. Also reported: the server process's CPU time (user +
@@ -92,7 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="a PostgreSQL URL (default: SQLite in a temporary dir)")
     parser.add_argument("--requests", type=int, default=4_000)
-    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--repeat", type=float, default=0.1)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:

@@ -22,7 +22,6 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
-from starlette.concurrency import run_in_threadpool
 
 from tether.runtime.history import History
 from tether.stores.queueing import CancelOutcome
@@ -488,10 +487,11 @@ async def start(request: Request, name: str, body: StartIn, who: Identity = Subm
     200 and the run an ``Idempotency-Key`` already named (however many requests race).
 
     (The hot path of ``bench/http_start.py``: only the store's insert leaves the event loop,
-    one hop to a worker thread, and the answer is written as the ``JSONResponse`` of a
-    ``StartOut`` that FastAPI does not validate a second time in another hop.)"""
+    one hop to the app's start threads (``Web.call``), and the answer is written as the
+    ``JSONResponse`` of a ``StartOut``, which FastAPI does not validate again in another
+    hop.)"""
     web = web_of(request)
-    done = await run_in_threadpool(web.catalog.start, web.console.store, name, Start(
+    done = await web.call(web.catalog.start, web.console.store, name, Start(
         body.inputs, body.queue, body.priority, idempotency_key))
     out = StartOut(execution_id=done.execution_id, workflow=name, status=done.status.value,
                    created=done.created, url=run_url(done.execution_id))
