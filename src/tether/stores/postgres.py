@@ -41,7 +41,7 @@ from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 
-from tether.errors import ExecutionExists, StoreError, StoreURLError
+from tether.errors import ExecutionExists, StoreError, StoreUnavailable, StoreURLError
 from tether.status import RunStatus
 from tether.stores.base import SeenCancel
 from tether.stores.pg_starts import ConnectionPool, create_statement
@@ -218,10 +218,15 @@ class PostgresCheckpointer(SQLCheckpointer):
         statement = self._sql.get(f"create_run_{queued}", lambda: create_statement(queued))
         values = {**self._run_values(run), "plan": plan_json, "plan_created_at": time.time(),
                   "channel": self.notify_channel}
-        with self._errors(f"creating run {run.execution_id}"), \
-                self._starts.connection() as connection:
-            row = connection.execute(statement.sql, statement.params(values),
-                                     prepare=True).fetchone()
+        what = f"creating run {run.execution_id}"
+        with self._errors(what):
+            try:
+                with self._starts.connection() as connection:
+                    row = connection.execute(statement.sql, statement.params(values),
+                                             prepare=True).fetchone()
+            except self._psycopg.OperationalError as exc:  # mapped here: the shared mapping
+                # would reset the hot connection, which other threads may be using
+                raise StoreUnavailable(f"{what}: the database is unreachable: {exc}") from exc
         if row is None:
             raise ExecutionExists(run.execution_id)
 
