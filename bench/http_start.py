@@ -1,15 +1,19 @@
 """Starting runs over HTTP (issue 26): runs per second accepted by one ``tether serve`` with
 ``POST /api/workflows/{name}/runs`` and an ``Idempotency-Key`` on every request.
 
-Run: .venv/bin/python bench/http_start.py [--db URL] [--requests 4000] [--clients 4]
+Run: .venv/bin/python bench/http_start.py [--db URL] [--requests 4000] [--clients 8]
 [--repeat 0.1]
 
-``--clients`` client processes, each with one keep-alive connection (http.client, so the
-server is what is measured), send ``--requests`` starts in all (bounded in count; each
+``--clients`` client processes (8 by default: a server's capacity is measured with requests
+in flight while others are answered; 4 senders each waiting for its answer measure their
+round trip as much), each with one keep-alive connection (http.client, so the server is
+what is measured), send ``--requests`` starts in all (bounded in count; each
 request times out after 10 s); a ``--repeat`` share of them reuse a key already sent (a
 sender's retry), which must answer 200 with the first run. After the timing, the store must
-hold exactly one run per distinct key. ``--db`` is a PostgreSQL URL (the issue's target:
-at least 500 runs per second); without it, a SQLite file in a temporary directory.
+hold exactly one run per distinct key. Also reported: the server process's CPU time (user +
+system, ``/proc/PID/stat``) per start over the same interval. ``--db`` is a PostgreSQL URL
+(the issue's target: at least 500 runs per second); without it, a SQLite file in a temporary
+directory.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import http.client
 import json
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -57,8 +62,16 @@ def _client(port: int, index: int, count: int, repeat: float, ready: Any, out: A
     out.put((unexpected, len(sent)))
 
 
-def measure(url: str, requests: int, clients: int, repeat: float) -> tuple[float, int, int]:
-    """Starts per second, answers that were not the expected 201/200, distinct keys sent."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(url: str, requests: int, clients: int, repeat: float,
+            pid: int) -> tuple[float, int, int, float]:
+    """Starts per second, answers that were not the expected 201/200, distinct keys sent,
+    and the server's CPU seconds per start."""
     ready = multiprocessing.Barrier(clients + 1)
     out: multiprocessing.Queue[tuple[int, int]] = multiprocessing.Queue()
     port = int(url.rsplit(":", 1)[1])
@@ -68,19 +81,20 @@ def measure(url: str, requests: int, clients: int, repeat: float) -> tuple[float
     for worker in workers:
         worker.start()
     ready.wait()
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), cpu_seconds(pid)
     results = [out.get(timeout=600) for _ in workers]
-    elapsed = time.perf_counter() - began
+    elapsed, cpu = time.perf_counter() - began, cpu_seconds(pid) - cpu
     for worker in workers:
         worker.join()
-    return per * clients / elapsed, sum(r[0] for r in results), sum(r[1] for r in results)
+    return (per * clients / elapsed, sum(r[0] for r in results), sum(r[1] for r in results),
+            cpu / (per * clients))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", help="a PostgreSQL URL (default: SQLite in a temporary dir)")
     parser.add_argument("--requests", type=int, default=4_000)
-    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--repeat", type=float, default=0.1)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
@@ -88,14 +102,15 @@ def main() -> None:
         project = Project(root, tasks_file(root), args.db)
         server = Server(project, "--workflows", str(root / "review.yaml"))
         try:
-            rate, unexpected, keys = measure(server.url, args.requests, args.clients,
-                                             args.repeat)
+            rate, unexpected, keys, cpu = measure(server.url, args.requests, args.clients,
+                                                  args.repeat, server.process.pid)
         finally:
             server.stop()
         stored = len(project.store.find_runs(workflow="review", limit=args.requests * 2))
         project.close()
-    print(f"HTTP start, {args.clients} clients: {rate:7.0f} runs/s accepted "
-          f"({unexpected} unexpected answers; {stored:,} runs stored for {keys:,} keys "
+    print(f"HTTP start, {args.clients} clients: {rate:7.0f} runs/s accepted, server CPU "
+          f"{cpu * 1e6:,.0f} µs per start ({unexpected} unexpected answers; {stored:,} runs "
+          f"stored for {keys:,} keys "
           f"+ {args.clients} warm-up; target >= 500/s on PostgreSQL)")
     if unexpected or stored != keys + args.clients:
         sys.exit(1)

@@ -8,7 +8,8 @@ to bench/results/latest.json.
 
 W0  200-node chain of trivial `def` and `async def` tasks: per-node total time with no store,
     SQLite and PostgreSQL as ratios to the INSERT+COMMIT floor, and where a node's time goes
-    (bench/pernode.py).
+    (bench/pernode.py). To compare two trees (a change against a base commit), use
+    bench/w0_ab.py: the two trees' runs paired back to back, wall and CPU per node.
 W1  200-node linear chain of trivial nodes: per-node overhead of checkpointing over the same
     plan with no checkpointer, on SQLite (normal and full durability) and PostgreSQL, against
     each one's raw INSERT+COMMIT floor measured in the same run; and at 2,000 nodes.

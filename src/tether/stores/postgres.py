@@ -41,9 +41,11 @@ from sqlalchemy.engine import URL, Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql import ClauseElement
 
-from tether.errors import StoreError, StoreURLError
+from tether.errors import ExecutionExists, StoreError, StoreUnavailable, StoreURLError
+from tether.status import RunStatus
 from tether.stores.base import SeenCancel
-from tether.stores.records import CheckpointRow
+from tether.stores.pg_starts import ConnectionPool, create_statement
+from tether.stores.records import CheckpointRow, RunRecord
 from tether.stores.schema import checkpoints, runs
 from tether.stores.sql import SQLCheckpointer
 from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
@@ -173,6 +175,8 @@ class PostgresCheckpointer(SQLCheckpointer):
         self._seen: dict[str, tuple[float, float | None]] = {}  # take_cancel_seen's readings
         self._hot_lock = threading.Lock()
         self._batch_sql: dict[int, str] = {}  # fenced_batch_sql by row count
+        self._starts = ConnectionPool(self._connect, pool_size)
+        """Connections for creating runs (``pg_starts.py``), as many as ``pool_size``."""
         super().__init__(engine)
 
     def __repr__(self) -> str:
@@ -194,14 +198,37 @@ class PostgresCheckpointer(SQLCheckpointer):
             redact_exception(exc, self._password)
             raise
 
+    def _connect(self) -> Any:
+        """A new autocommit driver connection whose search path is the store's schema."""
+        connection = self._psycopg.connect(autocommit=True, **self._connect_args)
+        if self.schema:
+            connection.execute(f"SET search_path TO {self._quoted_schema()}")
+        return connection
+
     def _hot(self) -> Any:
         if self._hot_connection is None or self._hot_connection.closed:
-            connection = self._psycopg.connect(autocommit=True, **self._connect_args)
-            if self.schema:
-                connection.execute(f"SET search_path TO {self._quoted_schema()}")
-            self._hot_connection = connection
-            self._hot_cursor = connection.cursor()
+            self._hot_connection = self._connect()
+            self._hot_cursor = self._hot_connection.cursor()
         return self._hot_connection
+
+    def _insert_run(self, run: RunRecord, plan_json: str) -> None:
+        """The plan, the run and (queued) the NOTIFY in one statement on a connection of the
+        start pool, outside the hot connection's lock (``pg_starts.py``)."""
+        queued = run.status == RunStatus.QUEUED
+        statement = self._sql.get(f"create_run_{queued}", lambda: create_statement(queued))
+        values = {**self._run_values(run), "plan": plan_json, "plan_created_at": time.time(),
+                  "channel": self.notify_channel}
+        what = f"creating run {run.execution_id}"
+        with self._errors(what):
+            try:
+                with self._starts.connection() as connection:
+                    row = connection.execute(statement.sql, statement.params(values),
+                                             prepare=True).fetchone()
+            except self._psycopg.OperationalError as exc:  # mapped here: the shared mapping
+                # would reset the hot connection, which other threads may be using
+                raise StoreUnavailable(f"{what}: the database is unreachable: {exc}") from exc
+        if row is None:
+            raise ExecutionExists(run.execution_id)
 
     def _run(self, connection: Any, sql: str, params: Any) -> Any:
         """Execute a prepared statement on ``connection``; on the hot connection through one
@@ -352,6 +379,7 @@ class PostgresCheckpointer(SQLCheckpointer):
     def close(self) -> None:
         with self._lock:
             self._reset_hot()
+        self._starts.close()
         super().close()
 
 

@@ -247,6 +247,10 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         one plan or one execution id at once, none fails with a driver error; the ones that
         find the execution id taken get ExecutionExists (PostgreSQL makes them wait for the
         first to commit)."""
+        self._insert_run(run, plan_json)
+
+    def _insert_run(self, run: RunRecord, plan_json: str) -> None:
+        """:meth:`create_run`'s writes (PostgreSQL: in one statement, ``pg_starts.py``)."""
         with self._cursor(f"creating run {run.execution_id}", write=True) as cursor:
             self._store_plan(cursor, run.plan_fingerprint, plan_json)
             self._execute(cursor, "create_run", lambda: self._insert_or_ignore(runs).returning(

@@ -9,11 +9,15 @@ threads with their own store connections, started and stopped with the app.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from importlib.resources import files
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -47,6 +51,10 @@ if TYPE_CHECKING:
     from tether.workers.loop import Worker
 
 log = logging.getLogger("tether.web")
+T = TypeVar("T")
+START_THREADS = 8
+"""Threads for HTTP starts (``Web.starts``); more concurrent starts than the store has
+connections for (``pool_size``, 5 by default) would only wait for one."""
 
 
 def templates() -> Environment:
@@ -70,6 +78,16 @@ class Web:
         self.catalog = catalog or Catalog({})
         self.guard = Guard(config)
         self.env = templates()
+        self.starts = ThreadPoolExecutor(START_THREADS, thread_name_prefix="tether-start")
+        """Where ``POST /api/workflows/{name}/runs`` runs its store call: a hop to it costs
+        less than one through anyio's thread pool (bench/http_start.py); shut down with the
+        app."""
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on :attr:`starts`, in a copy of this context (its trace span)."""
+        context = contextvars.copy_context()
+        return await asyncio.get_running_loop().run_in_executor(
+            self.starts, functools.partial(context.run, fn, *args))
 
     def page(self, request: Request, name: str, context: dict[str, Any],
              status: int = 200, who: Identity | None = None) -> HTMLResponse:
@@ -178,7 +196,7 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
     notifier = Notifier.from_config(config, shared, links) if config.notify_url else None
 
     @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(application: FastAPI) -> AsyncIterator[None]:
         console.fleet.start()
         if notifier is not None:
             notifier.start()
@@ -188,6 +206,7 @@ def create_app(config: ServeConfig, store: Checkpointer | None = None,
             if notifier is not None:
                 notifier.stop()
             console.fleet.stop()
+            application.state.web.starts.shutdown(wait=True)
             if owned:
                 shared.close()
 

@@ -59,6 +59,7 @@ class Catalog:
 
     def __init__(self, plans: Mapping[str, Plan]) -> None:
         self.plans = dict(plans)
+        self._runners: dict[str, Runner] = {}  # by workflow name: one per plan, made once
         self.hooks: dict[str, tuple[Plan, PlanWebhook]] = {}
         """The webhooks (``on: webhook``) of the plans, by path (``web/hooks.py``)."""
         for plan in self.plans.values():
@@ -108,9 +109,12 @@ class Catalog:
 
     def start(self, store: Checkpointer, name: str, start: Start) -> Submitted:
         """Queue a run of workflow ``name`` (or return the run its dedup key names)."""
-        return Runner(self.plan(name), store, {}).submit_run(
-            start.inputs, queue=start.queue, priority=start.priority,
-            dedup_key=start.dedup_key, trigger=start.trigger)
+        runner = self._runners.get(name)
+        if runner is None or runner.checkpointer is not store:
+            runner = self._runners[name] = Runner(self.plan(name), store, {})
+        return runner.submit_run(start.inputs, queue=start.queue, priority=start.priority,
+                                 dedup_key=start.dedup_key,
+                                 trigger=start.trigger)
 
 
 def manual_refusal(plan: Plan, who: str) -> str | None:
