@@ -64,15 +64,17 @@ INTERVAL = 0.5
 
 _UNSET = Status(StatusCode.UNSET)
 
-Record = tuple[str, SpanContext, SpanContext, Mapping[str, Any], dict[str, Any] | None,
-               list[tuple[str, types.Attributes, int]] | None, Sequence[Link] | None,
-               Status | None, int, int]
-"""One ended span: name, context, parent, attributes (shared, never changed), attributes set
-since, events, links, status, start and end (ns)."""
-
-
 class DeferredSpan(trace.Span):
-    """A node span recorded on the run thread and built into an SDK span off it."""
+    """A node span recorded on the run thread and built into an SDK span off it: once ended
+    it is the queue's record (nothing changes it after), read by the drain thread."""
+
+    # what most spans never set, read from the class until set (fewer stores per span)
+    _extra: dict[str, Any] | None = None
+    """Attributes set after the start (``attributes`` is shared, never changed)."""
+    _events: list[tuple[str, types.Attributes, int]] | None = None
+    _status: Status | None = None
+    _ended = False
+    _end = 0
 
     def __init__(self, pipe: Pipe, name: str, context: SpanContext, parent: SpanContext,
                  attributes: Mapping[str, Any], links: Sequence[Link] | None) -> None:
@@ -81,11 +83,7 @@ class DeferredSpan(trace.Span):
         self._context = context
         self._parent = parent
         self._attributes = attributes
-        self._extra: dict[str, Any] | None = None
-        self._events: list[tuple[str, types.Attributes, int]] | None = None
         self._links = links
-        self._status: Status | None = None
-        self._ended = False
         self._start = time.time_ns()
 
     def get_span_context(self) -> SpanContext:
@@ -147,12 +145,11 @@ class DeferredSpan(trace.Span):
     def end(self, end_time: int | None = None) -> None:
         if self._ended:
             return
+        self._end = end_time or time.time_ns()
         self._ended = True
         pipe = self._pipe
         queue = pipe.queue
-        queue.append((self._name, self._context, self._parent, self._attributes, self._extra,
-                      self._events, self._links, self._status, self._start,
-                      end_time or time.time_ns()))
+        queue.append(self)
         if len(queue) >= WAKE_AT:
             pipe.wake.set()
 
@@ -184,7 +181,7 @@ class Pipe:
         info = tracer.instrumentation_info
         self.scope = InstrumentationScope(info.name, info.version, info.schema_url)
         self.limits = SpanLimits()
-        self.queue: deque[Record | threading.Event] = deque()
+        self.queue: deque[DeferredSpan | threading.Event] = deque()
         self.wake = threading.Event()
         self.lock = threading.RLock()  # held while draining (a flush waits for the round)
         self.cpu = 0.0
@@ -250,23 +247,25 @@ class Pipe:
                     log.exception("a span processor failed on a tether.node span")
             self.cpu += time.thread_time() - started
 
-    def _readable(self, record: Record) -> ReadableSpan:
-        name, context, parent, attributes, extra, events, links, status, start, end = record
+    def _readable(self, span: DeferredSpan) -> ReadableSpan:
         limits = self.limits
-        if extra:
-            attributes = {**attributes, **extra}
+        attributes = span._attributes
+        if span._extra:
+            attributes = {**attributes, **span._extra}
         built: list[Event] = []
-        for event, given, timestamp in (events or ())[:limits.max_events]:
+        for event, given, timestamp in (span._events or ())[:limits.max_events]:
             built.append(Event(event, BoundedAttributes(
                 limits.max_event_attributes, given, immutable=True,
                 max_value_len=limits.max_attribute_length), timestamp))
         return ReadableSpan(
-            name=name, context=context, parent=parent, resource=self.tracer.resource,
+            name=span._name, context=span._context, parent=span._parent,
+            resource=self.tracer.resource,
             attributes=BoundedAttributes(limits.max_span_attributes, attributes,
                                          immutable=True,
                                          max_value_len=limits.max_span_attribute_length),
-            events=tuple(built), links=tuple((links or ())[:limits.max_links]),
-            kind=SpanKind.INTERNAL, status=status or _UNSET, start_time=start, end_time=end,
+            events=tuple(built), links=tuple((span._links or ())[:limits.max_links]),
+            kind=SpanKind.INTERNAL, status=span._status or _UNSET, start_time=span._start,
+            end_time=span._end,
             instrumentation_info=self.tracer.instrumentation_info,
             instrumentation_scope=self.scope)
 
