@@ -220,3 +220,44 @@ def test_the_private_sdk_members_tether_relies_on_are_there() -> None:
     assert hasattr(multi._lock, "acquire")
     put_first(multi, first)
     assert multi._span_processors == (first, second)
+
+
+FORK = """\
+import os, sys
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tether.observability import deferred
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+tracer = provider.get_tracer("tether")
+pipe = deferred.pipe_for(tracer)
+with tracer.start_as_current_span("outer") as outer:
+    parent = outer.get_span_context()
+    pipe.span("in-parent", parent, {}).end()
+    pipe.lock.acquire()  # as if the drain thread were mid-round when the process forks
+    child = os.fork()
+    if child == 0:
+        pipe.span("in-child", parent, {}).end()
+        pipe.flush()
+        names = sorted(s.name for s in exporter.get_finished_spans())
+        os._exit(0 if names == ["in-child"] and pipe.thread.is_alive() else 3)
+    pipe.lock.release()
+    _, code = os.waitpid(child, 0)
+pipe.flush()
+print(os.waitstatus_to_exitcode(code), sorted(s.name for s in exporter.get_finished_spans()))
+"""
+
+
+def test_a_forked_child_has_its_own_queue_and_drain_thread(tmp_path: Path) -> None:
+    """The parent's queued spans stay the parent's; the child's lock is not the one the
+    parent's drain thread held at the fork, and its spans are drained by its own thread."""
+    script = tmp_path / "fork.py"
+    script.write_text(FORK, encoding="utf-8")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=CHILD_TIMEOUT, env=clean)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "0 ['in-parent', 'outer']"
