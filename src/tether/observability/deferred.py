@@ -150,7 +150,7 @@ class DeferredSpan(trace.Span):
         pipe = self._pipe
         queue = pipe.queue
         queue.append(self)
-        if len(queue) >= WAKE_AT:
+        if len(queue) >= WAKE_AT and not pipe.wake.is_set():  # (no lock taken when set)
             pipe.wake.set()
 
 
