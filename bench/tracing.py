@@ -15,6 +15,9 @@ timing, so no export overlaps another variant).
 - ``off``: no provider installed, no metrics (the path every node takes by default);
 - ``traced``: the OpenTelemetry SDK's TracerProvider with a BatchSpanProcessor exporting
   over OTLP/HTTP to a receiver in another process (it answers 200 and decodes nothing);
+  node spans deferred (``observability/deferred.py``): ``+export`` also counts the CPU the
+  drain thread spent building them;
+- ``sdk``: the same with ``TETHER_DEFERRED_SPANS=0``: a real SDK span per node attempt;
 - ``metrics``: prometheus-client counting (``tether worker --metrics-port``'s sink), no
   tracing.
 
@@ -80,18 +83,27 @@ class Timed:
         return True
 
 
+def _drain_cpu() -> float:
+    """CPU seconds the deferred spans' drain has spent so far (every pipe)."""
+    deferred = sys.modules.get("tether.observability.deferred")
+    if deferred is None:
+        return 0.0
+    return sum(pipe.cpu for pipe in list(deferred._PIPES.values()))
+
+
 def per_node(runner: Any, exported: Timed | None = None,
              flush: Any = None) -> tuple[float, float, float]:
     """Seconds per node of one run: wall, this thread's CPU, and that plus the exporter's
-    CPU for the run's spans (``flush``: the provider's, called after the timing)."""
-    before = exported.cpu if exported is not None else 0.0
+    CPU for the run's spans and the deferred spans' drain (``flush``: the provider's, called
+    after the timing)."""
+    before = exported.cpu + _drain_cpu() if exported is not None else 0.0
     wall, thread = time.perf_counter(), time.thread_time()
     result = runner.run()
     wall, thread = time.perf_counter() - wall, time.thread_time() - thread
     assert result.status == "completed", result
     if flush is not None:
         flush()
-    export = exported.cpu - before if exported is not None else 0.0
+    export = exported.cpu + _drain_cpu() - before if exported is not None else 0.0
     return wall / NODES, thread / NODES, (thread + export) / NODES
 
 
@@ -116,18 +128,24 @@ def measure(repeat: int, store: Any = None) -> dict[str, tuple[float, float, flo
     sink = Metrics(CollectorRegistry())
     runner = Runner(w.chain(NODES, sync=True), store, w.TASKS)
     times: dict[str, list[tuple[float, float, float]]] = {
-        "off": [], "traced": [], "metrics": []}
+        "off": [], "traced": [], "sdk": [], "metrics": []}
     try:
+        def traced(deferred: bool) -> tuple[float, float, float]:
+            os.environ["TETHER_DEFERRED_SPANS"] = "1" if deferred else "0"
+            trace._TRACER_PROVIDER = provider  # type: ignore[attr-defined]
+            try:
+                return per_node(runner, exported, provider.force_flush)
+            finally:
+                trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+
         for _ in range(3):  # warm up every path
             per_node(runner)
-            trace._TRACER_PROVIDER = provider  # type: ignore[attr-defined]
-            per_node(runner, exported, provider.force_flush)
-            trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+            traced(True)
+            traced(False)
         for _ in range(repeat):
             times["off"].append(per_node(runner))
-            trace._TRACER_PROVIDER = provider  # type: ignore[attr-defined]
-            times["traced"].append(per_node(runner, exported, provider.force_flush))
-            trace._TRACER_PROVIDER = None  # type: ignore[attr-defined]
+            times["traced"].append(traced(True))
+            times["sdk"].append(traced(False))
             observer.SINK = sink
             times["metrics"].append(per_node(runner))
             observer.SINK = None
@@ -153,6 +171,7 @@ def parts(repeat: int, count: int = 20_000) -> dict[str, float]:
         SpanExportResult,
     )
 
+    from tether.observability.deferred import pipe_for
     from tether.observability.spans import NodeSpan
 
     class Drop(SpanExporter):
@@ -198,6 +217,12 @@ def parts(repeat: int, count: int = 20_000) -> dict[str, float]:
     def node_span() -> None:
         NodeSpan(tracer, three, "task").close("completed")
 
+    pipe = pipe_for(tracer)
+    assert pipe is not None
+
+    def deferred_node_span() -> None:
+        NodeSpan(tracer, three, "task", pipe).close("completed")
+
     def now() -> None:
         time.time_ns()
 
@@ -206,13 +231,16 @@ def parts(repeat: int, count: int = 20_000) -> dict[str, float]:
              "SDK span, 3 set_attribute calls": set3,
              "SDK span, 3 given + status set": given3_status,
              "... and made current (attach/detach)": given3_status_current,
-             "tether's NodeSpan (all of the above)": node_span, "time.time_ns()": now}
+             "tether's NodeSpan (all of the above)": node_span,
+             "tether's deferred NodeSpan (run thread)": deferred_node_span,
+             "time.time_ns()": now}
     found: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeat):
         for name, case in cases.items():
             for _ in range(count // 10):
                 case()
             provider.force_flush()
+            pipe.drain()
             started = time.thread_time()
             for _ in range(count):
                 case()

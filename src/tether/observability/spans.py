@@ -29,6 +29,7 @@ from tether.runtime.invoke import NodeFailure
 
 if TYPE_CHECKING:
     from tether.compiler.plan import PlanNode
+    from tether.observability.deferred import Pipe
     from tether.stores.base import Checkpointer
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,9 @@ CALLER_KEY = f"{ROOT_KEY}/caller"
 """The key of the span active where a queued run was submitted (its first span's parent)."""
 
 TRACER = "tether"
+_CACHED: dict[tuple[str, str], dict[str, Any]] = {}
+"""A node's span attributes by node id and kind (every run of a workflow shares them)."""
+_CACHE_SIZE = 4096
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
@@ -82,7 +86,8 @@ class RunSpans:
         self.span: Span | None = None
         self.recording = False
         self._token: object = None
-        self._cached: dict[str, dict[str, Any]] = {}
+        self.pipe = _pipe_for(self.tracer)
+        """Where node spans go when deferred (``deferred.py``); None: real SDK spans."""
 
     # -- the run span ------------------------------------------------------------------------
     def start(self) -> None:
@@ -135,6 +140,8 @@ class RunSpans:
         if self._token is not None:
             otel_context.detach(self._token)  # type: ignore[arg-type]
             self._token = None
+        if self.pipe is not None:  # its node spans reach the processors before it ends
+            self.pipe.flush()
         span.end()
 
     def _read(self, execution_id: str | None, key: str) -> SpanContext | None:
@@ -178,12 +185,15 @@ class RunSpans:
         validates each attribute: no per-node ``set_attribute`` beyond the status). The run's
         id and workflow are on the parent ``tether.run`` span, not repeated per node."""
         if address == node.id:
-            cached = self._cached.get(node.id)
+            key = (node.id, node.kind)
+            cached = _CACHED.get(key)
             if cached is None:
-                cached = self._cached[node.id] = {
+                if len(_CACHED) >= _CACHE_SIZE:
+                    _CACHED.clear()
+                cached = _CACHED[key] = {
                     "tether.node.id": node.id, "tether.node.kind": str(node.kind),
                     "tether.node.attempt": 1}
-            return cached  # (the SDK copies it: never changed after)
+            return cached  # (shared by every span of the node: never changed)
         return {"tether.node.id": node.id, "tether.node.kind": str(node.kind),
                 "tether.node.attempt": 1, "tether.node.address": address}
 
@@ -192,7 +202,8 @@ class RunSpans:
         when the run's span is not sampled (its nodes would not be either: nothing built)."""
         if not self.recording:
             return None
-        return NodeSpan(self.tracer, self._attributes(node, address), str(node.kind))
+        return NodeSpan(self.tracer, self._attributes(node, address), str(node.kind),
+                        self.pipe)
 
     def skipped(self, node: PlanNode, status: str, reason: str) -> None:
         if not self.recording:
@@ -200,7 +211,21 @@ class RunSpans:
         attributes = dict(self._attributes(node, node.id))
         attributes["tether.node.status"] = status
         attributes["tether.node.skip_reason"] = reason
+        if self.pipe is not None:
+            self.pipe.span("tether.node", trace.get_current_span().get_span_context(),
+                           attributes).end()
+            return
         self.tracer.start_span("tether.node", attributes=attributes).end()
+
+
+def _pipe_for(tracer: Tracer) -> Pipe | None:
+    """The deferred node spans' pipe of ``tracer`` (None without the SDK: a vendor's
+    provider gets real spans of its own)."""
+    try:
+        from tether.observability.deferred import pipe_for
+    except ImportError:
+        return None
+    return pipe_for(tracer)
 
 
 _NODE: ContextVar[NodeSpan | None] = ContextVar("tether.node_span", default=None)
@@ -211,9 +236,13 @@ class NodeSpan:
     """A unit's open span (current in the unit's context while its coroutine runs): one
     span per attempt of the unit (a retried task ends one and opens the next)."""
 
-    def __init__(self, tracer: Tracer, attributes: dict[str, Any], kind: str) -> None:
+    def __init__(self, tracer: Tracer, attributes: dict[str, Any], kind: str,
+                 pipe: Pipe | None = None) -> None:
         self.tracer = tracer
         self.parent = otel_context.get_current()
+        self.pipe = pipe
+        self._parent_span = trace.get_current_span(self.parent).get_span_context() \
+            if pipe is not None else None
         self.attributes = attributes
         self.kind = kind
         self.span: Span | None = None
@@ -223,8 +252,12 @@ class NodeSpan:
         self._mine = _NODE.set(self)
 
     def _start(self, attributes: dict[str, Any], links: list[Link] | None) -> None:
-        span = self.tracer.start_span("tether.node", self.parent, attributes=attributes,
-                                      links=links)
+        span: Span
+        if self.pipe is not None and self._parent_span is not None:
+            span = self.pipe.span("tether.node", self._parent_span, attributes, links)
+        else:
+            span = self.tracer.start_span("tether.node", self.parent, attributes=attributes,
+                                          links=links)
         self.span = span
         self._token = otel_context.attach(trace.set_span_in_context(span, self.parent))
 
