@@ -15,10 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tether.compiler.compat import Finding, Position, findings, input_problem, notes
+from tether.compiler.compat import (
+    Finding,
+    Position,
+    findings,
+    input_problem,
+    notes,
+    renames,
+)
 from tether.compiler.plan import Plan
 from tether.errors import PlanError
-from tether.runtime.run_events import record_upgraded
+from tether.runtime.renaming import readdress
 from tether.stores.base import Checkpointer
 from tether.stores.records import LIVE_STATUSES, RunCursor, RunRecord
 
@@ -118,13 +125,15 @@ def upgrade(store: Checkpointer, new: Plan, *, statuses: Sequence[str] = LIVE_ST
     refused while an attempt holds the run (then it is reported held)."""
     report = check(store, new, statuses=statuses, runs=runs)
     plan_json = new.to_json()
+    renaming = bool(renames(new))
     for run_id in list(report.movable):
         run = store.get_run(run_id)
+        # a pause in a renamed node answers to its new id (its rows readdressed in the move's
+        # transaction, with the `upgraded` event); the run's state follows at its next load
+        places = readdress(new, store.list_pending(run_id), store.decisions(run_id)) \
+            if renaming else []
         if run is not None and store.move_run_plan(run_id, run.plan_fingerprint,
-                                                   new.fingerprint, plan_json):
-            # recorded after the move (its own write): a crash between the two leaves the
-            # run moved with no event; the run row's fingerprint stays the authority
-            record_upgraded(store, run_id, run.plan_fingerprint, new.fingerprint)
+                                                   new.fingerprint, plan_json, places):
             report.moved.append(run_id)
         else:
             report.held.append(run_id)

@@ -35,6 +35,7 @@ from tether.stores.records import (
     PendingEntry,
     PendingInterrupt,
     PruneResult,
+    Readdress,
     RunCursor,
     RunRecord,
     fold,
@@ -154,10 +155,13 @@ class Checkpointer(abc.ABC):
 
     @abc.abstractmethod
     def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
-                      plan_json: str) -> bool:
+                      plan_json: str, readdress: Sequence[Readdress] = ()) -> bool:
         """Move a live run from plan ``expected`` to plan ``fingerprint`` (``tether
         upgrade``), atomically, only while no attempt holds it: True when moved, False when
-        the run is held, finished, or no longer on ``expected``."""
+        the run is held, finished, or no longer on ``expected``. In the same transaction its
+        pending interrupts and decisions named in ``readdress`` take their new places (a
+        node the new plan renamed) and its ``upgraded`` event is written: a move always has
+        one, a refused move none."""
 
     # -- leases ------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -54,6 +54,7 @@ from tether.stores.records import (
     PendingEntry,
     PendingInterrupt,
     PruneResult,
+    Readdress,
     RunCursor,
     RunRecord,
 )
@@ -115,9 +116,10 @@ class RunStore(Protocol):
         """Switch a run to another (compatible) plan."""
 
     def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
-                      plan_json: str) -> bool:
+                      plan_json: str, readdress: Sequence[Readdress] = ()) -> bool:
         """Move a live run from plan ``expected`` to ``fingerprint`` (``tether upgrade``),
-        atomically, only while no attempt holds it."""
+        atomically, only while no attempt holds it; its pauses readdressed and its
+        ``upgraded`` event written in the same transaction."""
 
     def put(self, row: CheckpointRow, owner: str | None = None) -> None:
         """Write one checkpoint (fenced on ``owner``)."""

@@ -16,7 +16,7 @@ from typing import Any
 
 from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
-from tether.stores.events import RunEvent, answered_event
+from tether.stores.events import RunEvent, answered_event, upgraded_event
 from tether.stores.idprefix import IdMatches, select_matches
 from tether.stores.owners import describe_owner, lease_free, new_owner
 from tether.stores.queueing import (
@@ -39,9 +39,11 @@ from tether.stores.records import (
     PendingEntry,
     PendingInterrupt,
     PruneResult,
+    Readdress,
     RunCursor,
     RunRecord,
     RunStatus,
+    readdressed,
     utc,
 )
 from tether.stores.schedule_records import ScheduleRecord
@@ -113,7 +115,7 @@ class InMemoryCheckpointer(Checkpointer):
             self._update(execution_id, plan_fingerprint=fingerprint)
 
     def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
-                      plan_json: str) -> bool:
+                      plan_json: str, readdress: Sequence[Readdress] = ()) -> bool:
         with self._lock:
             run = self._runs.get(execution_id)
             if run is None or run.owner is not None or run.plan_fingerprint != expected or \
@@ -121,7 +123,28 @@ class InMemoryCheckpointer(Checkpointer):
                 return False
             self._plans.setdefault(fingerprint, plan_json)
             self._update(execution_id, plan_fingerprint=fingerprint)
+            self._readdress(execution_id, readdress)
+            self.add_event(upgraded_event(execution_id, expected, fingerprint,
+                                          readdressed(readdress)))
             return True
+
+    def _readdress(self, execution_id: str, readdress: Sequence[Readdress]) -> None:
+        """Give the run's pending rows and decisions their new places (caller holds the
+        lock)."""
+        places = {r.checkpoint_id: r for r in readdress}
+        waiting = self._pending.get(execution_id, {})
+        for address, pending in list(waiting.items()):
+            to = places.get(pending.checkpoint_id)
+            if to is not None:
+                del waiting[address]
+                waiting[to.address] = dataclasses.replace(pending, node_id=to.node_id,
+                                                          agent_path=to.agent_path)
+        answers = self._decisions.get(execution_id, {})
+        for checkpoint_id, decision in list(answers.items()):
+            to = places.get(checkpoint_id)
+            if to is not None:
+                answers[checkpoint_id] = dataclasses.replace(decision, node_id=to.node_id,
+                                                             agent_path=to.agent_path)
 
     def _update(self, execution_id: str, **changes: Any) -> None:
         run = self._runs[execution_id]

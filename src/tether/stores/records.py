@@ -10,7 +10,7 @@ serialises each value once and both SQL backends store the same bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -29,8 +29,8 @@ from tether.status import (
 
 __all__ = [
     "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
-    "PendingCursor", "PendingEntry", "PendingInterrupt", "PruneResult", "RunCursor",
-    "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "utc",
+    "PendingCursor", "PendingEntry", "PendingInterrupt", "PruneResult", "Readdress", "RunCursor",
+    "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "readdressed", "utc",
 ]
 
 
@@ -269,6 +269,29 @@ def names_place(agent_path: str, node_id: str, node: str) -> bool:
     """Whether ``node`` names the pause at (``agent_path``, ``node_id``): its address, its
     node id, or the two joined (the address earlier releases printed for agent tools)."""
     return node in (place(agent_path, node_id), node_id, f"{agent_path}/{node_id}")
+
+
+@dataclass(frozen=True)
+class Readdress:
+    """A new place for a run's pause or decision (``tether upgrade`` of a run paused in a
+    node the new plan renamed): the row of ``checkpoint_id`` now names ``node_id`` at
+    ``agent_path``."""
+
+    checkpoint_id: str
+    node_id: str
+    agent_path: str
+    was: str
+    """The address it had (what the ``upgraded`` event shows beside the new one)."""
+
+    @property
+    def address(self) -> str:
+        """The new address (see :func:`place`)."""
+        return place(self.agent_path, self.node_id)
+
+
+def readdressed(readdress: Sequence[Readdress]) -> dict[str, str]:
+    """The addresses ``readdress`` changes, old -> new."""
+    return {r.was: r.address for r in readdress}
 
 
 @dataclass(frozen=True)

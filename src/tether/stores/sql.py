@@ -51,6 +51,7 @@ from tether.errors import (
 )
 from tether.stores import listing, sql_queue
 from tether.stores.base import Checkpointer
+from tether.stores.events import upgraded_event
 from tether.stores.migrations import MigrationContext
 from tether.stores.queueing import (
     CancelOutcome,
@@ -63,9 +64,11 @@ from tether.stores.records import (
     LIVE_STATUSES,
     CheckpointRow,
     PruneResult,
+    Readdress,
     RunCursor,
     RunRecord,
     RunStatus,
+    readdressed,
     utc,
 )
 from tether.stores.retry import transient
@@ -89,6 +92,13 @@ from tether.stores.statements import Statements, from_json, to_json
 
 _RUN_FIELDS = [c.name for c in runs.columns]
 _EID: BindParameter[str] = bindparam("eid")
+
+
+def _readdressing(table: Table) -> Callable[[], ClauseElement]:
+    """The statement giving one pause (or decision) of a run its new place."""
+    return lambda: update(table).where(
+        table.c.execution_id == _EID, table.c.checkpoint_id == bindparam("cid")).values(
+        node_id=bindparam("node"), agent_path=bindparam("path"))
 
 
 def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
@@ -359,9 +369,10 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     @transient()
     def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
-                      plan_json: str) -> bool:
+                      plan_json: str, readdress: Sequence[Readdress] = ()) -> bool:
         """One ``UPDATE ... WHERE`` (a compare-and-set like a claim): only while no attempt
-        holds the run and it is still live on ``expected``."""
+        holds the run and it is still live on ``expected``; then, in its transaction, the
+        pauses readdressed and the ``upgraded`` event."""
         with self._cursor(f"upgrading run {execution_id}", write=True) as cursor:
             self._store_plan(cursor, fingerprint, plan_json)
             self._execute(cursor, "move_run_plan", lambda: update(runs).where(
@@ -370,7 +381,16 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                 or_(*(runs.c.status == status for status in LIVE_STATUSES))).values(
                 plan_fingerprint=bindparam("fp"), updated_at=bindparam("now")),
                 eid=execution_id, expected=expected, fp=fingerprint, now=time.time())
-            return bool(cursor.rowcount == 1)
+            if cursor.rowcount != 1:
+                return False
+            for to in readdress:
+                for table in (pending_interrupts, decisions):
+                    self._execute(cursor, f"readdress_{table.name}", _readdressing(table),
+                                  eid=execution_id, cid=to.checkpoint_id, node=to.node_id,
+                                  path=to.agent_path)
+            self._insert_event(cursor, upgraded_event(execution_id, expected, fingerprint,
+                                                      readdressed(readdress)))
+            return True
 
     # -- queues and workers (statements in sql_queue.py) -------------------------------------
     def enqueue_run(self, execution_id: str, queue: str, priority: int = 0,
