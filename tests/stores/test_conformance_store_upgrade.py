@@ -6,7 +6,8 @@ move (held, raced, finished) none, and a move whose event cannot be written does
 Every test runs against the in-memory, SQLite and PostgreSQL checkpointers (the last one
 against the two SQL backends).
 
-Checks the protocol RunStore (``tether.stores.contracts``).
+Checks the protocol RunStore (``tether.stores.contracts``), with the task signatures
+recorded beside a plan (``set_plan_tasks``, ``get_plan_tasks``).
 """
 
 from __future__ import annotations
@@ -109,3 +110,18 @@ def test_a_move_whose_event_cannot_be_written_does_not_happen(shared_url: str) -
         assert run is not None and run.plan_fingerprint == OLD
         assert [p.node_id for p in store.list_pending(eid)] == ["review"]
         assert store.events(eid) == []
+
+
+def test_task_signatures_are_recorded_once_beside_the_plan(store: Checkpointer) -> None:
+    """``set_plan_tasks``: the first recording of a stored plan wins; a plan the store does
+    not hold records nothing; the plan's JSON is untouched."""
+    eid = new_run(store, fingerprint=OLD)
+    plan_json = store.get_plan(OLD)
+    assert store.get_plan_tasks(OLD) is None
+    assert store.set_plan_tasks(OLD, '{"t": {"params": [], "returns": null}}')
+    assert not store.set_plan_tasks(OLD, '{"other": {}}')
+    assert store.get_plan_tasks(OLD) == '{"t": {"params": [], "returns": null}}'
+    assert store.get_plan(OLD) == plan_json
+    assert not store.set_plan_tasks("d" * 64, "{}")
+    assert store.get_plan_tasks("d" * 64) is None
+    assert store.get_run(eid) is not None

@@ -43,6 +43,7 @@ from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
 from tether.runtime.resume import Claimed, Prepared, Resumption
 from tether.runtime.run_events import record_forked
+from tether.runtime.signatures import record_signatures
 from tether.runtime.state import RunState
 from tether.runtime.timer_answers import due_approval, fired_answer
 from tether.runtime.values import max_value_bytes as value_cap
@@ -156,6 +157,7 @@ class Runner:
                 status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
                 owner=attempt.token, lease_until=attempt.until(), queue=queue),
                 plan.to_json())
+            record_signatures(store, plan, self.tasks)
             journal = Journal(store, execution_id, state.data,
                               snapshot_every=self.snapshot_every, attempt=attempt)
         info = RunInfo(execution_id, plan.name, now.isoformat())
@@ -216,6 +218,7 @@ class Runner:
             deduplicate=dedup_key is not None)
         if submitted.created:  # the caller's active span is the new run's parent
             remember_caller(self._store(), submitted.execution_id)
+        record_signatures(self._store(), plan, self.tasks)  # when this process has them
         return submitted
 
     # -- resume ------------------------------------------------------------------------------

@@ -149,6 +149,17 @@ class Checkpointer(abc.ABC):
         """The plan JSON stored under ``fingerprint``."""
 
     @abc.abstractmethod
+    def set_plan_tasks(self, fingerprint: str, tasks_json: str) -> bool:
+        """Record the signatures of the tasks the plan ``fingerprint`` calls, as a submitter
+        that could import them found them (JSON, see :mod:`tether.runtime.signatures`):
+        beside the plan, not part of its fingerprint. The first recording wins; True when
+        this call recorded them."""
+
+    @abc.abstractmethod
+    def get_plan_tasks(self, fingerprint: str) -> str | None:
+        """The task signatures recorded with the plan ``fingerprint`` (None: none were)."""
+
+    @abc.abstractmethod
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
                      owner: str | None = None) -> None:
         """Switch a run to another (compatible) plan; fenced on ``owner`` when given."""

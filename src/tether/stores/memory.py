@@ -60,6 +60,7 @@ class InMemoryCheckpointer(Checkpointer):
         self._ids: dict[str, list[str]] = {}
         self._pending: dict[str, dict[str, PendingInterrupt]] = {}  # by run, then unit
         self._decisions: dict[str, dict[str, Decision]] = {}  # by run, then checkpoint id
+        self._plan_tasks: dict[str, str] = {}  # task signatures by plan fingerprint
         self._cache: dict[tuple[str, str], str] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
         self._workers: dict[str, WorkerRecord] = {}
@@ -106,6 +107,17 @@ class InMemoryCheckpointer(Checkpointer):
     def get_plan(self, fingerprint: str) -> str | None:
         with self._lock:
             return self._plans.get(fingerprint)
+
+    def set_plan_tasks(self, fingerprint: str, tasks_json: str) -> bool:
+        with self._lock:
+            if fingerprint not in self._plans or fingerprint in self._plan_tasks:
+                return False
+            self._plan_tasks[fingerprint] = tasks_json
+            return True
+
+    def get_plan_tasks(self, fingerprint: str) -> str | None:
+        with self._lock:
+            return self._plan_tasks.get(fingerprint)
 
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
                      owner: str | None = None) -> None:

@@ -267,7 +267,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     def _store_plan(self, cursor: Any, fingerprint: str, plan_json: str) -> None:
         self._execute(cursor, "store_plan", lambda: self._insert_or_ignore(plans),
-                      fingerprint=fingerprint, plan=plan_json, created_at=time.time())
+                      fingerprint=fingerprint, plan=plan_json, created_at=time.time(), tasks=None)
 
     @staticmethod
     def _run_values(run: RunRecord) -> dict[str, Any]:
@@ -355,6 +355,22 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             row = self._execute(cursor, "get_plan", lambda: select(plans.c.plan).where(
                 plans.c.fingerprint == bindparam("fp")), fp=fingerprint).fetchone()
         return str(row[0]) if row is not None else None
+
+    @transient()
+    def set_plan_tasks(self, fingerprint: str, tasks_json: str) -> bool:
+        with self._cursor(f"recording the tasks of plan {fingerprint[:12]}",
+                          write=True) as cursor:
+            self._execute(cursor, "set_plan_tasks", lambda: update(plans).where(
+                plans.c.fingerprint == bindparam("fp"), plans.c.tasks.is_(None)).values(
+                tasks=bindparam("tasks")), fp=fingerprint, tasks=tasks_json)
+            return bool(cursor.rowcount == 1)
+
+    @transient()
+    def get_plan_tasks(self, fingerprint: str) -> str | None:
+        with self._cursor("reading a plan's tasks") as cursor:
+            row = self._execute(cursor, "get_plan_tasks", lambda: select(plans.c.tasks).where(
+                plans.c.fingerprint == bindparam("fp")), fp=fingerprint).fetchone()
+        return str(row[0]) if row is not None and row[0] is not None else None
 
     @transient()
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,

@@ -39,6 +39,7 @@ from tether.runtime.drift import task_drift
 from tether.runtime.plans import task_names
 from tether.runtime.resume import Claimed
 from tether.runtime.runner import Runner
+from tether.runtime.signatures import loads
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
@@ -286,7 +287,8 @@ class Worker:
         missing = sorted(task_names(plan) - self._task_names)
         if missing:
             return f"{who} lacks tasks: {', '.join(missing)}"
-        drift = task_drift(plan, self._task_registry)
+        drift = task_drift(plan, self._task_registry,
+                           loads(store.get_plan_tasks(fingerprint)))
         return f"{who}: {drift}" if drift is not None else None
 
     def _fire_schedules(self, store: Checkpointer) -> None:
