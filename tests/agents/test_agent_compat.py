@@ -1,6 +1,7 @@
 """``tether compat`` / ``upgrade`` for a run paused inside an agent's loop (C113): a change of
 the agent's prompt, tools or model pins it; a change elsewhere lets it move and it finishes on
-the new plan without a repeated tool call (real CLI, the scripted model server)."""
+the new plan without a repeated tool call (real CLI, the scripted model server; SQLite and
+PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -32,12 +33,11 @@ def _nodes(server: ScriptedModelServer, prompt: str = "{{ inputs.request }}",
 
 
 def _paused_at_the_tool(tmp_path: Path, server: ScriptedModelServer,
-                        env: dict[str, str]) -> str:
-    """A run of agent ``alpha`` paused at its approval of ``shop.charge``: its store URL."""
+                        env: dict[str, str], url: str) -> str:
+    """A run of agent ``alpha`` paused at its approval of ``shop.charge`` in ``url``."""
     server.add_replies([ScriptedReply(tool_calls=(ScriptedToolCall(
         name="shop_charge", arguments={"invoice": "INV-1", "amount": 10}),)),
         ScriptedReply(text="paid")])
-    url = f"sqlite:///{tmp_path / 'tether.db'}"
     (tmp_path / "v1").mkdir()
     path = write_workflow(tmp_path / "v1", _nodes(server))
     run = tether_cli("run", str(path), "-i", "request=pay", "--db", url, "--tasks", str(TASKS),
@@ -47,8 +47,8 @@ def _paused_at_the_tool(tmp_path: Path, server: ScriptedModelServer,
 
 
 def test_an_agent_mid_loop(tmp_path: Path, server: ScriptedModelServer,
-                           env: dict[str, str]) -> None:
-    url = _paused_at_the_tool(tmp_path, server, env)
+                           env: dict[str, str], shared_url: str) -> None:
+    url = _paused_at_the_tool(tmp_path, server, env, shared_url)
     (tmp_path / "v2").mkdir()
     (tmp_path / "v3").mkdir()
     prompt_changed = tether.compile(write_workflow(tmp_path / "v2", _nodes(
@@ -73,12 +73,13 @@ def test_an_agent_mid_loop(tmp_path: Path, server: ScriptedModelServer,
                                      "agent:alpha/tool:shop.charge"],
                          ids=["new-id", "old-id-mapped"])
 def test_an_agent_mid_loop_in_a_renamed_node_moves_with_its_conversation(
-        tmp_path: Path, server: ScriptedModelServer, env: dict[str, str], address: str) -> None:
+        tmp_path: Path, server: ScriptedModelServer, env: dict[str, str], address: str,
+        shared_url: str) -> None:
     """The agent node is renamed (``renamed_from``) while a run waits at its tool approval:
     the run moves, its pause answers to the new id (the old one is mapped), and the agent
     goes on from the turn it was at: the tool runs once, the model is not asked again from
     the start."""
-    url = _paused_at_the_tool(tmp_path, server, env)
+    url = _paused_at_the_tool(tmp_path, server, env, shared_url)
     (tmp_path / "v2").mkdir()
     nodes = _nodes(server)
     nodes["beta"] = {**nodes.pop("alpha"), "renamed_from": "alpha"}
