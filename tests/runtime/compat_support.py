@@ -47,6 +47,37 @@ FAN = textwrap.dedent("""\
 """A for_each of three elements (fail_fast off), then one node."""
 
 
+MAIN = textwrap.dedent("""\
+    tether: 1
+    name: parent
+    nodes:
+      child:
+        workflow: sub.yaml
+      last:
+        needs: [child]
+        task: t.tag
+        with: {label: L}
+""")
+"""A workflow whose first node is a sub-workflow (``sub.yaml``: :data:`SUB`)."""
+
+SUB = textwrap.dedent("""\
+    tether: 1
+    name: sub
+    nodes:
+      s1:
+        task: t.tag
+        with: {label: S1}
+      ask:
+        needs: [s1]
+        approval: {reason: inner}
+      s2:
+        needs: [ask]
+        task: t.tag
+        with: {label: S2}
+""")
+"""The sub-workflow: a task, an approval, a task."""
+
+
 class Tasks:
     """``t.tag`` lower-cases its label, counting calls; it fails once for each label in
     ``failing``."""

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from compat_support import FAN, LOOP, Tasks, write
+from compat_support import FAN, LOOP, MAIN, SUB, Tasks, write
 
 import tether
 from tether.runtime.compat import check, upgrade
@@ -77,34 +76,6 @@ def test_a_for_each_with_elements_done_and_a_changed_source_stays_pinned(
     assert final.status == "completed"
     assert (tasks.calls["x"], tasks.calls["y"], tasks.calls["z"]) == (1, 2, 1)
     assert (tasks.calls["done"], tasks.calls["finished"]) == (0, 1)
-
-
-MAIN = textwrap.dedent("""\
-    tether: 1
-    name: parent
-    nodes:
-      child:
-        workflow: sub.yaml
-      last:
-        needs: [child]
-        task: t.tag
-        with: {label: L}
-""")
-SUB = textwrap.dedent("""\
-    tether: 1
-    name: sub
-    nodes:
-      s1:
-        task: t.tag
-        with: {label: S1}
-      ask:
-        needs: [s1]
-        approval: {reason: inner}
-      s2:
-        needs: [ask]
-        task: t.tag
-        with: {label: S2}
-""")
 
 
 def test_a_sub_workflow_is_checked_recursively(store: Checkpointer, tmp_path: Path) -> None:

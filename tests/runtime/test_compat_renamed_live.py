@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compat_support import FAN, LOOP, Tasks, write
+from compat_support import FAN, LOOP, MAIN, SUB, Tasks, write
 
 import tether
 from tether.runtime.compat import check, upgrade
@@ -210,3 +210,35 @@ def test_a_run_left_running_in_a_renamed_node_moves_and_runs_it_once_more(
     done = tether.Runner(None, store, tasks=tasks.registry).resume(eid)
     assert done.status == "completed" and done.output == ["a", "a-b"]
     assert (tasks.calls["A"], tasks.calls["a-B"]) == (1, 2)  # the crashed call, then one
+
+
+FORM_SUB = SUB.replace("approval: {reason: inner}",
+                       "approval: {reason: inner, form: {ok: {type: boolean}}}")
+
+
+@pytest.mark.parametrize("address", ["workflow:parent/node:child/confirm",
+                                     "workflow:parent/node:child/ask", None],
+                         ids=["new-id", "old-id-mapped", "no-address"])
+def test_a_run_paused_in_a_renamed_node_of_a_sub_workflow_moves(
+        store: Checkpointer, tmp_path: Path, address: str | None) -> None:
+    """The sub-workflow renames the approval its sub-run waits at: the pause is readdressed
+    inside the sub-run, its form still checks the answer, and nothing runs twice."""
+    for folder, sub in (("v1", FORM_SUB), ("v2", _v2(FORM_SUB, {"ask": "confirm"}))):
+        (tmp_path / folder).mkdir()
+        write(tmp_path / folder, "main.yaml", MAIN)
+        write(tmp_path / folder, "sub.yaml", sub)
+    tasks = Tasks()
+    paused = tether.Runner(tmp_path / "v1" / "main.yaml", store, tasks=tasks.registry).run()
+    assert paused.status == "paused"
+    eid = paused.execution_id
+    _move(store, eid, tether.compile(tmp_path / "v2" / "main.yaml"))
+    (pending,) = store.list_pending(eid)
+    assert pending.address == "workflow:parent/node:child/confirm"
+    runner = tether.Runner(None, store, tasks=tasks.registry)
+    with pytest.raises(tether.TetherError, match="ok"):  # the form is still checked
+        runner.resume(eid, {"ok": "not a boolean"}, node=address)
+    done = runner.resume(eid, tether.Resume(ok=True), node=address)
+    assert done.status == "completed", done
+    assert (tasks.calls["S1"], tasks.calls["S2"], tasks.calls["L"]) == (1, 1, 1)
+    (decision,) = store.decisions(eid)
+    assert decision.node_id == "confirm"

@@ -21,11 +21,10 @@ from tether.compiler.compat import (
     findings,
     input_problem,
     notes,
-    renames,
 )
 from tether.compiler.plan import Plan
 from tether.errors import PlanError
-from tether.runtime.renaming import readdress
+from tether.runtime.renaming import readdress, renames_anywhere
 from tether.stores.base import Checkpointer
 from tether.stores.records import LIVE_STATUSES, RunCursor, RunRecord
 
@@ -125,7 +124,7 @@ def upgrade(store: Checkpointer, new: Plan, *, statuses: Sequence[str] = LIVE_ST
     refused while an attempt holds the run (then it is reported held)."""
     report = check(store, new, statuses=statuses, runs=runs)
     plan_json = new.to_json()
-    renaming = bool(renames(new))
+    renaming = renames_anywhere(new)
     for run_id in list(report.movable):
         run = store.get_run(run_id)
         # a pause in a renamed node answers to its new id (its rows readdressed in the move's

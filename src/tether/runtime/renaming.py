@@ -8,20 +8,25 @@ decisions their new places in the move's transaction (:func:`readdress`);
 :func:`rename_state` moves the state's entries when the run is next loaded (checkpoints
 written before the move keep the old ids; the first checkpoint after it rewrites ``nodes``
 and ``counters`` whole, so later loads find the new ids only). Only the ids of the plan's
-top level are renamed: a rename inside a sub-workflow follows its sub-run through
-:func:`rename_state` when the sub-plan is loaded there.
+top level and inside started sub-workflows (their sub-plans' ``renamed_from``) are renamed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from tether.compiler.compat import renames
 from tether.compiler.plan import Plan, WorkflowNode
 from tether.stores.records import Decision, PendingInterrupt, Readdress, place
 
-__all__ = ["address_after", "readdress", "rename_place", "rename_state"]
+__all__ = ["address_after", "readdress", "rename_place", "rename_state", "renames_anywhere"]
+
+
+def renames_anywhere(plan: Plan) -> bool:
+    """Whether ``plan`` or a sub-plan of it renamed a node (``renamed_from``)."""
+    return bool(renames(plan)) or any(renames_anywhere(node.workflow.plan)
+                                      for node in plan.nodes if isinstance(node, WorkflowNode))
 
 
 def rename_state(plan: Plan, state: dict[str, Any]) -> bool:
@@ -66,8 +71,13 @@ def _rename_agent(data: dict[str, Any], old: str, new: str) -> None:
     """An agent loop's state (and its workers') naming agent node ``old``."""
     if data.get("agent") == old:
         data["agent"] = new
-    if isinstance(data.get("path"), str):
-        data["path"], _ = rename_place({old: new}, data["path"], "")
+    path = data.get("path")
+    if isinstance(path, str):  # its own step is the first agent: step
+        steps = path.split("/")
+        at = next((i for i, step in enumerate(steps) if step.startswith("agent:")), None)
+        if at is not None and steps[at] == f"agent:{old}":
+            steps[at] = f"agent:{new}"
+            data["path"] = "/".join(steps)
     calls = data.get("tool_calls")
     if isinstance(calls, dict) and old in calls:
         calls.setdefault(new, calls.pop(old))
@@ -76,51 +86,59 @@ def _rename_agent(data: dict[str, Any], old: str, new: str) -> None:
             _rename_agent(call["worker"], old, new)
 
 
-def rename_place(renamed: Mapping[str, str], agent_path: str, node_id: str,
-                 ) -> tuple[str, str]:
-    """The (``agent_path``, ``node_id``) of a pause after the top-level renames ``renamed``.
+def _walk(plan: Plan, steps: list[str]) -> tuple[list[str], Plan | None]:
+    """``steps`` of an agent path or address with each step naming a renamed node of its
+    level (``node:``, ``agent:``, or a bare node id) given the new id; also the plan whose node
+    a pause's node id names there (None: none known)."""
+    level: Plan | None = plan
+    owner: Plan | None = plan
+    out: list[str] = []
+    for step in steps:
+        kind, colon, value = step.partition(":")
+        if level is None or (colon and kind not in ("node", "agent")):
+            out.append(step)  # workflow:, item:, tool:, worker:, turn:, or past the levels
+            continue
+        renamed = renames(level)
+        if not colon:  # a node id: the rest is its element or its agent's turn
+            out.append(renamed.get(step, step))
+            level = owner = None
+            continue
+        value = renamed.get(value, value)
+        out.append(f"{kind}:{value}")
+        if kind == "agent":  # the pause's node id starts with this agent node's id
+            owner, level = level, None
+            continue
+        node = level.by_id.get(value)
+        level = owner = node.workflow.plan if isinstance(node, WorkflowNode) else None
+    return out, owner
 
-    The top-level node of a pause is the first ``node:`` (a sub-run's) or ``agent:`` (an
-    agent loop's) step of its agent path, else the first step of its node id (``review``,
-    ``enrich/item:3``; an agent's ``<node>/turn:N/tool:t``)."""
-    steps = agent_path.split("/") if agent_path else []
-    top_is_node_id = True
-    for i, step in enumerate(steps):
-        kind, _, value = step.partition(":")
-        if kind in ("node", "agent"):
-            steps[i] = f"{kind}:{renamed.get(value, value)}"
-            top_is_node_id = kind == "agent"
-            break
-    if top_is_node_id and node_id:
+
+def rename_place(plan: Plan, agent_path: str, node_id: str) -> tuple[str, str]:
+    """The (``agent_path``, ``node_id``) of a pause once its run is on ``plan``: each node it
+    names that ``plan`` (or the sub-plan of its level) renamed, by the new id."""
+    steps, owner = _walk(plan, agent_path.split("/") if agent_path else [])
+    if owner is not None and node_id:
         first, slash, rest = node_id.partition("/")
-        node_id = renamed.get(first, first) + slash + rest
+        node_id = renames(owner).get(first, first) + slash + rest
     return "/".join(steps), node_id
 
 
 def address_after(plan: Plan, address: str) -> str:
     """An address (``--node``) written before ``plan`` renamed its node, as ``plan`` spells
-    it (``review`` -> ``gate`` for ``gate: {renamed_from: review}``); others unchanged.
-    An old id is never a node of ``plan`` (C100), so the mapping is unambiguous."""
-    renamed = renames(plan)
-    if not renamed:
-        return address
-    kind, colon, _ = address.partition("/")[0].partition(":")
-    if colon and kind in ("agent", "node", "workflow"):
-        path, _ = rename_place(renamed, address, "")
-        return path
-    return rename_place(renamed, "", address)[1]
+    it (``review`` -> ``gate`` for ``gate: {renamed_from: review}``; ``agent:old/tool:t``,
+    ``workflow:w/node:old/ask`` alike); others unchanged. An old id is never a node of its
+    plan (C100), so the mapping is unambiguous."""
+    steps, _ = _walk(plan, address.split("/"))
+    return "/".join(steps)
 
 
 def readdress(plan: Plan, pending: Iterable[PendingInterrupt],
               decisions: Iterable[Decision]) -> list[Readdress]:
     """The new places of a run's pending rows and decisions once it is on ``plan``."""
-    renamed = renames(plan)
-    if not renamed:
-        return []
     found: dict[str, Readdress] = {}
     rows: list[PendingInterrupt | Decision] = [*pending, *decisions]
     for row in rows:
-        agent_path, node_id = rename_place(renamed, row.agent_path, row.node_id)
+        agent_path, node_id = rename_place(plan, row.agent_path, row.node_id)
         if (agent_path, node_id) != (row.agent_path, row.node_id):
             found.setdefault(row.checkpoint_id, Readdress(
                 row.checkpoint_id, node_id, agent_path, place(row.agent_path, row.node_id)))
