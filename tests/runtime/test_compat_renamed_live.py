@@ -242,3 +242,18 @@ def test_a_run_paused_in_a_renamed_node_of_a_sub_workflow_moves(
     assert (tasks.calls["S1"], tasks.calls["S2"], tasks.calls["L"]) == (1, 1, 1)
     (decision,) = store.decisions(eid)
     assert decision.node_id == "confirm"
+
+
+def test_a_moved_run_not_loaded_since_is_judged_by_its_new_ids(store: Checkpointer,
+                                                               tmp_path: Path) -> None:
+    """Moved to a plan renaming `review` to `gate` (its checkpoints still say `review`), the
+    run is judged against a third version by the ids of the plan it is on: a change of `gate`
+    pins it, as it would had the run been loaded in between."""
+    tasks = Tasks()
+    eid = tether.Runner(write(tmp_path, "v1.yaml", FLOW), store,
+                        tasks=tasks.registry).run().execution_id
+    renamed = _v2(FLOW, {"review": "gate"})
+    _move(store, eid, tether.compile(write(tmp_path, "v2.yaml", renamed)))
+    changed = tether.compile(write(tmp_path, "v3.yaml", renamed.replace(
+        "reason: check", "reason: look again")))
+    assert [f.code for f in check(store, changed).pinned[eid]] == ["C112"]
