@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Fleet, wait_for, wait_stuck
+from tether.runtime.runner import Runner
 from tether.runtime.signatures import loads
 from tether.stores.open import open_checkpointer
 
@@ -93,5 +94,37 @@ def test_a_worker_whose_task_no_longer_fits_the_recorded_signature_does_not_clai
                  60, "a worker with the fitting task to complete it")
         run = store.get_run(eid)
         assert run is not None and run.attempt == 1
+    finally:
+        store.close()
+
+
+def test_the_first_worker_to_claim_records_the_signatures_a_submitter_could_not(
+        shared_url: str, fleet_of: Callable[[str], Fleet], tmp_path: Path) -> None:
+    """Submitted without the task modules (nothing recorded), the plan's signatures are
+    recorded by the first worker that claims its runs; a worker with other code then leaves
+    the next run queued."""
+    fleet = fleet_of(shared_url)
+    _module(tmp_path / "v1", V1)
+    body, reason = V2["removed"]
+    _module(tmp_path / "v2", "import tether\n\n@tether.task\n" + body)
+    flow = tmp_path / "billing.yaml"
+    flow.write_text(FLOW, encoding="utf-8")
+    base = fleet.env["PYTHONPATH"]
+    store = open_checkpointer(shared_url)
+    try:
+        first = Runner(flow, store, {}).submit({"rid": "r1"})
+        run = store.get_run(first)
+        assert run is not None and store.get_plan_tasks(run.plan_fingerprint) is None
+        fleet.env["PYTHONPATH"] = f"{tmp_path / 'v1'}{os.pathsep}{base}"
+        [old] = fleet.start(1, tasks=("billing_tasks",))
+        wait_for(lambda: (r := store.get_run(first)) is not None and r.status == "completed",
+                 60, "the v1 worker to complete the first run")
+        assert "currency" in (store.get_plan_tasks(run.plan_fingerprint) or "")
+        old.terminate()
+        old.wait(30)
+        second = Runner(flow, store, {}).submit({"rid": "r2"})
+        fleet.env["PYTHONPATH"] = f"{tmp_path / 'v2'}{os.pathsep}{base}"
+        fleet.start(1, tasks=("billing_tasks",))
+        wait_stuck(fleet, second, reason)
     finally:
         store.close()

@@ -3,7 +3,8 @@
 When a submitter can import the tasks a plan calls (``Runner.run`` and ``Runner.submit`` with
 a task registry, ``tether submit --tasks``/``--import-tasks``), it records each task's
 signature (its parameters, their defaults, its return annotation) beside the plan in the
-store (``plans.tasks``). Not part of the fingerprint: the same workflow file submitted from
+store (``plans.tasks``); a plan submitted with none gets those of the first worker that
+claims its runs. Not part of the fingerprint: the same workflow file submitted from
 two deploys is one plan, and the first recording wins.
 
 A worker compares its own task code with the recorded signatures before it claims the
