@@ -43,6 +43,7 @@ from tether.stores.records import (
     RunCursor,
     RunRecord,
     RunStatus,
+    readdress_rows,
     readdressed,
     utc,
 )
@@ -135,28 +136,11 @@ class InMemoryCheckpointer(Checkpointer):
                 return False
             self._plans.setdefault(fingerprint, plan_json)
             self._update(execution_id, plan_fingerprint=fingerprint)
-            self._readdress(execution_id, readdress)
+            readdress_rows(self._pending.get(execution_id, {}),
+                           self._decisions.get(execution_id, {}), readdress)
             self.add_event(upgraded_event(execution_id, expected, fingerprint,
                                           readdressed(readdress)))
             return True
-
-    def _readdress(self, execution_id: str, readdress: Sequence[Readdress]) -> None:
-        """Give the run's pending rows and decisions their new places (caller holds the
-        lock)."""
-        places = {r.checkpoint_id: r for r in readdress}
-        waiting = self._pending.get(execution_id, {})
-        for address, pending in list(waiting.items()):
-            to = places.get(pending.checkpoint_id)
-            if to is not None:
-                del waiting[address]
-                waiting[to.address] = dataclasses.replace(pending, node_id=to.node_id,
-                                                          agent_path=to.agent_path)
-        answers = self._decisions.get(execution_id, {})
-        for checkpoint_id, decision in list(answers.items()):
-            to = places.get(checkpoint_id)
-            if to is not None:
-                answers[checkpoint_id] = dataclasses.replace(decision, node_id=to.node_id,
-                                                             agent_path=to.agent_path)
 
     def _update(self, execution_id: str, **changes: Any) -> None:
         run = self._runs[execution_id]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -30,7 +30,8 @@ from tether.status import (
 __all__ = [
     "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
     "PendingCursor", "PendingEntry", "PendingInterrupt", "PruneResult", "Readdress", "RunCursor",
-    "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "readdressed", "utc",
+    "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "readdress_rows", "readdressed",
+    "utc",
 ]
 
 
@@ -320,6 +321,23 @@ class Decision:
     def names(self, node: str) -> bool:
         """Whether ``node`` (an address, a node id, or ``agent_path/node_id``) names this."""
         return names_place(self.agent_path, self.node_id, node)
+
+
+def readdress_rows(waiting: dict[str, PendingInterrupt], answers: dict[str, Decision],
+                   readdress: Sequence[Readdress]) -> None:
+    """Give a run's pending rows (by address) and decisions (by checkpoint id) the places
+    ``readdress`` names, in place (the in-memory store's half of ``move_run_plan``)."""
+    places = {r.checkpoint_id: r for r in readdress}
+    for address, pending in list(waiting.items()):
+        to = places.get(pending.checkpoint_id)
+        if to is not None:
+            del waiting[address]
+            waiting[to.address] = replace(pending, node_id=to.node_id, agent_path=to.agent_path)
+    for checkpoint_id, decision in list(answers.items()):
+        to = places.get(checkpoint_id)
+        if to is not None:
+            answers[checkpoint_id] = replace(decision, node_id=to.node_id,
+                                             agent_path=to.agent_path)
 
 
 @dataclass(frozen=True)
