@@ -133,3 +133,31 @@ def test_carets_point_at_the_input_and_at_the_nodes_of_a_removal(shared_url: str
         in result.stdout
     assert "help: if it was renamed, add `renamed_from: a` to the new node" in result.stdout
     assert "info: node `first` added" in result.stdout and paused in result.stdout
+
+
+def test_upgrade_of_a_run_paused_in_a_renamed_approval(shared_url: str, tmp_path: Path) -> None:
+    """The pause answers to its new id after `tether upgrade`; `tether show` says what was
+    renamed; an answer to the old id is mapped."""
+    paused, _ = _setup(tmp_path, shared_url)
+    (tmp_path / "v2.yaml").write_text(V1.replace("  review:\n", "  gate:\n    renamed_from: "
+                                                 "review\n").replace("needs: [review]",
+                                                                     "needs: [gate]"),
+                                      encoding="utf-8")
+    check = _tether("compat", "v2.yaml", "--db", shared_url, cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "info: node `gate` renamed from `review`" in check.stdout
+    moved = _tether("upgrade", "v2.yaml", "--db", shared_url, cwd=tmp_path)
+    assert moved.returncode == 0 and "2 moved to the new plan" in moved.stdout, moved.stdout
+    pending = _tether("pending", "--db", shared_url, "--json", cwd=tmp_path)
+    assert pending.returncode == 0, pending.stderr
+    assert "gate" in pending.stdout and "review" not in pending.stdout
+    shown = _tether("show", paused, "--db", shared_url, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "review now gate" in shown.stdout, shown.stdout
+    store = open_checkpointer(shared_url)
+    try:
+        result = tether.Runner(None, store, tasks=TASKS).resume(
+            paused, tether.Resume(ok=True), node="review")
+        assert result.status == "completed" and set(result.state["nodes"]) == {"a", "gate", "b"}
+    finally:
+        store.close()

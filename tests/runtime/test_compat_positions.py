@@ -2,78 +2,18 @@
 
 from __future__ import annotations
 
-import collections
-import textwrap
 from pathlib import Path
-from typing import Any
+
+from compat_support import FAN, LOOP, MAIN, SUB, Tasks, write
 
 import tether
 from tether.runtime.compat import check, upgrade
 from tether.stores.base import Checkpointer
 
-LOOP = textwrap.dedent("""\
-    tether: 1
-    name: drafts
-    nodes:
-      draft:
-        task: t.tag
-        with: {label: D}
-      gate:
-        needs: [draft]
-        approval: {reason: again?}
-      critique:
-        needs: [gate]
-        task: t.tag
-        with: {label: C}
-        loop: {to: draft, while: "{{ iteration < 3 }}", max_iterations: 3}
-      publish:
-        needs: [critique]
-        task: t.tag
-        with: {label: P}
-""")
-
-FAN = textwrap.dedent("""\
-    tether: 1
-    name: fan
-    nodes:
-      each:
-        task: t.tag
-        for_each: ["x", "y", "z"]
-        fail_fast: false
-        with: {label: "{{ item }}"}
-      after:
-        needs: [each]
-        task: t.tag
-        with: {label: done}
-""")
-
-
-class Tasks:
-    def __init__(self, failing: set[str] | None = None) -> None:
-        self.calls: collections.Counter[str] = collections.Counter()
-        self.failing = failing or set()
-
-    def tag(self, label: str) -> str:
-        self.calls[label] += 1
-        if label in self.failing:
-            self.failing.discard(label)
-            raise RuntimeError(f"{label} failed")
-        return label.lower()
-
-    @property
-    def registry(self) -> dict[str, Any]:
-        return {"t.tag": self.tag}
-
-
-def _write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
-
 
 def _loop_run(store: Checkpointer, tmp_path: Path, tasks: Tasks, passes: int) -> str:
     """A run paused at ``gate`` on pass ``passes`` (1: before the loop first closed)."""
-    runner = tether.Runner(_write(tmp_path, "v1.yaml", LOOP), store, tasks=tasks.registry)
+    runner = tether.Runner(write(tmp_path, "v1.yaml", LOOP), store, tasks=tasks.registry)
     eid = runner.run().execution_id
     for _ in range(passes - 1):
         assert tether.Runner(None, store, tasks=tasks.registry).resume(
@@ -95,7 +35,7 @@ def test_a_run_inside_a_loop_whose_bound_changed_stays_pinned(store: Checkpointe
     (tmp_path / "in").mkdir()
     inside = _loop_run(store, tmp_path / "in", tasks, passes=2)
     first = _loop_run(store, tmp_path, tasks, passes=1)
-    new = tether.compile(_write(tmp_path, "v2.yaml", LOOP.replace(
+    new = tether.compile(write(tmp_path, "v2.yaml", LOOP.replace(
         "max_iterations: 3}", "max_iterations: 5}").replace("iteration < 3", "iteration < 5")))
     report = check(store, new)
     assert [f.code for f in report.pinned[inside]] == ["C116"]
@@ -115,7 +55,7 @@ def test_a_run_inside_a_loop_whose_body_after_it_changed_can_move(store: Checkpo
     passes already made are not repeated."""
     tasks = Tasks()
     inside = _loop_run(store, tmp_path, tasks, passes=2)
-    new = tether.compile(_write(tmp_path, "v2.yaml", LOOP.replace("label: P", "label: P2")))
+    new = tether.compile(write(tmp_path, "v2.yaml", LOOP.replace("label: P", "label: P2")))
     assert upgrade(store, new).moved == [inside]
     _finish_loop(store, inside, tasks)
     assert (tasks.calls["D"], tasks.calls["P"], tasks.calls["P2"]) == (3, 0, 1)
@@ -124,46 +64,18 @@ def test_a_run_inside_a_loop_whose_body_after_it_changed_can_move(store: Checkpo
 def test_a_for_each_with_elements_done_and_a_changed_source_stays_pinned(
         store: Checkpointer, tmp_path: Path) -> None:
     tasks = Tasks(failing={"y"})
-    result = tether.Runner(_write(tmp_path, "v1.yaml", FAN), store, tasks=tasks.registry).run()
+    result = tether.Runner(write(tmp_path, "v1.yaml", FAN), store, tasks=tasks.registry).run()
     assert result.status == "failed"
-    changed = tether.compile(_write(tmp_path, "v2.yaml", FAN.replace('"z"]', '"z", "w"]')))
+    changed = tether.compile(write(tmp_path, "v2.yaml", FAN.replace('"z"]', '"z", "w"]')))
     report = check(store, changed)
     assert [f.code for f in report.pinned[result.execution_id]] == ["C116"]
-    after_only = tether.compile(_write(tmp_path, "v3.yaml", FAN.replace("label: done",
+    after_only = tether.compile(write(tmp_path, "v3.yaml", FAN.replace("label: done",
                                                                         "label: finished")))
     assert upgrade(store, after_only).moved == [result.execution_id]
     final = tether.Runner(None, store, tasks=tasks.registry).resume(result.execution_id)
     assert final.status == "completed"
     assert (tasks.calls["x"], tasks.calls["y"], tasks.calls["z"]) == (1, 2, 1)
     assert (tasks.calls["done"], tasks.calls["finished"]) == (0, 1)
-
-
-MAIN = textwrap.dedent("""\
-    tether: 1
-    name: parent
-    nodes:
-      child:
-        workflow: sub.yaml
-      last:
-        needs: [child]
-        task: t.tag
-        with: {label: L}
-""")
-SUB = textwrap.dedent("""\
-    tether: 1
-    name: sub
-    nodes:
-      s1:
-        task: t.tag
-        with: {label: S1}
-      ask:
-        needs: [s1]
-        approval: {reason: inner}
-      s2:
-        needs: [ask]
-        task: t.tag
-        with: {label: S2}
-""")
 
 
 def test_a_sub_workflow_is_checked_recursively(store: Checkpointer, tmp_path: Path) -> None:
@@ -173,8 +85,8 @@ def test_a_sub_workflow_is_checked_recursively(store: Checkpointer, tmp_path: Pa
     for folder, sub in ((old_dir, SUB), (before_dir, SUB.replace("label: S1", "label: S1b")),
                         (after_dir, SUB.replace("label: S2", "label: S2b"))):
         folder.mkdir()
-        _write(folder, "main.yaml", MAIN)
-        _write(folder, "sub.yaml", sub)
+        write(folder, "main.yaml", MAIN)
+        write(folder, "sub.yaml", sub)
     tasks = Tasks()
     result = tether.Runner(old_dir / "main.yaml", store, tasks=tasks.registry).run()
     assert result.status == "paused"

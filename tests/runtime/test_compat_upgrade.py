@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from compat_support import Tasks
 
 import tether
 from tether.runtime.compat import check, upgrade
@@ -46,6 +47,8 @@ CHANGES: dict[str, tuple[str, str]] = {
     "node_added": ('output:', "  c:\n    needs: [b]\n    task: t.tag\n    with: {label: C}\n"
                    "output:"),
     "title_edited": ("  a:\n", "  a:\n    title: The first step\n"),
+    "a_retry_changed": ("label: A}\n", "label: A}\n    retry: {max_attempts: 3}\n"),
+    "b_renamed_declared": ("  b:\n", "  last:\n    renamed_from: b\n"),
 }
 """Each change of V1. A renamed node's readers are renamed too (see :func:`_text`)."""
 
@@ -55,14 +58,18 @@ VERDICTS: dict[str, dict[str, str]] = {
     "b_changed": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
     "a_changed": {"paused": "C110", "queued": MOVE, "failed": "C110"},
     "a_renamed_bare": {"paused": "C111", "queued": MOVE, "failed": "C111"},
-    "a_renamed_declared": {"paused": MOVE, "queued": MOVE, "failed": "C111"},
-    "review_renamed_declared": {"paused": "C111", "queued": MOVE, "failed": MOVE},
+    "a_renamed_declared": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
+    "review_renamed_declared": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
     "form_changed": {"paused": "C112", "queued": MOVE, "failed": MOVE},
     "required_input": {"paused": "C114", "queued": "C114", "failed": "C114"},
     "optional_input": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
     "node_added": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
     "title_edited": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
+    "a_retry_changed": {"paused": "C110", "queued": MOVE, "failed": "C110"},
+    "b_renamed_declared": {"paused": MOVE, "queued": MOVE, "failed": MOVE},
 }
+for _verdicts in VERDICTS.values():  # a paused run a worker holds now: the same verdict
+    _verdicts["held"] = _verdicts["paused"]
 
 
 def _text(change: str) -> str:
@@ -72,26 +79,9 @@ def _text(change: str) -> str:
         text = text.replace("needs: [a]", "needs: [first]").replace("nodes.a.", "nodes.first.")
     if change.startswith("review_renamed"):
         text = text.replace("needs: [review]", "needs: [gate]")
+    if change.startswith("b_renamed"):
+        text = text.replace("nodes.b.", "nodes.last.")
     return text
-
-
-class Tasks:
-    """``t.tag`` lower-cases its label, counting calls; it fails once for ``FAIL``."""
-
-    def __init__(self) -> None:
-        self.calls: collections.Counter[str] = collections.Counter()
-        self.failing: set[str] = set()
-
-    def tag(self, label: str) -> str:
-        self.calls[label] += 1
-        if label in self.failing:
-            self.failing.discard(label)
-            raise RuntimeError(f"{label} failed")
-        return label.lower()
-
-    @property
-    def registry(self) -> dict[str, Any]:
-        return {"t.tag": self.tag}
 
 
 def _start(position: str, path: Path, store: Checkpointer, tasks: Tasks) -> str:
@@ -105,14 +95,15 @@ def _start(position: str, path: Path, store: Checkpointer, tasks: Tasks) -> str:
         return result.execution_id
     result = runner.run()
     assert result.status == "paused"
+    if position == "held":  # an attempt (a worker's) holds it now
+        assert store.acquire(result.execution_id, "busy-worker", until=4e9, now=1.0)
     return result.execution_id
 
 
 def _finish(store: Checkpointer, eid: str, tasks: Tasks) -> Any:
     """Drive the run to its end on whatever plan its row names now."""
     runner = tether.Runner(None, store, tasks=tasks.registry)
-    run = store.get_run(eid)
-    result = runner.resume(eid, tether.Resume(ok=True)) if run and run.status == "paused" \
+    result = runner.resume(eid, tether.Resume(ok=True)) if store.list_pending(eid) \
         else runner.resume(eid)
     if result.status == "paused":
         result = runner.resume(eid, tether.Resume(ok=True))
@@ -120,7 +111,7 @@ def _finish(store: Checkpointer, eid: str, tasks: Tasks) -> Any:
     return result.output
 
 
-@pytest.mark.parametrize("position", ["paused", "queued", "failed"])
+@pytest.mark.parametrize("position", ["paused", "queued", "failed", "held"])
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_the_verdict_and_the_upgrade_of_each_change_class(
         store: Checkpointer, tmp_path: Path, change: str, position: str) -> None:
@@ -134,11 +125,18 @@ def test_the_verdict_and_the_upgrade_of_each_change_class(
     expected = VERDICTS[change][position]
 
     report = check(store, new)
-    if expected == MOVE:
+    if expected == MOVE and position == "held":
+        assert (report.movable, report.held, report.pinned) == ([], [eid], {})
+        held = upgrade(store, new)  # never switched under the worker
+        assert (held.moved, held.held) == ([], [eid])
+        assert [e for e in store.events(eid) if e.kind == "upgraded"] == []
+    elif expected == MOVE:
         assert (report.movable, report.pinned) == ([eid], {})
     else:
         assert report.movable == []
         assert [f.code for f in report.pinned[eid]] == [expected]
+    if position == "held":
+        store.release(eid, "busy-worker")  # the worker let it go: the next upgrade moves it
     before = dict(tasks.calls)
 
     moved = upgrade(store, new)
@@ -163,7 +161,7 @@ def test_the_verdict_and_the_upgrade_of_each_change_class(
     else:
         assert output == ["a", "b"]  # the old plan: A, not A2; B once
         assert tasks.calls["A2"] == 0 and tasks.calls["B"] == 1
-    if position == "paused":
+    if position in ("paused", "held"):
         assert done["A"] == 0  # a node the run finished is never repeated
     if change == "a_renamed_declared" and expected == MOVE:
         last = store.get_last(eid)  # the stored state holds the new id only

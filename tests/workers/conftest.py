@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -99,6 +100,29 @@ def wait_for(condition: Callable[[], bool], seconds: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {seconds:g} s waiting for {what}")
         time.sleep(0.05)
+
+
+def wait_stuck(fleet: Fleet, eid: str, reason: str) -> None:
+    """Wait until a worker left run ``eid`` queued (never claimed) with ``reason`` in its
+    blocked reason, and check `tether runs --stuck` (a real CLI) shows it."""
+    from tether.stores.open import open_checkpointer
+
+    with open_checkpointer(fleet.url) as store:
+        def blocked() -> str | None:
+            run = store.get_run(eid)
+            return run.blocked_reason if run is not None else None
+
+        wait_for(lambda: blocked() is not None, 60, "the worker to record why it waits")
+        run = store.get_run(eid)
+    assert run is not None and (run.status, run.attempt) == ("queued", 0)
+    assert reason in (run.blocked_reason or ""), run.blocked_reason
+    stuck = subprocess.run([sys.executable, "-m", "tether", "runs", "--stuck", "--json",
+                            "--db", fleet.url], env=fleet.env, cwd=fleet.directory,
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert stuck.returncode == 0, stuck.stderr
+    [shown] = json.loads(stuck.stdout)
+    assert shown["execution_id"] == eid
+    assert any(reason in r for r in shown["reasons"]), shown["reasons"]
 
 
 @pytest.fixture

@@ -4,14 +4,11 @@ parameter; a worker whose task fits completes it on its first attempt (real work
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import Fleet, chain_workflow, wait_for
+from conftest import Fleet, chain_workflow, wait_for, wait_stuck
 from tether.runtime.runner import Runner
 from tether.stores.open import open_checkpointer
 
@@ -34,21 +31,7 @@ def test_a_worker_whose_task_drifted_leaves_the_run_queued_naming_the_parameter(
     eid = Runner(chain_workflow(tmp_path, 2), store, {}).submit({"rid": "d1"})
     fleet.start(1, tasks=("drifted_tasks",))
 
-    def reason() -> str | None:
-        run = store.get_run(eid)
-        return run.blocked_reason if run is not None else None
-
-    wait_for(lambda: reason() is not None, 60, "the worker to record why it waits")
-    run = store.get_run(eid)
-    assert run is not None and (run.status, run.attempt) == ("queued", 0)
-    assert "task `step` (node `n0`) now needs argument `region`" in (run.blocked_reason or "")
-    stuck = subprocess.run([sys.executable, "-m", "tether", "runs", "--stuck", "--json",
-                            "--db", shared_url], env=fleet.env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=60, check=False)
-    assert stuck.returncode == 0, stuck.stderr
-    [shown] = json.loads(stuck.stdout)
-    assert shown["execution_id"] == eid
-    assert any("`region`" in r and "`step`" in r for r in shown["reasons"])
+    wait_stuck(fleet, eid, "task `step` (node `n0`) now needs argument `region`")
     fleet.start(1)  # the code the plan was made for
     wait_for(lambda: (r := store.get_run(eid)) is not None and r.status == "completed", 60,
              "a worker with the fitting task to complete it")

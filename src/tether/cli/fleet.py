@@ -19,7 +19,9 @@ import click
 from tether.cli.operator import execution_id_argument, read_inputs
 from tether.cli.options import (
     check_id_option,
+    checking_tasks,
     db_option,
+    import_tasks_option,
     load_tasks_or_exit,
     open_store,
     run_tasks_option,
@@ -59,8 +61,15 @@ def register(group: click.Group) -> None:
               "@ + =, not starting with '.', no '..'): when a run of this workflow already "
               "has it, nothing is submitted and its id is printed (exit 0).")
 @db_option
+@click.option("--tasks", "tasks", multiple=True, metavar="MODULE",
+              help="Import task modules (dotted names or .py paths) to record their "
+              "signatures with the plan; repeatable. Workers whose tasks no longer fit them "
+              "leave the run queued. Without --tasks or --import-tasks no user code is "
+              "imported.")
+@import_tasks_option
 def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: str,
-           priority: int, execution_id: str | None, db: str) -> None:
+           priority: int, execution_id: str | None, db: str, tasks: tuple[str, ...],
+           import_tasks: bool) -> None:
     """Enqueue a run of a workflow file or plan for the workers; print its execution id.
 
     With --id, submitting again returns the first run (said on stderr) instead of starting
@@ -70,8 +79,9 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
 
     if not queue.strip():
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
+    registry = checking_tasks(tasks, import_tasks) or {}
     store = open_store(db, create=True)
-    runner = Runner(source, store, {})
+    runner = Runner(source, store, registry)
     assert runner.plan is not None
     inputs = read_inputs(runner.plan, pairs, inputs_file)
     done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue, priority=priority,

@@ -12,6 +12,7 @@ A finding is a change of the new plan that the position cannot follow (codes C11
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,17 +87,50 @@ class Finding:
     """The input of the new plan the finding is about (C114)."""
 
 
-def _definition(node: PlanNode) -> dict[str, Any]:
+def _definition(node: PlanNode, renamed: Mapping[str, str] | None = None) -> dict[str, Any]:
     data: dict[str, Any] = node.model_dump(mode="json", by_alias=True,
                                            exclude=set(_NOT_BEHAVIOUR))
     if isinstance(node, WorkflowNode):
         data["workflow"] = {"path": node.workflow.path, "plan": node.workflow.plan.fingerprint}
+    if renamed:  # the old node as the new plan spells it: the ids it names renamed
+        data = _renaming(data, renamed)
+        agent = data.get("agent")
+        if isinstance(agent, dict) and agent.get("id") in renamed:  # an inline agent's id
+            agent["id"] = renamed[agent["id"]]
+        if isinstance(data.get("loops"), list):  # the loops it is a member of, by closer
+            data["loops"] = [renamed.get(closer, closer) for closer in data["loops"]]
+        loop = data.get("loop")
+        if isinstance(loop, dict):
+            loop["to"] = renamed.get(loop["to"], loop["to"])
+            loop["body"] = [renamed.get(member, member) for member in loop["body"]]
     return data
 
 
-def changed_fields(old: PlanNode, new: PlanNode) -> list[str]:
-    """The keys of the node's definition that differ (``kind`` first when it does)."""
-    before, after = _definition(old), _definition(new)
+def _renaming(value: Any, renamed: Mapping[str, str]) -> Any:
+    """``value`` with every template reference ``nodes.<old>`` naming the new id."""
+    if isinstance(value, str):
+        if "nodes." not in value:
+            return value
+        return re.sub(r"\bnodes\.([A-Za-z_][\w-]*)",
+                      lambda m: f"nodes.{renamed.get(m.group(1), m.group(1))}", value)
+    if isinstance(value, dict):
+        return {key: _renaming(item, renamed) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renaming(item, renamed) for item in value]
+    return value
+
+
+def renames(plan: Plan) -> dict[str, str]:
+    """The ids ``plan`` renamed (``renamed_from``), old -> new."""
+    return {old: node.id for node in plan.nodes for old in node.renamed_from
+            if old not in plan.by_id}
+
+
+def changed_fields(old: PlanNode, new: PlanNode,
+                   renamed: Mapping[str, str] | None = None) -> list[str]:
+    """The keys of the node's definition that differ (``kind`` first when it does), the old
+    node's references to renamed ids (``renamed``, old -> new) read as the new ids."""
+    before, after = _definition(old, renamed), _definition(new)
     keys = [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
     return sorted(keys, key=lambda key: key != "kind")
 
@@ -109,16 +143,18 @@ def renamed_to(new: Plan, old_id: str) -> str | None:
 def findings(old: Plan, new: Plan, position: Position) -> list[Finding]:
     """Every change of ``new`` that a run of ``old`` at ``position`` cannot follow."""
     found: list[Finding] = []
+    renamed = renames(new)
     for node_id in position.counters:
-        found.extend(_loop(old, new, node_id))
+        found.extend(_loop(old, new, node_id, renamed))
     changed_loops = {finding.node_id for finding in found}
     for node_id in position.started:
-        if node_id not in changed_loops:  # a changed loop is reported once, as C116
-            found.extend(_started(old, new, position, node_id))
+        if renamed.get(node_id, node_id) not in changed_loops:  # a changed loop: once, C116
+            found.extend(_started(old, new, position, node_id, renamed))
     return found
 
 
-def _started(old: Plan, new: Plan, position: Position, node_id: str) -> list[Finding]:
+def _started(old: Plan, new: Plan, position: Position, node_id: str,
+             renamed: Mapping[str, str]) -> list[Finding]:
     before = old.by_id.get(node_id)
     if before is None:  # a state entry the plan does not know: leave it to the runtime
         return []
@@ -126,11 +162,11 @@ def _started(old: Plan, new: Plan, position: Position, node_id: str) -> list[Fin
     if after is None:
         target = renamed_to(new, node_id)
         if target is not None:
-            return _renamed(before, new.by_id[target], position)
+            return _renamed(before, new.by_id[target], renamed)
         return [Finding("C111", None, f"node `{node_id}`, which the runs started, is removed "
                         "or renamed without `renamed_from:`",
                         f"if it was renamed, add `renamed_from: {node_id}` to the new node")]
-    fields = changed_fields(before, after)
+    fields = changed_fields(before, after, renamed)
     if not fields:
         return []
     what = ", ".join(f"`{key}`" for key in fields)
@@ -167,41 +203,18 @@ def _started(old: Plan, new: Plan, position: Position, node_id: str) -> list[Fin
                     f"{what}", "change a node no run has started, or add a new node")]
 
 
-def _renamed(before: PlanNode, after: PlanNode, position: Position) -> list[Finding]:
-    """A started node renamed with ``renamed_from``: its checkpoint follows it when it
-    finished (:func:`rename_state`) and is otherwise defined alike."""
-    old_id = before.id
-    if position.started[old_id] not in _CARRIED or old_id in position.counters:
-        return [Finding("C111", after.id, f"node `{after.id}` is renamed from `{old_id}`, "
-                        f"where the runs are now ({position.started[old_id]}): only a "
-                        "finished node's checkpoint follows a rename",
-                        "let these runs finish the node on their plan")]
-    fields = [key for key in changed_fields(before, after) if key != "id"]
+def _renamed(before: PlanNode, after: PlanNode, renamed: Mapping[str, str]) -> list[Finding]:
+    """A started node renamed with ``renamed_from``: its checkpoint, pending interrupts,
+    loop counters, ``for_each`` progress and agent state follow it
+    (:func:`tether.runtime.renaming.rename_state`, wherever the run is in it), provided it is
+    otherwise defined alike."""
+    fields = [key for key in changed_fields(before, after, renamed) if key != "id"]
     if fields:
         what = ", ".join(f"`{key}`" for key in fields)
-        return [Finding("C110", after.id, f"node `{after.id}` (renamed from `{old_id}`, "
+        return [Finding("C110", after.id, f"node `{after.id}` (renamed from `{before.id}`, "
                         f"which the runs started) changed: {what}",
                         "rename the node, or change it, not both in one deploy")]
     return []
-
-
-_CARRIED = frozenset({UnitStatus.COMPLETED.value, UnitStatus.SKIPPED.value})
-"""The unit statuses whose checkpoint a rename carries to the new id."""
-
-
-def rename_state(plan: Plan, state: dict[str, Any]) -> bool:
-    """Move the entries of ids ``plan`` renamed (``renamed_from``) to their new ids, in place;
-    True when something moved. Idempotent: called on every load of a moved run's state (a
-    snapshot written before the move still holds the old ids)."""
-    nodes: dict[str, Any] = state.get("nodes") or {}
-    moved = False
-    for node in plan.nodes:
-        for old_id in node.renamed_from:
-            if old_id in nodes and old_id not in plan.by_id:
-                entry = nodes.pop(old_id)
-                nodes.setdefault(node.id, entry)
-                moved = True
-    return moved
 
 
 def _only_output_schema(before: PlanNode, after: PlanNode) -> bool:
@@ -214,16 +227,16 @@ def _only_output_schema(before: PlanNode, after: PlanNode) -> bool:
         changed_fields(before, after) == ["agent"]
 
 
-def _loop(old: Plan, new: Plan, closer: str) -> list[Finding]:
-    before, after = old.by_id.get(closer), new.by_id.get(closer)
+def _loop(old: Plan, new: Plan, closer: str, renamed: Mapping[str, str]) -> list[Finding]:
+    before, after = old.by_id.get(closer), new.by_id.get(renamed.get(closer, closer))
     if before is None or before.loop is None:
         return []
     if after is None or after.loop is None:
         return [Finding("C116", after.id if after else None, f"runs are inside the loop "
                         f"closed by `{closer}`, which the new plan no longer has",
                         "let these runs leave the loop on their plan")]
-    if before.loop != after.loop:
-        return [Finding("C116", closer, f"runs are inside the loop closed by `{closer}`, "
+    if _definition(before, renamed).get("loop") != _definition(after).get("loop"):
+        return [Finding("C116", after.id, f"runs are inside the loop closed by `{closer}`, "
                         "whose bounds or body changed: their counter would mean another pass",
                         "keep the loop as it was until these runs leave it")]
     return []
@@ -232,13 +245,14 @@ def _loop(old: Plan, new: Plan, closer: str) -> list[Finding]:
 def notes(old: Plan, new: Plan) -> list[str]:
     """The changes from ``old`` to ``new``, each as one line (what compat prints as info)."""
     lines: list[str] = []
+    renamed = renames(new)
     for node in new.nodes:
         before = old.by_id.get(node.id)
         if before is None:
             origin = next((o for o in node.renamed_from if o in old.by_id), None)
             lines.append(f"node `{node.id}` renamed from `{origin}`" if origin
                          else f"node `{node.id}` added")
-        elif fields := changed_fields(before, node):
+        elif fields := changed_fields(before, node, renamed):
             lines.append(f"node `{node.id}` changed: " + ", ".join(f"`{k}`" for k in fields))
         elif before.title != node.title:
             lines.append(f"node `{node.id}`: title changed")

@@ -12,13 +12,20 @@ row at each claim, so they pick the new plan up without a restart).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tether.compiler.compat import Finding, Position, findings, input_problem, notes
+from tether.compiler.compat import (
+    Finding,
+    Position,
+    findings,
+    input_problem,
+    notes,
+)
 from tether.compiler.plan import Plan
 from tether.errors import PlanError
-from tether.runtime.run_events import record_upgraded
+from tether.runtime.renaming import readdress, rename_state, renames_anywhere
 from tether.stores.base import Checkpointer
 from tether.stores.records import LIVE_STATUSES, RunCursor, RunRecord
 
@@ -76,10 +83,16 @@ def live_runs(store: Checkpointer, workflow: str,
             before = RunCursor.created(page[-1])
 
 
-def position_of(store: Checkpointer, run: RunRecord) -> Position:
-    """Where the run's checkpoints have it (an empty position before its first node)."""
+def position_of(store: Checkpointer, run: RunRecord, plan: Plan | None = None) -> Position:
+    """Where the run's checkpoints have it (an empty position before its first node), by the
+    ids of ``plan``, the run's plan: a run moved to a plan that renamed nodes, and not loaded
+    since, still has checkpoints under the old ids."""
     _, checkpoint = store.resume_point(run.execution_id)
-    return Position.of_state(checkpoint.state_snapshot if checkpoint is not None else None)
+    state = checkpoint.state_snapshot if checkpoint is not None else None
+    if state and plan is not None and renames_anywhere(plan):
+        state = copy.deepcopy(state)
+        rename_state(plan, state)
+    return Position.of_state(state)
 
 
 def check(store: Checkpointer, new: Plan, *, statuses: Sequence[str] = LIVE_STATUSES,
@@ -96,7 +109,7 @@ def check(store: Checkpointer, new: Plan, *, statuses: Sequence[str] = LIVE_STAT
         if old is None:
             old = plans[run.plan_fingerprint] = _plan(store, run.plan_fingerprint)
             report.notes.extend(line for line in notes(old, new) if line not in report.notes)
-        position = position_of(store, run)
+        position = position_of(store, run, old)
         key = (run.plan_fingerprint, position.key())
         found = verdicts.get(key)
         if found is None:
@@ -118,13 +131,15 @@ def upgrade(store: Checkpointer, new: Plan, *, statuses: Sequence[str] = LIVE_ST
     refused while an attempt holds the run (then it is reported held)."""
     report = check(store, new, statuses=statuses, runs=runs)
     plan_json = new.to_json()
+    renaming = renames_anywhere(new)
     for run_id in list(report.movable):
         run = store.get_run(run_id)
+        # a pause in a renamed node answers to its new id (its rows readdressed in the move's
+        # transaction, with the `upgraded` event); the run's state follows at its next load
+        places = readdress(new, store.list_pending(run_id), store.decisions(run_id)) \
+            if renaming else []
         if run is not None and store.move_run_plan(run_id, run.plan_fingerprint,
-                                                   new.fingerprint, plan_json):
-            # recorded after the move (its own write): a crash between the two leaves the
-            # run moved with no event; the run row's fingerprint stays the authority
-            record_upgraded(store, run_id, run.plan_fingerprint, new.fingerprint)
+                                                   new.fingerprint, plan_json, places):
             report.moved.append(run_id)
         else:
             report.held.append(run_id)

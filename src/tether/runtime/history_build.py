@@ -181,7 +181,8 @@ class _Builder:
                       status=event.data.get("outcome"))
         elif kind == RunEventKind.UPGRADED:
             self.emit(EventKind.UPGRADED, at, actor=event.actor, channel=event.channel,
-                      detail={"from": event.data.get("from"), "to": event.data.get("to")})
+                      detail={key: event.data[key] for key in ("from", "to", "renamed")
+                              if key in event.data})
 
     def on_answer(self, event: RunEvent) -> None:
         data = event.data

@@ -67,7 +67,10 @@ def describe(event: HistoryEvent) -> str:
             return _answer(event)
         case EventKind.UPGRADED:
             detail = event.detail or {}
-            return f"plan {str(detail.get('from'))[:12]} -> {str(detail.get('to'))[:12]}"
+            renamed = detail.get("renamed") or {}
+            moved = "".join(f", {old} now {new}" for old, new in sorted(renamed.items()))
+            return f"plan {str(detail.get('from'))[:12]} -> {str(detail.get('to'))[:12]}" + \
+                moved
         case EventKind.CANCEL_REQUESTED:
             return f"by {event.actor or 'someone'} through {event.channel}: {event.status}"
         case EventKind.AGENT_TURN:

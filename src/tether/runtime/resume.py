@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tether.compiler.compat import rename_state
 from tether.compiler.plan import ApprovalNode, Plan
 from tether.errors import AlreadyResumed, ResumeError, ResumeValueError
 from tether.paths import StatePath
@@ -53,6 +52,7 @@ from tether.runtime.invoke import check_values
 from tether.runtime.journal import Journal
 from tether.runtime.pinning import check_compatible
 from tether.runtime.plans import PlanSource, check_tasks, stored_plan
+from tether.runtime.renaming import address_after, rename_state
 from tether.runtime.results import RunResult
 from tether.runtime.state import RunState, split_address
 from tether.runtime.timer_answers import TIMEOUT_RESOLVER, refuse_after_timeout, timed_out
@@ -215,8 +215,9 @@ class Resumption:
             changed = self._reenter(plan, state, fresh)
         for path in changed:
             journal.mark(path)
-        if renamed:
+        if renamed:  # rewritten whole: the old ids gone from the next snapshot's base
             journal.mark(("nodes",))
+            journal.mark(("counters",))
         return Prepared(plan, state, journal, self.attempt, self.run)
 
     def record(self) -> PendingInterrupt:
@@ -228,6 +229,7 @@ class Resumption:
         if self.run.status == RunStatus.CANCELLED:
             raise AlreadyResumed(self.execution_id, f"it is {self.run.status}")
         plan = self.runner.plan_for(self.run, self.explicit_plan)
+        self._readdress(plan)
         target = self._target(self.store.list_pending(self.execution_id))
         if target is None and self.fired:
             raise AlreadyResumed(self.execution_id, "the timer was already fired")
@@ -258,6 +260,7 @@ class Resumption:
     def _answer(self, plan: Plan, state: RunState, pending: list[PendingInterrupt],
                 decisions: list[Decision]) -> RunResult | None:
         assert self.answer is not None
+        self._readdress(plan)
         target = self._target(pending)
         if self.fired:
             if target is None:
@@ -283,6 +286,13 @@ class Resumption:
         return RunResult(RunStatus.RUNNING, self.execution_id, None, state.data,
                          message=f"answer recorded for '{target.address}'; the run is being "
                          f"executed by {holder}, which applies it")
+
+    def _readdress(self, plan: Plan) -> None:
+        """An address written before ``tether upgrade`` moved the run to a plan that renamed
+        its node names the pause by its new id (links and commands sent before the deploy
+        keep working)."""
+        if self.node is not None:
+            self.node = address_after(plan, self.node)
 
     def _target(self, pending: list[PendingInterrupt]) -> PendingInterrupt | None:
         """The pending row the value answers (by ``node=`` when several wait)."""

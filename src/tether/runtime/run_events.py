@@ -76,13 +76,6 @@ def record_forked(store: EventStore, branch: str, source: str, origin: Checkpoin
         "node_id": origin.node_id if origin else None, "patch": shown}))
 
 
-def record_upgraded(store: EventStore, execution_id: str, old: str, new: str) -> None:
-    """``tether upgrade`` moved ``execution_id`` from plan ``old`` to plan ``new``
-    (fingerprints)."""
-    _add(store, RunEvent(execution_id, RunEventKind.UPGRADED, channel="cli",
-                         data={"from": old, "to": new}))
-
-
 def record_cancel(store: EventStore, execution_id: str, outcome: str, actor: str | None,
                   channel: str) -> None:
     """A cancel was asked for ``execution_id`` (``outcome``: cancelled at once, or requested

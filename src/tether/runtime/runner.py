@@ -43,6 +43,7 @@ from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
 from tether.runtime.resume import Claimed, Prepared, Resumption
 from tether.runtime.run_events import record_forked
+from tether.runtime.signatures import record_signatures
 from tether.runtime.state import RunState
 from tether.runtime.timer_answers import due_approval, fired_answer
 from tether.runtime.values import max_value_bytes as value_cap
@@ -110,6 +111,7 @@ class Runner:
         self.inline_bodies = True
         """A lone sync task body runs in the event loop's thread (no thread hop); a worker
         driving several runs in one loop sets this False."""
+        self._signed: set[str] = set()  # plans whose task signatures this Runner recorded
 
     # -- sync twins --------------------------------------------------------------------------
     def run(self, inputs: Mapping[str, Any] | None = None,
@@ -160,10 +162,18 @@ class Runner:
                 status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
                 owner=attempt.token, lease_until=attempt.until(), queue=queue,
                 trigger=trigger), plan.to_json())
+            self._sign(store, plan)
             journal = Journal(store, execution_id, state.data,
                               snapshot_every=self.snapshot_every, attempt=attempt)
         info = RunInfo(execution_id, plan.name, now.isoformat(), trigger=trigger)
         return await self._drive(execution_id, plan, state, journal, attempt, info)
+
+    def _sign(self, store: Checkpointer, plan: Plan) -> None:
+        """Record the signatures of the plan's tasks this Runner has with the plan (issue
+        24: task drift), once per plan and Runner."""
+        if plan.fingerprint not in self._signed:
+            record_signatures(store, plan, self.tasks)
+            self._signed.add(plan.fingerprint)
 
     def _own_plan(self) -> Plan:
         if self.plan is None:
@@ -225,6 +235,7 @@ class Runner:
             deduplicate=dedup_key is not None)
         if submitted.created:  # the caller's active span is the new run's parent
             remember_caller(self._store(), submitted.execution_id)
+        self._sign(self._store(), plan)
         return submitted
 
     # -- resume ------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from tether.stores.records import (
     PendingEntry,
     PendingInterrupt,
     PruneResult,
+    Readdress,
     RunCursor,
     RunRecord,
     fold,
@@ -148,16 +149,30 @@ class Checkpointer(abc.ABC):
         """The plan JSON stored under ``fingerprint``."""
 
     @abc.abstractmethod
+    def set_plan_tasks(self, fingerprint: str, tasks_json: str) -> bool:
+        """Record the signatures of the tasks the plan ``fingerprint`` calls, as a submitter
+        that could import them found them (JSON, see :mod:`tether.runtime.signatures`):
+        beside the plan, not part of its fingerprint. The first recording wins; True when
+        this call recorded them."""
+
+    @abc.abstractmethod
+    def get_plan_tasks(self, fingerprint: str) -> str | None:
+        """The task signatures recorded with the plan ``fingerprint`` (None: none were)."""
+
+    @abc.abstractmethod
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
                      owner: str | None = None) -> None:
         """Switch a run to another (compatible) plan; fenced on ``owner`` when given."""
 
     @abc.abstractmethod
     def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
-                      plan_json: str) -> bool:
+                      plan_json: str, readdress: Sequence[Readdress] = ()) -> bool:
         """Move a live run from plan ``expected`` to plan ``fingerprint`` (``tether
         upgrade``), atomically, only while no attempt holds it: True when moved, False when
-        the run is held, finished, or no longer on ``expected``."""
+        the run is held, finished, or no longer on ``expected``. In the same transaction its
+        pending interrupts and decisions named in ``readdress`` take their new places (a
+        node the new plan renamed) and its ``upgraded`` event is written: a move always has
+        one, a refused move none."""
 
     # -- leases ------------------------------------------------------------------------------
     @abc.abstractmethod

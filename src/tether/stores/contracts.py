@@ -7,7 +7,8 @@ so what it may ask of the store is visible in its signature. Every public method
 it, so a new store method must be placed here too):
 
 - :class:`RunStore` (SQL: sql.py, sql_rows.py; folding in base.py): setup, close,
-  create_run, get_run, list_runs, find_runs, runs_changed, get_plan, set_run_plan,
+  create_run, get_run, list_runs, find_runs, runs_changed, get_plan, set_plan_tasks,
+  get_plan_tasks, set_run_plan,
   move_run_plan, put, finish_run, record_interrupt, pause_run, list_pending, pending_page,
   get_pending, claim, delete_pending_interrupt_atomic, decisions, replace_decision, prune,
   prune_before, resume_point, finished, get, get_last, list, latest_resumable,
@@ -54,6 +55,7 @@ from tether.stores.records import (
     PendingEntry,
     PendingInterrupt,
     PruneResult,
+    Readdress,
     RunCursor,
     RunRecord,
 )
@@ -110,14 +112,21 @@ class RunStore(Protocol):
     def get_plan(self, fingerprint: str) -> str | None:
         """The plan JSON stored under ``fingerprint``."""
 
+    def set_plan_tasks(self, fingerprint: str, tasks_json: str) -> bool:
+        """Record the plan's task signatures beside it (the first recording wins)."""
+
+    def get_plan_tasks(self, fingerprint: str) -> str | None:
+        """The task signatures recorded with the plan."""
+
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
                      owner: str | None = None) -> None:
         """Switch a run to another (compatible) plan."""
 
     def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
-                      plan_json: str) -> bool:
+                      plan_json: str, readdress: Sequence[Readdress] = ()) -> bool:
         """Move a live run from plan ``expected`` to ``fingerprint`` (``tether upgrade``),
-        atomically, only while no attempt holds it."""
+        atomically, only while no attempt holds it; its pauses readdressed and its
+        ``upgraded`` event written in the same transaction."""
 
     def put(self, row: CheckpointRow, owner: str | None = None) -> None:
         """Write one checkpoint (fenced on ``owner``)."""

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tether.stores.records import PendingInterrupt
 
-__all__ = ["AnswerChannel", "RunEvent", "RunEventKind", "answered_event", "new_event_id"]
+__all__ = ["AnswerChannel", "RunEvent", "RunEventKind", "answered_event", "new_event_id",
+           "upgraded_event"]
 
 
 class RunEventKind(StrEnum):
@@ -88,3 +89,13 @@ def answered_event(pending: PendingInterrupt, actor: str | None, channel: str) -
     return RunEvent(pending.execution_id, RunEventKind.ANSWERED, actor=actor, channel=channel,
                     data={"address": pending.address, "checkpoint_id": pending.checkpoint_id,
                           "reason": pending.reason})
+
+
+def upgraded_event(execution_id: str, old: str, new: str,
+                   renamed: dict[str, str] | None = None) -> RunEvent:
+    """The ``upgraded`` event of a move from plan ``old`` to ``new`` (fingerprints; written in
+    the move's transaction), with the pauses it gave a new address (old -> new)."""
+    data: dict[str, Any] = {"from": old, "to": new}
+    if renamed:
+        data["renamed"] = dict(renamed)
+    return RunEvent(execution_id, RunEventKind.UPGRADED, channel="cli", data=data)

@@ -16,7 +16,7 @@ from typing import Any
 
 from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
-from tether.stores.events import RunEvent, answered_event
+from tether.stores.events import RunEvent, answered_event, upgraded_event
 from tether.stores.idprefix import IdMatches, select_matches
 from tether.stores.owners import describe_owner, lease_free, new_owner
 from tether.stores.queueing import (
@@ -39,9 +39,12 @@ from tether.stores.records import (
     PendingEntry,
     PendingInterrupt,
     PruneResult,
+    Readdress,
     RunCursor,
     RunRecord,
     RunStatus,
+    readdress_rows,
+    readdressed,
     utc,
 )
 from tether.stores.schedule_records import ScheduleRecord
@@ -59,6 +62,7 @@ class InMemoryCheckpointer(Checkpointer):
         self._ids: dict[str, list[str]] = {}
         self._pending: dict[str, dict[str, PendingInterrupt]] = {}  # by run, then unit
         self._decisions: dict[str, dict[str, Decision]] = {}  # by run, then checkpoint id
+        self._plan_tasks: dict[str, str] = {}  # task signatures by plan fingerprint
         self._cache: dict[tuple[str, str], str] = {}
         self._schedules: dict[str, ScheduleRecord] = {}
         self._workers: dict[str, WorkerRecord] = {}
@@ -106,6 +110,17 @@ class InMemoryCheckpointer(Checkpointer):
         with self._lock:
             return self._plans.get(fingerprint)
 
+    def set_plan_tasks(self, fingerprint: str, tasks_json: str) -> bool:
+        with self._lock:
+            if fingerprint not in self._plans or fingerprint in self._plan_tasks:
+                return False
+            self._plan_tasks[fingerprint] = tasks_json
+            return True
+
+    def get_plan_tasks(self, fingerprint: str) -> str | None:
+        with self._lock:
+            return self._plan_tasks.get(fingerprint)
+
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
                      owner: str | None = None) -> None:
         with self._lock:
@@ -114,7 +129,7 @@ class InMemoryCheckpointer(Checkpointer):
             self._update(execution_id, plan_fingerprint=fingerprint)
 
     def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
-                      plan_json: str) -> bool:
+                      plan_json: str, readdress: Sequence[Readdress] = ()) -> bool:
         with self._lock:
             run = self._runs.get(execution_id)
             if run is None or run.owner is not None or run.plan_fingerprint != expected or \
@@ -122,6 +137,10 @@ class InMemoryCheckpointer(Checkpointer):
                 return False
             self._plans.setdefault(fingerprint, plan_json)
             self._update(execution_id, plan_fingerprint=fingerprint)
+            readdress_rows(self._pending.get(execution_id, {}),
+                           self._decisions.get(execution_id, {}), readdress)
+            self.add_event(upgraded_event(execution_id, expected, fingerprint,
+                                          readdressed(readdress)))
             return True
 
     def _update(self, execution_id: str, **changes: Any) -> None:

@@ -291,8 +291,16 @@ def _v9_run_triggers(ctx: MigrationContext) -> None:
     ctx.run(f"ALTER TABLE {ctx.table('runs')} ADD COLUMN triggered_by TEXT")
 
 
+def _v10_plan_tasks(ctx: MigrationContext) -> None:
+    """Version 10: ``plans.tasks``, the signatures of the tasks a plan calls, recorded by the
+    first submitter that could import them (issue 24: a worker whose task no longer fits
+    them leaves the plan's runs queued). Older plans have none: only their call templates
+    are checked."""
+    ctx.run(f"ALTER TABLE {ctx.table('plans')} ADD COLUMN tasks TEXT")
+
+
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v4_schedules, _v5_workers,
                                _v6_queue_limits, _v7_claim_order, _v8_run_events,
-                               _v9_run_triggers]
+                               _v9_run_triggers, _v10_plan_tasks]
 
 SCHEMA_VERSION = len(MIGRATIONS)

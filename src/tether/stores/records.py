@@ -10,8 +10,8 @@ serialises each value once and both SQL backends store the same bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -30,8 +30,9 @@ from tether.trigger import Trigger
 
 __all__ = [
     "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
-    "PendingCursor", "PendingEntry", "PendingInterrupt", "PruneResult", "RunCursor",
-    "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "utc",
+    "PendingCursor", "PendingEntry", "PendingInterrupt", "PruneResult", "Readdress", "RunCursor",
+    "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "readdress_rows", "readdressed",
+    "utc",
 ]
 
 
@@ -274,6 +275,29 @@ def names_place(agent_path: str, node_id: str, node: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Readdress:
+    """A new place for a run's pause or decision (``tether upgrade`` of a run paused in a
+    node the new plan renamed): the row of ``checkpoint_id`` now names ``node_id`` at
+    ``agent_path``."""
+
+    checkpoint_id: str
+    node_id: str
+    agent_path: str
+    was: str
+    """The address it had (what the ``upgraded`` event shows beside the new one)."""
+
+    @property
+    def address(self) -> str:
+        """The new address (see :func:`place`)."""
+        return place(self.agent_path, self.node_id)
+
+
+def readdressed(readdress: Sequence[Readdress]) -> dict[str, str]:
+    """The addresses ``readdress`` changes, old -> new."""
+    return {r.was: r.address for r in readdress}
+
+
+@dataclass(frozen=True)
 class Decision:
     """An answer claimed for a pending interrupt, kept until the run is pruned.
 
@@ -299,6 +323,23 @@ class Decision:
     def names(self, node: str) -> bool:
         """Whether ``node`` (an address, a node id, or ``agent_path/node_id``) names this."""
         return names_place(self.agent_path, self.node_id, node)
+
+
+def readdress_rows(waiting: dict[str, PendingInterrupt], answers: dict[str, Decision],
+                   readdress: Sequence[Readdress]) -> None:
+    """Give a run's pending rows (by address) and decisions (by checkpoint id) the places
+    ``readdress`` names, in place (the in-memory store's half of ``move_run_plan``)."""
+    places = {r.checkpoint_id: r for r in readdress}
+    for address, pending in list(waiting.items()):
+        to = places.get(pending.checkpoint_id)
+        if to is not None:
+            del waiting[address]
+            waiting[to.address] = replace(pending, node_id=to.node_id, agent_path=to.agent_path)
+    for checkpoint_id, decision in list(answers.items()):
+        to = places.get(checkpoint_id)
+        if to is not None:
+            answers[checkpoint_id] = replace(decision, node_id=to.node_id,
+                                             agent_path=to.agent_path)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ plans = Table(
     Column("plan", Text, nullable=False, comment="the plan's JSON, so runs resume without "
            "their source file"),
     Column("created_at", Float, nullable=False, comment="when first stored"),
+    Column("tasks", Text, comment="the signatures of the tasks it calls, as the first "
+           "submitter that imported them found them (JSON); not part of the fingerprint"),
 )
 
 runs = Table(

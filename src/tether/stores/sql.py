@@ -51,6 +51,7 @@ from tether.errors import (
 )
 from tether.stores import listing, sql_queue
 from tether.stores.base import Checkpointer
+from tether.stores.events import upgraded_event
 from tether.stores.migrations import MigrationContext
 from tether.stores.queueing import (
     CancelOutcome,
@@ -63,9 +64,11 @@ from tether.stores.records import (
     LIVE_STATUSES,
     CheckpointRow,
     PruneResult,
+    Readdress,
     RunCursor,
     RunRecord,
     RunStatus,
+    readdressed,
     utc,
 )
 from tether.stores.retry import transient
@@ -90,6 +93,13 @@ from tether.trigger import Trigger
 
 _RUN_FIELDS = [c.name for c in runs.columns]
 _EID: BindParameter[str] = bindparam("eid")
+
+
+def _readdressing(table: Table) -> Callable[[], ClauseElement]:
+    """The statement giving one pause (or decision) of a run its new place."""
+    return lambda: update(table).where(
+        table.c.execution_id == _EID, table.c.checkpoint_id == bindparam("cid")).values(
+        node_id=bindparam("node"), agent_path=bindparam("path"))
 
 
 def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
@@ -262,7 +272,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     def _store_plan(self, cursor: Any, fingerprint: str, plan_json: str) -> None:
         self._execute(cursor, "store_plan", lambda: self._insert_or_ignore(plans),
-                      fingerprint=fingerprint, plan=plan_json, created_at=time.time())
+                      fingerprint=fingerprint, plan=plan_json, created_at=time.time(), tasks=None)
 
     @staticmethod
     def _run_values(run: RunRecord) -> dict[str, Any]:
@@ -354,6 +364,22 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         return str(row[0]) if row is not None else None
 
     @transient()
+    def set_plan_tasks(self, fingerprint: str, tasks_json: str) -> bool:
+        with self._cursor(f"recording the tasks of plan {fingerprint[:12]}",
+                          write=True) as cursor:
+            self._execute(cursor, "set_plan_tasks", lambda: update(plans).where(
+                plans.c.fingerprint == bindparam("fp"), plans.c.tasks.is_(None)).values(
+                tasks=bindparam("tasks")), fp=fingerprint, tasks=tasks_json)
+            return bool(cursor.rowcount == 1)
+
+    @transient()
+    def get_plan_tasks(self, fingerprint: str) -> str | None:
+        with self._cursor("reading a plan's tasks") as cursor:
+            row = self._execute(cursor, "get_plan_tasks", lambda: select(plans.c.tasks).where(
+                plans.c.fingerprint == bindparam("fp")), fp=fingerprint).fetchone()
+        return str(row[0]) if row is not None and row[0] is not None else None
+
+    @transient()
     def set_run_plan(self, execution_id: str, fingerprint: str, plan_json: str,
                      owner: str | None = None) -> None:
         with self._cursor(f"changing the plan of run {execution_id}", write=True) as cursor:
@@ -366,9 +392,10 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     @transient()
     def move_run_plan(self, execution_id: str, expected: str, fingerprint: str,
-                      plan_json: str) -> bool:
+                      plan_json: str, readdress: Sequence[Readdress] = ()) -> bool:
         """One ``UPDATE ... WHERE`` (a compare-and-set like a claim): only while no attempt
-        holds the run and it is still live on ``expected``."""
+        holds the run and it is still live on ``expected``; then, in its transaction, the
+        pauses readdressed and the ``upgraded`` event."""
         with self._cursor(f"upgrading run {execution_id}", write=True) as cursor:
             self._store_plan(cursor, fingerprint, plan_json)
             self._execute(cursor, "move_run_plan", lambda: update(runs).where(
@@ -377,7 +404,16 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                 or_(*(runs.c.status == status for status in LIVE_STATUSES))).values(
                 plan_fingerprint=bindparam("fp"), updated_at=bindparam("now")),
                 eid=execution_id, expected=expected, fp=fingerprint, now=time.time())
-            return bool(cursor.rowcount == 1)
+            if cursor.rowcount != 1:
+                return False
+            for to in readdress:
+                for table in (pending_interrupts, decisions):
+                    self._execute(cursor, f"readdress_{table.name}", _readdressing(table),
+                                  eid=execution_id, cid=to.checkpoint_id, node=to.node_id,
+                                  path=to.agent_path)
+            self._insert_event(cursor, upgraded_event(execution_id, expected, fingerprint,
+                                                      readdressed(readdress)))
+            return True
 
     # -- queues and workers (statements in sql_queue.py) -------------------------------------
     def enqueue_run(self, execution_id: str, queue: str, priority: int = 0,

@@ -39,6 +39,7 @@ from tether.runtime.drift import task_drift
 from tether.runtime.plans import task_names
 from tether.runtime.resume import Claimed
 from tether.runtime.runner import Runner
+from tether.runtime.signatures import loads, record_signatures
 from tether.stores.base import Checkpointer
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
@@ -287,8 +288,13 @@ class Worker:
         missing = sorted(task_names(plan) - self._task_names)
         if missing:
             return f"{who} lacks tasks: {', '.join(missing)}"
-        drift = task_drift(plan, self._task_registry)
-        return f"{who}: {drift}" if drift is not None else None
+        recorded = loads(store.get_plan_tasks(fingerprint))
+        drift = task_drift(plan, self._task_registry, recorded)
+        if drift is not None:
+            return f"{who}: {drift}"
+        if not recorded:  # submitted where the tasks were not importable: the first claimer's
+            record_signatures(store, plan, self._task_registry)  # code is the one to keep
+        return None
 
     def _fire_schedules(self, store: Checkpointer) -> None:
         """Enqueue the runs of the schedules' due ticks (exactly one per tick fleet-wide)."""
