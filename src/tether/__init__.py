@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         AmbiguousId,
         ChainResumeError,
         CheckpointNotFound,
+        ConcurrencyLimitReached,
         DefinitionError,
         ExecutionError,
         ExecutionExists,
@@ -63,7 +64,7 @@ _ERRORS = (
     "ResumeValueError", "RunNotFound", "SchemaVersionError", "StoreError", "StoreUnavailable",
     "TaskError", "TemplateLimit", "TetherError", "WorkflowError",
     "AmbiguousId", "DefinitionError", "ExecutionError", "IdTooShort", "IneffectivePatch",
-    "NotFoundError", "RunStateError", "UsageError",
+    "NotFoundError", "RunStateError", "UsageError", "ConcurrencyLimitReached",
 )
 
 _WHERE: dict[str, str] = {
@@ -95,6 +96,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointNotFound",
     "Checkpointer",
+    "ConcurrencyLimitReached",
     "DefinitionError",
     "Diagnostic",
     "ExecutionError",

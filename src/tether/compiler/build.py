@@ -35,6 +35,7 @@ from tether.compiler.plan import (
 )
 from tether.compiler.schedules import plan_schedule
 from tether.compiler.webhooks import plan_webhook
+from tether.compiler.concurrency import plan_concurrency
 from tether.dsl.ast import Workflow
 from tether.dsl.document import InputSpec, NodeSpec
 from tether.durations import DurationError, parse_duration
@@ -120,6 +121,7 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan],
         secrets=tuple(workflow.doc.secrets or ()),
         schedule=plan_schedule(workflow),
         webhook=plan_webhook(workflow),
+        concurrency=plan_concurrency(workflow),
         nodes=nodes,
         agents=agents,
         generations=tuple(tuple(g) for g in graph.generations),

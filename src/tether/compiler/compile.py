@@ -27,6 +27,7 @@ from tether.compiler.shapes import check_shapes
 from tether.compiler.subworkflows import compile_subworkflows
 from tether.compiler.tasks import check_tasks
 from tether.compiler.webhooks import check_webhook
+from tether.compiler.concurrency import check_concurrency
 from tether.diagnostics import Diagnostic, Related, sort_diagnostics
 from tether.dsl.ast import Workflow
 from tether.dsl.loader import read_workflow, syntax_of
@@ -112,6 +113,7 @@ class Compiler:
         check_schedule(ctx)
         check_renames(ctx)
         check_webhook(ctx)
+        check_concurrency(ctx)
         check_shapes(ctx, reads, self.tasks)
         check_lints(ctx, reads, self.tasks)
         check_skipped_reads(ctx, reads)

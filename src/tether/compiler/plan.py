@@ -369,6 +369,20 @@ class PlanWebhook(_PlanModel):
     tolerance: float = 300.0
 
 
+OnConflict = Literal["queue", "cancel_running", "cancel_new", "reject"]
+ON_CONFLICT: tuple[OnConflict, ...] = ("queue", "cancel_running", "cancel_new", "reject")
+
+
+class PlanConcurrency(_PlanModel):
+    """The plan's concurrency key: ``key`` (a template over ``inputs``, rendered when a run
+    is submitted, or a constant), at most ``limit`` runs with the same rendered key running
+    at once, and what a run that finds its key at the limit does (``on_conflict``)."""
+
+    key: str
+    limit: int = 1
+    on_conflict: OnConflict = "queue"
+
+
 class SourceRef(_PlanModel):
     """Where a node is defined: file (relative to the main workflow file), line, column."""
 
@@ -393,6 +407,8 @@ class Plan(_PlanModel):
     """When workers start runs of it (absent from the JSON when there is none)."""
     webhook: PlanWebhook | None = None
     """The signed request that starts runs of it (absent from the JSON when there is none)."""
+    concurrency: PlanConcurrency | None = None
+    """Its concurrency key (absent from the JSON when there is none)."""
     nodes: tuple[PlanNode, ...]
     agents: tuple[PlanAgent, ...] = ()
     """Agents that run only when another agent calls them (workers, handoff targets)."""
@@ -411,6 +427,8 @@ class Plan(_PlanModel):
             data.pop("schedule", None)
         if self.webhook is None:
             data.pop("webhook", None)
+        if self.concurrency is None:
+            data.pop("concurrency", None)
         if not self.agents:
             data.pop("agents", None)
         return data

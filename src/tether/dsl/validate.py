@@ -25,6 +25,7 @@ from tether.dsl.document import (
     SECRET_RE,
     AgentSpec,
     ApprovalSpec,
+    ConcurrencySpec,
     InputSpec,
     LoopSpec,
     ModelRef,
@@ -77,6 +78,8 @@ def describe(path: Path) -> str:
         return f"in input `{path[1]}`"
     if path and path[0] == "schedule":
         return "in the schedule"
+    if path and path[0] == "concurrency":
+        return "in the concurrency key"
     if path and path[0] == "on":
         return {"webhook": "in the webhook", "schedule": "in the schedule"}.get(
             str(path[1]) if len(path) > 1 else "", "in `on`")
@@ -93,6 +96,8 @@ def _model_at(path: Path) -> type[BaseModel] | None:
             model = ScheduleSpec
         elif model is WorkflowDoc and key == "on":
             model = TriggersSpec
+        elif model is WorkflowDoc and key == "concurrency":
+            model = ConcurrencySpec
         elif model is TriggersSpec and key == "webhook":
             model = WebhookSpec
         elif model is TriggersSpec and key == "schedule":
