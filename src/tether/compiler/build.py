@@ -11,6 +11,7 @@ from typing import Any, TypeVar, assert_never
 from pydantic import BaseModel
 
 from tether.compiler.agents import agent_specs, plan_agent
+from tether.compiler.concurrency import plan_concurrency
 from tether.compiler.graph import Graph
 from tether.compiler.plan import (
     AgentNode,
@@ -35,7 +36,6 @@ from tether.compiler.plan import (
 )
 from tether.compiler.schedules import plan_schedule
 from tether.compiler.webhooks import plan_webhook
-from tether.compiler.concurrency import plan_concurrency
 from tether.dsl.ast import Workflow
 from tether.dsl.document import InputSpec, NodeSpec
 from tether.durations import DurationError, parse_duration

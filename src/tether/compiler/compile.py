@@ -9,6 +9,7 @@ from typing import Any
 
 from tether.compiler.agents import check_agents
 from tether.compiler.build import build_plan
+from tether.compiler.concurrency import check_concurrency
 from tether.compiler.context import Context
 from tether.compiler.graph import analyse_graph
 from tether.compiler.limits import MAX_EXPANDED_NODES, MAX_SUBWORKFLOW_DEPTH, expanded_size
@@ -27,7 +28,6 @@ from tether.compiler.shapes import check_shapes
 from tether.compiler.subworkflows import compile_subworkflows
 from tether.compiler.tasks import check_tasks
 from tether.compiler.webhooks import check_webhook
-from tether.compiler.concurrency import check_concurrency
 from tether.diagnostics import Diagnostic, Related, sort_diagnostics
 from tether.dsl.ast import Workflow
 from tether.dsl.loader import read_workflow, syntax_of

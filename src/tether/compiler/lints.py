@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tether.compiler.conditions import constant_truth, truthy_string
 from tether.compiler.concurrency import key_inputs
+from tether.compiler.conditions import constant_truth, truthy_string
 from tether.compiler.context import Context
 from tether.compiler.graph import Graph
 from tether.compiler.references import Reads

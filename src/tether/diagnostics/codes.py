@@ -3,8 +3,8 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, E80x secrets, E85x timers, E87x schedules, E88x concurrency keys, E9xx agents, W1xx lints,
-C1xx changes to a workflow with live runs (`tether compat`).
+sub-workflows, E80x secrets, E85x timers, E87x schedules, E88x concurrency keys, E9xx agents,
+W1xx lints, C1xx changes to a workflow with live runs (`tether compat`).
 """
 
 from __future__ import annotations

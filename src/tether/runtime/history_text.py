@@ -68,6 +68,8 @@ def describe(event: HistoryEvent) -> str:
         case EventKind.UPGRADED:
             detail = event.detail or {}
             return f"plan {str(detail.get('from'))[:12]} -> {str(detail.get('to'))[:12]}"
+        case EventKind.CONCURRENCY:
+            return f"{event.reason}"
         case EventKind.CANCEL_REQUESTED:
             return f"by {event.actor or 'someone'} through {event.channel}: {event.status}"
         case EventKind.AGENT_TURN:

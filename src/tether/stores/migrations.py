@@ -284,7 +284,18 @@ def _v8_run_events(ctx: MigrationContext) -> None:
     _RUN_EVENTS_V8.create(ctx.connection)
 
 
+def _v9_concurrency_keys(ctx: MigrationContext) -> None:
+    """Version 9: concurrency keys: ``runs.concurrency_key`` (the rendered key) and
+    ``runs.concurrency_limit``, and the index ``runs_concurrency`` on (concurrency_key,
+    status), which counts a key's running runs in the claim. Older runs have no key."""
+    runs = ctx.table("runs")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN concurrency_key TEXT")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN concurrency_limit INTEGER")
+    ctx.run(f"CREATE INDEX runs_concurrency ON {runs} (concurrency_key, status)")
+
+
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v4_schedules, _v5_workers,
-                               _v6_queue_limits, _v7_claim_order, _v8_run_events]
+                               _v6_queue_limits, _v7_claim_order, _v8_run_events,
+                               _v9_concurrency_keys]
 
 SCHEMA_VERSION = len(MIGRATIONS)

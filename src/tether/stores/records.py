@@ -188,6 +188,8 @@ class RunRecord:
     started_at: float | None = None  # a worker first claimed it, queued (Unix time)
     blocked_reason: str | None = None  # why a claimable run is not taken (see queueing.py)
     recovery_failures: int = 0  # drives that failed for a reason other than fencing
+    concurrency_key: str | None = None  # the workflow's concurrency key, rendered (keys.py)
+    concurrency_limit: int | None = None  # at most this many runs of the key running at once
 
 
 @dataclass(frozen=True)

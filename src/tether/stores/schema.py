@@ -73,8 +73,13 @@ runs = Table(
            "its tasks, its recovery keeps failing); cleared when a worker claims it"),
     Column("recovery_failures", Integer, nullable=False, server_default="0",
            comment="drives of the run that failed for a reason other than fencing (backoff)"),
+    Column("concurrency_key", Text, comment="the workflow's concurrency key as rendered for "
+           "the run; NULL: no key (see stores/keys.py)"),
+    Column("concurrency_limit", Integer, comment="at most this many runs of the key run at "
+           "once (the plan's concurrency.limit when the run was submitted)"),
     Index("runs_status_updated", "status", "updated_at"),
     Index("runs_started", "queue", "started_at"),
+    Index("runs_concurrency", "concurrency_key", "status"),
 )
 # the claim reads each kind of claimable run in claim order (migration 7)
 Index("runs_claim_order", runs.c.queue, runs.c.status, runs.c.priority.desc(), runs.c.created_at,
