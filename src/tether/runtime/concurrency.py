@@ -79,12 +79,14 @@ async def start_in_place(store: Checkpointer, plan: Plan, run: RunRecord,
     once, as for a submission. ``lease``: the lease's end, asked again at each try."""
     assert plan.concurrency is not None
     waited = False
+    superseded: tuple[str, ...] = ()
     while True:
         run = replace(run, lease_until=lease())
         started = store.create_keyed_run(run, plan_json, plan.concurrency.on_conflict,
                                          time.time())
+        superseded += started.superseded
         if started.created:
-            record(store, plan, run, started, waited=waited)
+            record(store, plan, run, replace(started, superseded=superseded), waited=waited)
             return started
         waited = True
         await asyncio.sleep(WAIT_SECONDS)
