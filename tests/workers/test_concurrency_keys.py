@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import Fleet, wait_for
 
+from conftest import Fleet, wait_for
 from tether.errors import ConcurrencyLimitReached
 from tether.runtime.runner import Runner
 from tether.stores.open import open_checkpointer

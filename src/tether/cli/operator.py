@@ -118,8 +118,8 @@ def make_runner(plan_source: str | None, store: Checkpointer, tasks: tuple[str, 
 def report(result: RunResult, as_json: bool, store: Checkpointer | None = None,
            extra: str = "") -> None:
     """Print a run's outcome and exit with its code (0 completed, 1 failed, 4 paused, 6
-    cancelled; 0 for a run left to the workers or another attempt). ``extra``: the options every printed
-    command needs (:func:`hint_options`)."""
+    cancelled; 0 for a run left to the workers or another attempt). ``extra``: the options
+    every printed command needs (:func:`hint_options`)."""
     run_id = printable(result.execution_id)
     if as_json:
         click.echo(dumps({
