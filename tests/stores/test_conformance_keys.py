@@ -133,17 +133,23 @@ def test_cancel_running_cancels_older_runs_queued_at_once_held_at_a_boundary(
     assert claim(store) == [newest]
 
 
-def test_an_in_place_start_waits_for_room(store: Checkpointer) -> None:
-    """A run started in place (``running``) is stored only while its key has room."""
+def test_an_in_place_start_joins_the_end_of_the_line(store: Checkpointer) -> None:
+    """A run started in place (``running``) is stored only while its key's window has room:
+    a queued run of the key ahead of it, or one running, makes it wait (nothing stored)."""
     first = submit(store)
     here = keyed_run(status="running", owner="me@h/1")
+    assert not store.create_keyed_run(here, PLAN_JSON, "queue", time.time()).created
+    assert store.get_run(here.execution_id) is None
+    assert claim(store) == [first]
+    assert not store.create_keyed_run(here, PLAN_JSON, "queue", time.time()).created
+    run = store.get_run(first)
+    assert run is not None and run.owner is not None
+    store.release(first, run.owner)
+    store.request_cancel(first, time.time())
     started = store.create_keyed_run(here, PLAN_JSON, "queue", time.time())
-    assert started.created and started.status == RunStatus.RUNNING  # the queued one waits
-    assert claim(store) == []
-    again = keyed_run(status="running", owner="me2@h/1")
-    assert not store.create_keyed_run(again, PLAN_JSON, "queue", time.time()).created
-    assert store.get_run(again.execution_id) is None
-    assert status(store, first) == "queued"
+    assert started.created and started.status == RunStatus.RUNNING
+    later = submit(store)
+    assert claim(store) == [] and status(store, later) == "queued"
 
 
 def test_a_taken_id_raises_execution_exists_and_cancels_nothing(store: Checkpointer) -> None:

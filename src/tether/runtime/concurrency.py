@@ -112,10 +112,10 @@ def record(store: Checkpointer, plan: Plan, run: RunRecord, started: KeyedStart,
         add_event(store, RunEvent(run.execution_id, RunEventKind.CONCURRENCY, data={
             **data, "outcome": "superseded", "reason": reason,
             "superseded": list(started.superseded)}))
-    elif waited or started.running >= limit:
+    elif waited or started.occupied >= limit:
         reason = (f"waited for concurrency key '{key}' (limit {limit})" if waited else
-                  f"waits for concurrency key '{key}': {started.running} run(s) running "
-                  f"(limit {limit})")
+                  f"waits for concurrency key '{key}': {started.occupied} run(s) running, "
+                  f"paused or queued ahead (limit {limit})")
         add_event(store, RunEvent(run.execution_id, RunEventKind.CONCURRENCY,
                                   data={**data, "outcome": "waiting", "reason": reason}))
     for older in started.superseded:

@@ -19,11 +19,12 @@ from tether.stores.base import Checkpointer
 from tether.stores.events import RunEvent, answered_event
 from tether.stores.idprefix import IdMatches, select_matches
 from tether.stores.keys import (
-    IN_PROGRESS,
     KeyedStart,
-    KeyHolder,
     decide,
+    in_window,
     key_error,
+    last_in_line,
+    line_of,
     superseded_error,
 )
 from tether.stores.owners import describe_owner, lease_free, new_owner
@@ -158,11 +159,12 @@ class InMemoryCheckpointer(Checkpointer):
 
     def _claim_reason(self, run: RunRecord, queues: Sequence[str],
                       now: float) -> ClaimReason | None:
-        if run.queue is None or run.queue not in queues or not self._has_room(run):
+        if run.queue is None or run.queue not in queues:
             return None
         if run.status == RunStatus.QUEUED:
             ready = run.available_at is None or run.available_at <= now
-            return ClaimReason.QUEUED if ready and run.cancel_requested_at is None else None
+            return ClaimReason.QUEUED if ready and run.cancel_requested_at is None and \
+                in_window(run, self._runs.values()) else None
         if run.status == RunStatus.RUNNING:
             free = run.owner is None or (run.lease_until is not None and run.lease_until < now)
             ready = run.available_at is None or run.available_at <= now
@@ -188,8 +190,8 @@ class InMemoryCheckpointer(Checkpointer):
                 if len(claimed) >= limit:
                     break
                 starting = why == ClaimReason.QUEUED
-                if not self._has_room(run):  # an earlier run of this claim took the key
-                    continue
+                if not in_window(self._runs[run.execution_id], self._runs.values()):
+                    continue  # an earlier run of this claim took its key's room
                 if not budget.admit(run.queue, run.workflow, starting):
                     continue
                 owner = new_owner()
@@ -200,16 +202,6 @@ class InMemoryCheckpointer(Checkpointer):
                 claimed.append(ClaimedRun(_copy(self._runs[run.execution_id]), owner,
                                           lease_until, why))
             return claimed
-
-    def _has_room(self, run: RunRecord) -> bool:
-        """Whether ``run`` may start now as its concurrency key goes (keys.py): a run
-        ``running`` already holds its place."""
-        key = run.concurrency_key
-        if key is None or run.status == RunStatus.RUNNING:
-            return True
-        held = sum(1 for r in self._runs.values()
-                   if r.concurrency_key == key and r.status == RunStatus.RUNNING)
-        return held < (run.concurrency_limit or 1)
 
     def _usage(self, queue: QueueRecord, now: float) -> QueueUsage:
         usage = QueueUsage()
@@ -302,14 +294,9 @@ class InMemoryCheckpointer(Checkpointer):
         with self._lock:
             if run.execution_id in self._runs:
                 raise ExecutionExists(run.execution_id)
-            mine = sorted((r for r in self._runs.values()
-                           if r.concurrency_key == run.concurrency_key
-                           and r.status in IN_PROGRESS),
-                          key=lambda r: (r.created_at, r.execution_id))
-            holders = [KeyHolder(r.execution_id, r.status) for r in mine
-                       if r.cancel_requested_at is None]
-            running = sum(1 for r in mine if r.status == RunStatus.RUNNING)
-            decision = decide(run, on_conflict, holders, running)
+            holders, occupied, latest = line_of(self._runs.values(), run.concurrency_key or "")
+            decision = decide(run, on_conflict, holders, occupied)
+            run = last_in_line(run, latest)
             if decision.insert == RunStatus.CANCELLED:
                 self.create_run(dataclasses.replace(run, status=RunStatus.CANCELLED.value,
                                                     error=key_error(run, holders)), plan_json)
@@ -319,7 +306,7 @@ class InMemoryCheckpointer(Checkpointer):
                 if self.request_cancel(older, now) == CancelOutcome.CANCELLED:
                     self._update(older, error=superseded_error(
                         run.execution_id, run.concurrency_key or ""))
-            return KeyedStart(decision.insert, tuple(holders), running, decision.cancel)
+            return KeyedStart(decision.insert, tuple(holders), occupied, decision.cancel)
 
     def register_worker(self, worker: WorkerRecord) -> None:
         with self._lock:

@@ -287,11 +287,13 @@ def _v8_run_events(ctx: MigrationContext) -> None:
 def _v9_concurrency_keys(ctx: MigrationContext) -> None:
     """Version 9: concurrency keys: ``runs.concurrency_key`` (the rendered key) and
     ``runs.concurrency_limit``, and the index ``runs_concurrency`` on (concurrency_key,
-    status), which counts a key's running runs in the claim. Older runs have no key."""
+    status, created_at, execution_id), which reads a key's window in the claim. Older runs
+    have no key."""
     runs = ctx.table("runs")
     ctx.run(f"ALTER TABLE {runs} ADD COLUMN concurrency_key TEXT")
     ctx.run(f"ALTER TABLE {runs} ADD COLUMN concurrency_limit INTEGER")
-    ctx.run(f"CREATE INDEX runs_concurrency ON {runs} (concurrency_key, status)")
+    ctx.run(f"CREATE INDEX runs_concurrency ON {runs} "
+            "(concurrency_key, status, created_at, execution_id)")
 
 
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v4_schedules, _v5_workers,

@@ -79,7 +79,7 @@ runs = Table(
            "once (the plan's concurrency.limit when the run was submitted)"),
     Index("runs_status_updated", "status", "updated_at"),
     Index("runs_started", "queue", "started_at"),
-    Index("runs_concurrency", "concurrency_key", "status"),
+    Index("runs_concurrency", "concurrency_key", "status", "created_at", "execution_id"),
 )
 # the claim reads each kind of claimable run in claim order (migration 7)
 Index("runs_claim_order", runs.c.queue, runs.c.status, runs.c.priority.desc(), runs.c.created_at,

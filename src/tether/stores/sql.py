@@ -52,7 +52,13 @@ from tether.errors import (
 )
 from tether.stores import listing, sql_keys, sql_queue
 from tether.stores.base import Checkpointer
-from tether.stores.keys import KeyedStart, decide, key_error, superseded_error
+from tether.stores.keys import (
+    KeyedStart,
+    decide,
+    key_error,
+    last_in_line,
+    superseded_error,
+)
 from tether.stores.migrations import MigrationContext
 from tether.stores.queueing import (
     CancelOutcome,
@@ -428,14 +434,16 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         decide (``keys.decide``), insert, cancel the superseded runs."""
         key = run.concurrency_key or ""
         with self._cursor(f"creating run {run.execution_id}", write=True) as cursor:
-            sql_keys.lock_keys(self, cursor, [key], wait=True)
+            sql_keys.lock_key(self, cursor, key)
             if sql_keys.run_exists(self, cursor, run.execution_id):
                 raise ExecutionExists(run.execution_id)
-            holders, running = sql_keys.holders(self, cursor, key)
-            decision = decide(run, on_conflict, holders, running)
+            holders, occupied, latest = sql_keys.holders(self, cursor, key)
+            decision = decide(run, on_conflict, holders, occupied)
             if decision.insert is not None:
-                stored = dataclasses.replace(run, status=decision.insert.value, error=key_error(
-                    run, holders) if decision.insert == RunStatus.CANCELLED else run.error)
+                stored = dataclasses.replace(
+                    last_in_line(run, latest), status=decision.insert.value,
+                    error=key_error(run, holders) if decision.insert == RunStatus.CANCELLED
+                    else run.error)
                 self._store_plan(cursor, run.plan_fingerprint, plan_json)
                 self._execute(cursor, "create_run", lambda: self._insert_or_ignore(runs),
                               **self._run_values(stored))
@@ -444,7 +452,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                                     superseded_error(run.execution_id, key))
             if decision.insert == RunStatus.QUEUED:
                 self._notify(cursor)
-        return KeyedStart(decision.insert, tuple(holders), running, decision.cancel)
+        return KeyedStart(decision.insert, tuple(holders), occupied, decision.cancel)
 
     @transient()
     def register_worker(self, worker: WorkerRecord) -> None:

@@ -1,19 +1,16 @@
 """The SQL statements of concurrency keys (see ``keys.py`` for the rules they keep).
 
-Serialisation per key: PostgreSQL takes a transaction-scoped advisory lock per key
-(:func:`lock_keys`: a submission waits for it; a claimer only tries it, so a claimer never
-waits while it holds candidate rows ``FOR UPDATE``, and a submitter that waits for such a
-row holds only its own key's lock: no cycle, no deadlock). SQLite needs none: every write
-transaction (``BEGIN IMMEDIATE``) is alone.
+The claim needs no lock of its own: a queued keyed run is claimable only inside its key's
+window (:func:`has_room`), read in the claim's one statement with ``FOR UPDATE SKIP
+LOCKED``. The submissions of one key are serialised (:func:`lock_key`), so the runs of a
+key are queued in the order of their creation times and every claimer sees the same line.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, bindparam, func, literal_column, or_, select
+from sqlalchemy import and_, bindparam, case, exists, func, literal_column, or_, select
 from sqlalchemy.sql import ColumnElement
 
 from tether.status import RunStatus
@@ -26,63 +23,57 @@ if TYPE_CHECKING:
 _OTHER = runs.alias("keyed")
 
 
+def _count(where: ColumnElement[bool]) -> Any:
+    """How many runs of the same key match ``where`` (an index range of
+    ``runs_concurrency``)."""
+    return select(func.count()).select_from(_OTHER).where(and_(
+        _OTHER.c.concurrency_key == runs.c.concurrency_key, where)).scalar_subquery()
+
+
 def has_room() -> ColumnElement[bool]:
-    """A run without a key, or whose key has fewer than its limit of runs ``running`` (as
-    this statement's snapshot sees them: the claim counts again under the key's lock)."""
-    running = select(func.count()).select_from(_OTHER).where(and_(
-        _OTHER.c.concurrency_key == runs.c.concurrency_key,
-        _OTHER.c.status == RunStatus.RUNNING.value)).scalar_subquery()
-    return or_(runs.c.concurrency_key.is_(None), running < runs.c.concurrency_limit)
+    """A queued run without a key, or inside its key's window: the runs of the key
+    ``running`` or ``paused`` (``held``), plus its queued runs ahead of it (created earlier,
+    not asked to cancel), are fewer than its limit (see ``keys.py``, *The claim*). When one
+    place is left (a limit of 1, the usual case), "none ahead" is one index probe."""
+    other = _OTHER.c
+    held = _count(or_(other.status == RunStatus.RUNNING.value,
+                      other.status == RunStatus.PAUSED.value))
+    ahead_where = and_(other.status == RunStatus.QUEUED.value,
+                       other.cancel_requested_at.is_(None),
+                       or_(other.created_at < runs.c.created_at,
+                           and_(other.created_at == runs.c.created_at,
+                                other.execution_id < runs.c.execution_id)))
+    ahead = select(literal_column("1")).select_from(_OTHER).where(and_(
+        other.concurrency_key == runs.c.concurrency_key, ahead_where))
+    places = runs.c.concurrency_limit - held
+    window = case((places == 1, ~exists(ahead)), else_=_count(ahead_where) < places)
+    return or_(runs.c.concurrency_key.is_(None), and_(places > 0, window))
 
 
-def serialises(store: SQLCheckpointer) -> bool:
-    """Whether claims and keyed submissions must lock their keys (PostgreSQL)."""
-    return bool(store.engine.dialect.name == "postgresql")
+def lock_key(store: SQLCheckpointer, cursor: Any, key: str) -> None:
+    """Serialise the submissions of ``key`` until the transaction ends (PostgreSQL: a
+    transaction-scoped advisory lock; SQLite: its write transaction already is alone)."""
+    if store.engine.dialect.name == "postgresql":
+        store.sql_execute(cursor, "key_lock", lambda: select(
+            func.pg_advisory_xact_lock(bindparam("k"))), k=lock_id(key))
 
 
-def lock_keys(store: SQLCheckpointer, cursor: Any, keys: Iterable[str],
-              wait: bool) -> set[str]:
-    """Lock ``keys`` until the transaction ends, in one global order; returns the keys
-    locked (with ``wait`` False, those no other transaction held). SQLite: all of them."""
-    wanted = sorted(set(keys), key=lock_id)
-    if not serialises(store):
-        return set(wanted)
-    locked: set[str] = set()
-    for key in wanted:
-        if wait:
-            store.sql_execute(cursor, "key_lock", lambda: select(
-                func.pg_advisory_xact_lock(bindparam("k"))), k=lock_id(key))
-            locked.add(key)
-        elif store.sql_execute(cursor, "key_try_lock", lambda: select(
-                func.pg_try_advisory_xact_lock(bindparam("k"))), k=lock_id(key)).fetchone()[0]:
-            locked.add(key)
-    return locked
-
-
-def running_counts(store: SQLCheckpointer, cursor: Any, keys: Iterable[str]) -> Counter[str]:
-    """How many runs of each of ``keys`` are ``running`` (held or orphaned)."""
-    wanted = sorted(set(keys))
-    if not wanted:
-        return Counter()
-    count = len(wanted)
-    rows = store.sql_execute(cursor, f"key_running:{count}", lambda: select(
-        runs.c.concurrency_key, func.count()).where(and_(
-            runs.c.concurrency_key.in_([bindparam(f"k{i}") for i in range(count)]),
-            runs.c.status == RunStatus.RUNNING.value)).group_by(runs.c.concurrency_key),
-        **{f"k{i}": key for i, key in enumerate(wanted)}).fetchall()
-    return Counter({str(key): int(n) for key, n in rows})
-
-
-def holders(store: SQLCheckpointer, cursor: Any, key: str) -> tuple[list[KeyHolder], int]:
-    """The runs of ``key`` in progress (not asked to cancel), oldest first, and how many
-    runs of the key are ``running``."""
+def holders(store: SQLCheckpointer, cursor: Any, key: str,
+            ) -> tuple[list[KeyHolder], int, float | None]:
+    """The runs of ``key`` in progress (not asked to cancel), oldest first; how many runs
+    of the key occupy it (running or paused, or queued and not asked to cancel); the
+    latest creation time among them."""
     rows = store.sql_execute(cursor, "key_holders", lambda: select(
-        runs.c.execution_id, runs.c.status, runs.c.cancel_requested_at).where(and_(
+        runs.c.execution_id, runs.c.status, runs.c.cancel_requested_at,
+        runs.c.created_at).where(and_(
             runs.c.concurrency_key == bindparam("k"),
             or_(*(runs.c.status == value for value in IN_PROGRESS)))).order_by(
         runs.c.created_at, runs.c.execution_id), k=key).fetchall()
-    found = [KeyHolder(str(eid), str(status)) for eid, status, asked in rows if asked is None]
-    return found, sum(1 for _, status, _ in rows if status == RunStatus.RUNNING.value)
+    found = [KeyHolder(str(eid), str(status)) for eid, status, asked, _ in rows
+             if asked is None]
+    occupied = sum(1 for _, status, asked, _ in rows
+                   if status != RunStatus.QUEUED.value or asked is None)
+    return found, occupied, max((float(r[3]) for r in rows), default=None)
 
 
 def run_exists(store: SQLCheckpointer, cursor: Any, execution_id: str) -> bool:

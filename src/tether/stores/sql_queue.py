@@ -49,7 +49,7 @@ from tether.stores.queueing import (
 from tether.stores.records import RunStatus
 from tether.stores.schema import decisions, pending_interrupts, runs, workers
 from tether.stores.schema import queues as queue_table
-from tether.stores.sql_keys import has_room, lock_keys, running_counts
+from tether.stores.sql_keys import has_room
 
 if TYPE_CHECKING:
     from tether.stores.sql import SQLCheckpointer
@@ -65,7 +65,6 @@ _ORDER = (runs.c.priority.desc(), runs.c.created_at, runs.c.execution_id)
 
 
 _KINDS = ("queued", "recovered", "answered")
-RUNNING = RunStatus.RUNNING.value
 
 
 def _claimable(queues: int, plans: int | None = None, full: int = 0,
@@ -82,7 +81,7 @@ def _claimable(queues: int, plans: int | None = None, full: int = 0,
                             runs.c.cancel_requested_at.is_(None), _ready(), has_room()),
              "recovered": and_(runs.c.status == RunStatus.RUNNING.value, free, _ready()),
              "answered": and_(runs.c.status == RunStatus.PAUSED.value, runs.c.owner.is_(None),
-                              answered, has_room())}
+                              answered)}
     chosen = [terms[kind] for kind in kinds if starts or kind != "queued"]
     where = [runs.c.queue.in_([bindparam(f"q{i}") for i in range(queues)]),
              chosen[0] if len(chosen) == 1 else or_(*chosen)]
@@ -112,8 +111,7 @@ def _branch(where: ColumnElement[bool]) -> Select[Any]:
     """The first ``n`` runs matching ``where`` in claim order, locked (``SKIP LOCKED``), as a
     sub-select (SQLite takes no parenthesised member in a compound select)."""
     first = select(runs.c.execution_id, runs.c.status.label("was"), runs.c.queue,
-                   runs.c.workflow, runs.c.priority, runs.c.created_at, runs.c.concurrency_key,
-                   runs.c.concurrency_limit).where(where).order_by(
+                   runs.c.workflow, runs.c.priority, runs.c.created_at).where(where).order_by(
         *_ORDER).limit(bindparam("n")).with_for_update(skip_locked=True).subquery()
     return select(*first.c)
 
@@ -168,11 +166,9 @@ def _names(prefix: str, values: Iterable[str]) -> dict[str, str]:
 
 def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
     """PostgreSQL's claim when none of the served queues has limits, in one statement:
-    ``WITH lim AS (the served queues that have limits), first AS (the claimable runs,
+    ``WITH lim AS (the served queues that have limits), cand AS (the claimable runs,
     none if lim is not empty: the first n of each kind ... FOR UPDATE SKIP LOCKED, then the
-    first n of those, as :func:`_candidates`), cand AS (those, none if one of them would
-    start a run with a concurrency key: the transaction counts those under the key's lock)
-    UPDATE runs ... FROM cand
+    first n of those, as :func:`_candidates`) UPDATE runs ... FROM cand
     RETURNING`` the run rows and their status before. Each run gets its own owner token,
     ``gen_random_uuid()``'s 32 hex digits (random, as :func:`new_owner`'s) followed by this
     process's ``@host/pid/...`` suffix. The row locks and ``SKIP LOCKED`` are the
@@ -182,10 +178,8 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
         [bindparam(f"q{i}") for i in range(queues)]), _LIMITED)).cte("lim")
     empty = ~exists(select(literal_column("1")).select_from(lim))
     first = _first(_branch(and_(_claimable(queues, plans, kinds=(kind,)), empty))
-                   for kind in _KINDS).cte("first")
-    keyed = exists(select(literal_column("1")).select_from(first).where(and_(
-        first.c.concurrency_key.is_not(None), first.c.was != RunStatus.RUNNING.value)))
-    cand = select(first.c.execution_id, first.c.was).where(~keyed).cte("cand")
+                   for kind in _KINDS).subquery("first")
+    cand = select(first.c.execution_id, first.c.was).cte("cand")
     token = func.replace(cast(func.gen_random_uuid(), String), "-", "") + \
         bindparam("suffix", type_=String)
     return update(runs).where(runs.c.execution_id == cand.c.execution_id).values(
@@ -250,20 +244,12 @@ def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit
                                 budget.full_workflows(queue.name),
                                 budget.starts_left(queue.name) != 0)
         found.sort(key=lambda row: (-row[4], row[5], row[0]))
-        keys = [row[6] for row in found if row[6] is not None and row[1] != RUNNING]
-        locked = lock_keys(store, cursor, keys, wait=False) if keys else set()
-        running = running_counts(store, cursor, locked)
         claimed: list[ClaimedRun] = []
-        for execution_id, status, queue_name, workflow, _, _, key, key_limit in found:
+        for execution_id, status, queue_name, workflow, _, _ in found:
             if len(claimed) >= limit:
                 break
-            starts_key = key is not None and status != RUNNING
-            if starts_key and (key not in locked or running[key] >= (key_limit or 1)):
-                continue
             if not budget.admit(queue_name, workflow, status == RunStatus.QUEUED.value):
                 continue
-            if starts_key:
-                running[key] += 1
             owner = new_owner()
             row = store.sql_execute(cursor, "claim_take", _take, eid=execution_id, owner=owner,
                                  until=lease_until, now=now).fetchone()
