@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
-from helpers import PLAN_JSON
+from helpers import PLAN_JSON, new_run
 
 from tether.errors import ConcurrencyLimitReached, ExecutionExists
 from tether.runtime.ids import new_execution_id
@@ -150,6 +150,17 @@ def test_an_in_place_start_joins_the_end_of_the_line(store: Checkpointer) -> Non
     assert started.created and started.status == RunStatus.RUNNING
     later = submit(store)
     assert claim(store) == [] and status(store, later) == "queued"
+
+
+def test_keyed_and_plain_runs_are_created_by_one_store_in_any_order(
+        store: Checkpointer) -> None:
+    """The keyed insert and the plain one are different statements (a store caches each)."""
+    keyed = submit(store)
+    plain = new_run(store, status="queued")
+    again = submit(store, key="other")
+    assert [status(store, i) for i in (keyed, plain, again)] == ["queued"] * 3
+    run = store.get_run(plain)
+    assert run is not None and run.concurrency_key is None
 
 
 def test_a_taken_id_raises_execution_exists_and_cancels_nothing(store: Checkpointer) -> None:

@@ -445,7 +445,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                     error=key_error(run, holders) if decision.insert == RunStatus.CANCELLED
                     else run.error)
                 self._store_plan(cursor, run.plan_fingerprint, plan_json)
-                self._execute(cursor, "create_run", lambda: self._insert_or_ignore(runs),
+                self._execute(cursor, "create_keyed_run", lambda: self._insert_or_ignore(runs),
                               **self._run_values(stored))
             for older in decision.cancel:
                 sql_queue.cancel_in(self, cursor, older, now,

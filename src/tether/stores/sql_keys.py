@@ -47,7 +47,20 @@ def has_room() -> ColumnElement[bool]:
         other.concurrency_key == runs.c.concurrency_key, ahead_where))
     places = runs.c.concurrency_limit - held
     window = case((places == 1, ~exists(ahead)), else_=_count(ahead_where) < places)
-    return or_(runs.c.concurrency_key.is_(None), and_(places > 0, window))
+    return or_(runs.c.concurrency_key.is_(None),
+               and_(runs.c.concurrency_key.not_in(_full_keys()), places > 0, window))
+
+
+def _full_keys() -> Any:
+    """The keys whose running and paused runs fill their limit, read once per statement
+    (uncorrelated: PostgreSQL hashes it), so the runs waiting behind them are passed over
+    with a hash probe each rather than a count each."""
+    full = runs.alias("full_key")
+    return select(full.c.concurrency_key).where(and_(
+        full.c.concurrency_key.is_not(None),
+        or_(full.c.status == RunStatus.RUNNING.value,
+            full.c.status == RunStatus.PAUSED.value))).group_by(
+        full.c.concurrency_key).having(func.count() >= func.min(full.c.concurrency_limit))
 
 
 def lock_key(store: SQLCheckpointer, cursor: Any, key: str) -> None:
