@@ -7,10 +7,10 @@ One schema, two queues with ``--backlog`` queued one-node runs each: ``plain`` (
 ``keyed`` (a workflow with ``concurrency: {key: "{{ inputs.k }}", limit: 1}``): every other
 run belongs to one of ``--keys`` busy keys, whose first run is claimed and held before the
 timing starts (so those queued runs wait behind it and each claim must pass over them), the
-others to keys of their own. Then ``--claims`` rounds, each timing one
-``claim_runs(limit=--limit)`` of ``plain`` and one of ``keyed``, alternately (A/B in one
-process, so machine load hits both alike); after each round the claimed runs are marked
-completed (untimed), so the next of each key moves up and both backlogs shrink alike.
+others to keys of their own (``--keys 0``: every run has a key of its own). Then
+``--claims`` rounds, each timing one ``claim_runs(limit=--limit)`` of ``plain`` and one of
+``keyed``, alternately (A/B in one process, so machine load hits both alike); after each
+round the claimed runs are marked completed (untimed), so both backlogs shrink alike.
 Prints the medians (wall time of the call: its round trip and the statement) and their
 ratio, and the process CPU time of each. Needs TETHER_BENCH_POSTGRES_URL (or
 TETHER_TEST_POSTGRES_URL). A fresh schema, dropped afterwards.
@@ -78,7 +78,7 @@ def main() -> None:
                                            now + 3600)) == args.keys
         for i in range(args.backlog):
             plain.submit({}, queue="plain")
-            keyed.submit({"k": f"busy-{i % args.keys}" if i % 2 else f"own-{i}"},
+            keyed.submit({"k": f"busy-{i % args.keys}" if i % 2 and args.keys else f"own-{i}"},
                          queue="keyed")
         schema.sql("ANALYZE %S.runs")
         store = schema.store
@@ -95,7 +95,8 @@ def main() -> None:
         median = {q: statistics.median(t) for q, t in times.items()}
         cpu_median = {q: statistics.median(t) for q, t in cpus.items()}
         print(f"claim_runs(limit={args.limit}) over backlogs of {args.backlog:,} queued runs "
-              f"(keyed: half of them behind {args.keys} busy keys, limit 1), {args.claims} claims each, alternating: "
+              f"(keyed: half of them behind {args.keys} busy keys, limit 1), "
+              f"{args.claims} claims each, alternating: "
               f"unkeyed median {median['plain'] * 1e3:.3f} ms, keyed median "
               f"{median['keyed'] * 1e3:.3f} ms, ratio {median['keyed'] / median['plain']:.2f}x;"
               f" process CPU per claim {cpu_median['plain'] * 1e3:.3f} / "

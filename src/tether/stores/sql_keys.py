@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, bindparam, case, exists, func, literal_column, or_, select
-from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql import ColumnElement, Select
 
 from tether.status import RunStatus
 from tether.stores.keys import IN_PROGRESS, KeyHolder, lock_id
@@ -43,7 +43,7 @@ def has_room() -> ColumnElement[bool]:
                        or_(other.created_at < runs.c.created_at,
                            and_(other.created_at == runs.c.created_at,
                                 other.execution_id < runs.c.execution_id)))
-    ahead = select(literal_column("1")).select_from(_OTHER).where(and_(
+    ahead: Select[Any] = select(literal_column("1")).select_from(_OTHER).where(and_(
         other.concurrency_key == runs.c.concurrency_key, ahead_where))
     places = runs.c.concurrency_limit - held
     window = case((places == 1, ~exists(ahead)), else_=_count(ahead_where) < places)
