@@ -95,7 +95,8 @@ def main() -> None:
         median = {q: statistics.median(t) for q, t in times.items()}
         cpu_median = {q: statistics.median(t) for q, t in cpus.items()}
         print(f"claim_runs(limit={args.limit}) over backlogs of {args.backlog:,} queued runs "
-              f"(keyed: half of them behind {args.keys} busy keys, limit 1), "
+              + (f"(keyed: half of them behind {args.keys} busy keys, limit 1), " if args.keys
+                 else "(keyed: a key of its own each, limit 1), ") +
               f"{args.claims} claims each, alternating: "
               f"unkeyed median {median['plain'] * 1e3:.3f} ms, keyed median "
               f"{median['keyed'] * 1e3:.3f} ms, ratio {median['keyed'] / median['plain']:.2f}x;"
