@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +188,25 @@ def test_cancel_running_in_place_stops_the_older_run_at_its_next_node_boundary(
                    for e in events)
     finally:
         store.close()
+
+
+def test_runs_stuck_says_which_runs_hold_the_key(store: Checkpointer, tmp_path: Path) -> None:
+    """`tether runs --stuck` (``stuck_runs``): a queued run behind a running run of its key
+    is reported with the key and the holder; the holder itself is not stuck."""
+    from tether.stores.queueing import WorkerRecord
+    from tether.workers.stuck import stuck_runs
+
+    runner = Runner(workflow(tmp_path), store, TASKS)
+    first = runner.submit({"branch": "main"})
+    second = runner.submit({"branch": "main"})
+    now = time.time()
+    store.register_worker(WorkerRecord("w1", "host", 1, ("default",), 4, now, now))
+    assert [c.run.execution_id for c in store.claim_runs("w1", ["default"], 4, now,
+                                                         now + 60)] == [first]
+    [stuck] = stuck_runs(store, now, 30.0)
+    assert stuck.run.execution_id == second
+    assert stuck.reasons == (f"waits for concurrency key 'main': 1 run(s) running (limit 1): "
+                             f"{first}",)
+    history = build_history(store, second).events
+    assert any(e.kind == EventKind.CONCURRENCY and "waits for concurrency key 'main'"
+               in (e.reason or "") for e in history)
