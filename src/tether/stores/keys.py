@@ -36,14 +36,18 @@ hold them, on every backend:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.errors import ConcurrencyLimitReached
+from tether.errors import ConcurrencyLimitReached, ExecutionExists
 from tether.status import RunStatus
+from tether.stores.queueing import CancelOutcome
 from tether.stores.records import RunRecord
+
+if TYPE_CHECKING:
+    from tether.stores.base import Checkpointer
 
 __all__ = [
     "ON_CONFLICT",
@@ -179,3 +183,24 @@ def lock_id(key: str) -> int:
     """A signed 64-bit number for ``key`` (PostgreSQL's advisory locks take one): the first
     8 bytes of its SHA-256; keys that collide merely share a lock."""
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
+
+
+def create_keyed(store: Checkpointer, runs: Collection[RunRecord], run: RunRecord,
+                 plan_json: str, on_conflict: str, now: float,
+                 set_error: Callable[[str, dict[str, Any]], None]) -> KeyedStart:
+    """The in-memory store's ``create_keyed_run`` (under its lock; ``runs``: all of its
+    runs; ``set_error``: records the error of a superseded run cancelled at once)."""
+    if any(r.execution_id == run.execution_id for r in runs):
+        raise ExecutionExists(run.execution_id)
+    holders, occupied, latest = line_of(runs, run.concurrency_key or "")
+    decision = decide(run, on_conflict, holders, occupied)
+    run = last_in_line(run, latest)
+    if decision.insert == RunStatus.CANCELLED:
+        store.create_run(replace(run, status=RunStatus.CANCELLED.value,
+                                 error=key_error(run, holders)), plan_json)
+    elif decision.insert is not None:
+        store.create_run(run, plan_json)
+    for older in decision.cancel:
+        if store.request_cancel(older, now) == CancelOutcome.CANCELLED:
+            set_error(older, superseded_error(run.execution_id, run.concurrency_key or ""))
+    return KeyedStart(decision.insert, tuple(holders), occupied, decision.cancel)

@@ -18,15 +18,7 @@ from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
 from tether.stores.events import RunEvent, answered_event
 from tether.stores.idprefix import IdMatches, select_matches
-from tether.stores.keys import (
-    KeyedStart,
-    decide,
-    in_window,
-    key_error,
-    last_in_line,
-    line_of,
-    superseded_error,
-)
+from tether.stores.keys import KeyedStart, create_keyed, in_window
 from tether.stores.owners import describe_owner, lease_free, new_owner
 from tether.stores.queueing import (
     Budget,
@@ -292,21 +284,8 @@ class InMemoryCheckpointer(Checkpointer):
     def create_keyed_run(self, run: RunRecord, plan_json: str, on_conflict: str,
                          now: float) -> KeyedStart:
         with self._lock:
-            if run.execution_id in self._runs:
-                raise ExecutionExists(run.execution_id)
-            holders, occupied, latest = line_of(self._runs.values(), run.concurrency_key or "")
-            decision = decide(run, on_conflict, holders, occupied)
-            run = last_in_line(run, latest)
-            if decision.insert == RunStatus.CANCELLED:
-                self.create_run(dataclasses.replace(run, status=RunStatus.CANCELLED.value,
-                                                    error=key_error(run, holders)), plan_json)
-            elif decision.insert is not None:
-                self.create_run(run, plan_json)
-            for older in decision.cancel:
-                if self.request_cancel(older, now) == CancelOutcome.CANCELLED:
-                    self._update(older, error=superseded_error(
-                        run.execution_id, run.concurrency_key or ""))
-            return KeyedStart(decision.insert, tuple(holders), occupied, decision.cancel)
+            return create_keyed(self, self._runs.values(), run, plan_json, on_conflict, now,
+                                lambda eid, error: self._update(eid, error=error))
 
     def register_worker(self, worker: WorkerRecord) -> None:
         with self._lock:
