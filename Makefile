@@ -33,6 +33,7 @@ demo: $(BIN)/tether
 bench: $(BIN)/tether
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/workers.py
+	$(BIN)/python bench/concurrency_claim.py
 
 bench-peers: $(BIN)/tether
 	$(BIN)/python bench/peers.py

@@ -50,6 +50,7 @@ def _samples() -> dict[str, Any]:
         errors.ForkError("run-1", ["nodes must be an object"]),
         errors.ExecutionExists("run-1"),
         errors.DedupKeyTaken("key-1", "deploy"),
+        errors.ConcurrencyLimitReached("deploy", "main", 1, ("run-1",)),
         errors.ResumeError("run-1", "nothing is waiting", node_id="n"),
         errors.ResumeValueError("run-1", "review", ["approved is missing"]),
         errors.AlreadyResumed("run-1", "answered", answered_by="ada",

@@ -25,7 +25,7 @@ EXPECTED = {
     "SchemaVersionError", "StoreUnavailable", "InterruptSignal", "LeaseLost", "TemplateLimit",
     # the error families (tether.errors), and the errors of ids and forks
     "DefinitionError", "UsageError", "NotFoundError", "RunStateError", "ExecutionError",
-    "AmbiguousId", "IdTooShort", "IneffectivePatch",
+    "AmbiguousId", "IdTooShort", "IneffectivePatch", "ConcurrencyLimitReached",
 }
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         AmbiguousId,
         ChainResumeError,
         CheckpointNotFound,
+        ConcurrencyLimitReached,
         DefinitionError,
         ExecutionError,
         ExecutionExists,
@@ -64,7 +65,7 @@ _ERRORS = (
     "ResumeValueError", "RunNotFound", "SchemaVersionError", "StoreError", "StoreUnavailable",
     "TaskError", "TemplateLimit", "TetherError", "WorkflowError",
     "AmbiguousId", "DefinitionError", "ExecutionError", "IdTooShort", "IneffectivePatch",
-    "NotFoundError", "RunStateError", "UsageError",
+    "NotFoundError", "RunStateError", "UsageError", "ConcurrencyLimitReached",
 )
 
 _WHERE: dict[str, str] = {
@@ -98,6 +99,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointNotFound",
     "Checkpointer",
+    "ConcurrencyLimitReached",
     "DefinitionError",
     "Diagnostic",
     "ExecutionError",

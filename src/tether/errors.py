@@ -26,6 +26,7 @@
     │   │   ├── ResumeValueError  the resume values do not match the approval's form
     │   │   └── NotContinued   nothing live can continue the run (`tether resume` exits 5)
     │   ├── AlreadyResumed     the run finished, or another resumer holds it
+    │   ├── ConcurrencyLimitReached  a run's concurrency key is at its limit (``reject``)
     │   └── LeaseLost          this attempt no longer owns the run (another took it over)
     ├── ExecutionError         a run's own values or templates went wrong while running
     │   ├── NotJSONError       a value that is not JSON (task output, cached result, context)
@@ -390,6 +391,25 @@ class DedupKeyTaken(RunStateError):
         super().__init__(
             f"the dedup key '{key}' already names a run of workflow '{workflow}'; "
             "choose another key")
+
+
+class ConcurrencyLimitReached(RunStateError):
+    """A submission refused because its workflow's concurrency key (``on_conflict: reject``)
+    already has ``limit`` runs in progress: ``key`` as rendered, ``limit``, and the execution
+    ids of the runs holding it (``holders``). ``tether submit``/``run`` exit 6; the API
+    answers 409."""
+
+    def __init__(self, workflow: str, key: str, limit: int,
+                 holders: tuple[str, ...] = ()) -> None:
+        self.workflow = workflow
+        self.key = key
+        self.limit = limit
+        self.holders = holders
+        held = ", ".join(holders[:5]) + (", ..." if len(holders) > 5 else "")
+        super().__init__(
+            f"workflow '{workflow}': concurrency key '{key}' already has {len(holders)} run"
+            f"{'s' if len(holders) != 1 else ''} in progress (limit {limit}"
+            + (f": {held}" if held else "") + "); the submission is rejected")
 
 
 class InvalidId(UsageError):

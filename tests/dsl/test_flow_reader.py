@@ -386,9 +386,9 @@ def test_validation_errors_point_into_the_flow_text() -> None:
          ("E102", "unexpected `1`; expected `:`", 2, 14)),
         ("workflow w\ntask a = t(x: )\n", ("E102", "unexpected `)`; expected a value", 2, 15)),
         ("workflow w\ntask a = t\nretry 3\n",
-         ("E102", "unexpected `retry`; expected one of: `agent`, `approval`, `description`, "
-          "`fail`, `input`, `inputs`, `noop`, `on`, `output`, `schedule`, `secrets`, "
-          "`sleep_until`, `sleep`, `switch`, `task`, `tether`, `workflow`", 3, 1)),
+         ("E102", "unexpected `retry`; expected one of: `agent`, `approval`, `concurrency`, "
+          "`description`, `fail`, `input`, `inputs`, `noop`, `on`, `output`, `schedule`, "
+          "`secrets`, `sleep_until`, `sleep`, `switch`, `task`, `tether`, `workflow`", 3, 1)),
         ("workflow w\ninput a string\n", ("E102", "unexpected `string`; expected `:`", 2, 9)),
         ("workflow w\ntask a = t(x: 1\ntask b = u\n", ("E102", "`(` is never closed", 2, 11)),
         ("workflow w\ntask a = t(x: [1, 2)\n",

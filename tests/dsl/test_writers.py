@@ -180,6 +180,9 @@ def test_explicit_empties_and_nulls_are_written(node: dict[str, Any], clauses: l
         ({"inputs": None}, ["workflow w", "inputs null"]),
         ({"inputs": {"a": {"type": "string", "default": None}}},
          ["workflow w", "input a: string = null"]),
+        ({"concurrency": {"key": "{{ inputs.a }}", "limit": 2, "on_conflict": "reject"}},
+         ["workflow w", 'concurrency {key: {{ inputs.a }}, limit: 2, on_conflict: "reject"}']),
+        ({"concurrency": {"key": "deploy"}}, ["workflow w", 'concurrency {key: "deploy"}']),
     ],
 )
 def test_header_lines(data: dict[str, Any], lines: list[str]) -> None:

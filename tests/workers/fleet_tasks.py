@@ -59,3 +59,14 @@ def fail_once(rid: str, node: str) -> str:
         raise RuntimeError(f"{rid}: the first call fails")
     _append(os.environ["TETHER_TEST_EFFECTS"], f"{rid} {node}")
     return rid
+
+
+@tether.task
+def keyed_hold(rid: str, node: str) -> str:
+    """Like :func:`hold`, the worker's pid on each line (a killed worker's unfinished body
+    is told apart): ``start RID NODE PID`` ... ``end RID NODE PID``."""
+    path = os.environ["TETHER_TEST_EFFECTS"]
+    _append(path, f"start {rid} {node} {os.getpid()}")
+    time.sleep(float(os.environ.get("TETHER_TEST_HOLD", "0.2")))
+    _append(path, f"end {rid} {node} {os.getpid()}")
+    return rid

@@ -354,3 +354,26 @@ def test_a_tick_id_is_a_valid_new_id_for_any_workflow_name() -> None:
     assert ids[0] == "daily=20report@2024-01-05T02:00:00Z" and len(set(ids)) == len(ids)
     for execution_id in ids:
         check_execution_id(execution_id)
+
+
+def test_a_tick_a_reject_key_refuses_is_skipped_and_the_schedule_moves_on(
+        tmp_path: Path, sqlite_store: Checkpointer) -> None:
+    """A schedule of a workflow with ``concurrency: {key: nightly, on_conflict: reject}``:
+    while the previous tick's run is still queued, the next tick is refused by the key; it
+    starts no run, the schedule advances past it, and the other tick's run is untouched."""
+    path = tmp_path / "nightly.yaml"
+    path.write_text(WORKFLOW.format(cron="0 3 * * *", timezone="UTC", catchup="all")
+                    .replace("nodes:", "concurrency: {key: nightly, on_conflict: reject}\n"
+                             "nodes:"), encoding="utf-8")
+    plan = compile(path)
+    register(sqlite_store, plan, utc("2024-01-01T00:00:00"))
+
+    def submit(plan: Plan, inputs: dict[str, Any], execution_id: str,
+               queue: str | None) -> None:
+        Runner(plan, sqlite_store).submit(inputs, execution_id=execution_id)
+
+    fired = fire_schedules(sqlite_store, utc("2024-01-02T12:00:00"), submit)
+    assert fired == ["nightly@2024-01-01T03:00:00Z"]
+    assert sqlite_store.get_run("nightly@2024-01-02T03:00:00Z") is None
+    schedule = sqlite_store.get_schedule("nightly")
+    assert schedule is not None and schedule.last_tick == utc("2024-01-02T03:00:00").timestamp()

@@ -72,6 +72,7 @@ def runs(status: str | None, stuck: bool, limit: int, db: str, as_json: bool) ->
             "created_at": r.created_at.isoformat(), "updated_at": r.updated_at.isoformat(),
             "parent_execution_id": r.parent_execution_id, "error": r.error,
             "queue": r.queue, "blocked_reason": r.blocked_reason,
+            "concurrency_key": r.concurrency_key,
             **({"reasons": list(reasons.get(r.execution_id, ()))} if stuck else {}),
         } for r in records], indent=2))
         return

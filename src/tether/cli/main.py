@@ -11,6 +11,8 @@ command succeeded                           0
 command reported problems (``ctx.exit``)    1      (the command's own output)
 :class:`~tether.errors.WorkflowError`       1      the diagnostics, rendered as text
 :class:`~tether.errors.UsageError` family   2      ``error: <message>`` (bad id, patch, URL)
+``ConcurrencyLimitReached`` (a run state)   6      ``error: <message>`` (its concurrency
+                                                   key is at its limit: ``reject``)
 every other family of                       1      ``error: <message>`` (not found, run
 :class:`~tether.errors.TetherError`                state, definition, execution, store)
 click usage error (bad option, no path)     2      usage, ``Error: <message>``
@@ -38,7 +40,7 @@ from typing import Any
 import click
 
 from tether.cli.terminal import printable
-from tether.errors import TetherError, UsageError, WorkflowError
+from tether.errors import ConcurrencyLimitReached, TetherError, UsageError, WorkflowError
 
 # Modules that add commands to the group; each defines ``register(group)``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -71,6 +73,7 @@ EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_CONFLICT = 6
 EXIT_INTERRUPTED = 130
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -185,6 +188,8 @@ def handle_error(exc: BaseException) -> int:
 
 def exit_code_of(exc: TetherError) -> int:
     """The exit code of a library error, by its family: the one place they are chosen."""
+    if isinstance(exc, ConcurrencyLimitReached):
+        return EXIT_CONFLICT
     return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_PROBLEMS
 
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from tether.stores.records import PendingInterrupt
 
 EXIT_PAUSED = 4
+EXIT_CANCELLED = 6  # cancelled by its concurrency key (the code of a refused submission too)
 EXIT_NOT_CONTINUED = 5
 
 json_option = click.option("--json", "as_json", is_flag=True,
@@ -116,9 +117,9 @@ def make_runner(plan_source: str | None, store: Checkpointer, tasks: tuple[str, 
 
 def report(result: RunResult, as_json: bool, store: Checkpointer | None = None,
            extra: str = "") -> None:
-    """Print a run's outcome and exit with its code (0 completed, 1 failed, 4 paused; 0 for
-    a run left to the workers or another attempt). ``extra``: the options every printed
-    command needs (:func:`hint_options`)."""
+    """Print a run's outcome and exit with its code (0 completed, 1 failed, 4 paused, 6
+    cancelled; 0 for a run left to the workers or another attempt). ``extra``: the options
+    every printed command needs (:func:`hint_options`)."""
     run_id = printable(result.execution_id)
     if as_json:
         click.echo(dumps({
@@ -137,6 +138,9 @@ def report(result: RunResult, as_json: bool, store: Checkpointer | None = None,
     elif result.status in ("running", "queued"):
         click.echo(printable(result.message or f"run {result.execution_id} continues "
                              "elsewhere"))
+    elif result.status == "cancelled":
+        message = result.error.message if result.error else result.message or ""
+        click.echo(f"cancelled run {run_id}: {printable(message)}")
     else:
         error = result.error
         where = f" at node '{printable(error.node_id)}'" if error and error.node_id else ""
@@ -144,8 +148,8 @@ def report(result: RunResult, as_json: bool, store: Checkpointer | None = None,
         click.echo(f"failed run {run_id}{where}: {printable(kind)}: {printable(message)}")
         click.echo(f"fix the cause, then: tether resume {shell_quote(result.execution_id)}"
                    f"{extra}", err=True)
-    code = {"completed": 0, "running": 0, "queued": 0, "paused": EXIT_PAUSED}.get(
-        result.status, 1)
+    code = {"completed": 0, "running": 0, "queued": 0, "paused": EXIT_PAUSED,
+            "cancelled": EXIT_CANCELLED}.get(result.status, 1)
     raise click.exceptions.Exit(code)
 
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar, assert_never
 from pydantic import BaseModel
 
 from tether.compiler.agents import agent_specs, plan_agent
+from tether.compiler.concurrency import plan_concurrency
 from tether.compiler.graph import Graph
 from tether.compiler.plan import (
     AgentNode,
@@ -120,6 +121,7 @@ def build_plan(workflow: Workflow, graph: Graph, subplans: dict[str, Plan],
         secrets=tuple(workflow.doc.secrets or ()),
         schedule=plan_schedule(workflow),
         webhook=plan_webhook(workflow), manual=plan_manual(workflow),
+        concurrency=plan_concurrency(workflow),
         nodes=nodes,
         agents=agents,
         generations=tuple(tuple(g) for g in graph.generations),

@@ -9,6 +9,7 @@ from typing import Any
 
 from tether.compiler.agents import check_agents
 from tether.compiler.build import build_plan
+from tether.compiler.concurrency import check_concurrency
 from tether.compiler.context import Context
 from tether.compiler.graph import analyse_graph
 from tether.compiler.limits import MAX_EXPANDED_NODES, MAX_SUBWORKFLOW_DEPTH, expanded_size
@@ -112,6 +113,7 @@ class Compiler:
         check_schedule(ctx)
         check_renames(ctx)
         check_webhook(ctx)
+        check_concurrency(ctx)
         check_shapes(ctx, reads, self.tasks)
         check_lints(ctx, reads, self.tasks)
         check_skipped_reads(ctx, reads)

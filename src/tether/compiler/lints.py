@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tether.compiler.concurrency import key_inputs
 from tether.compiler.conditions import constant_truth, truthy_string
 from tether.compiler.context import Context
 from tether.compiler.graph import Graph
@@ -72,8 +73,10 @@ def check_lints(ctx: Context, reads: Reads,
                    help="add `idempotent: true` so a retry cannot repeat a committed side "
                    "effect, or `idempotent: false` if repeating it is safe")
     check_unused_secrets(ctx, reads.secrets)
+    keyed = key_inputs(ctx.workflow)
     for name in ctx.workflow.inputs:
-        if name not in reads.inputs and name not in ctx.workflow.broken_reads and \
+        if name not in reads.inputs and name not in keyed and \
+                name not in ctx.workflow.broken_reads and \
                 ID_RE.match(name):
             ctx.report("W101", f"input `{name}` is never read", ctx.key_span("inputs", name),
                        help="remove it, or read it as `{{ inputs." + name + " }}`")

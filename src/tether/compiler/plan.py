@@ -379,6 +379,20 @@ class PlanManual(_PlanModel):
     users: tuple[str, ...] = ()
 
 
+OnConflict = Literal["queue", "cancel_running", "cancel_new", "reject"]
+ON_CONFLICT: tuple[OnConflict, ...] = ("queue", "cancel_running", "cancel_new", "reject")
+
+
+class PlanConcurrency(_PlanModel):
+    """The plan's concurrency key: ``key`` (a template over ``inputs``, rendered when a run
+    is submitted, or a constant), at most ``limit`` runs with the same rendered key running
+    at once, and what a run that finds its key at the limit does (``on_conflict``)."""
+
+    key: str
+    limit: int = 1
+    on_conflict: OnConflict = "queue"
+
+
 class SourceRef(_PlanModel):
     """Where a node is defined: file (relative to the main workflow file), line, column."""
 
@@ -406,6 +420,8 @@ class Plan(_PlanModel):
     manual: PlanManual | None = None
     """Who may start runs of it by hand (absent from the JSON when its file has no ``on:``:
     anyone allowed to start runs)."""
+    concurrency: PlanConcurrency | None = None
+    """Its concurrency key (absent from the JSON when there is none)."""
     nodes: tuple[PlanNode, ...]
     agents: tuple[PlanAgent, ...] = ()
     """Agents that run only when another agent calls them (workers, handoff targets)."""
@@ -426,6 +442,8 @@ class Plan(_PlanModel):
             data.pop("webhook", None)
         if self.manual is None:
             data.pop("manual", None)
+        if self.concurrency is None:
+            data.pop("concurrency", None)
         if not self.agents:
             data.pop("agents", None)
         return data

@@ -3,8 +3,8 @@
 Codes never change meaning once published. ``E`` codes are errors, ``W`` codes are warnings
 (they fail ``tether check`` only with ``--strict``). Groups: E1xx reading a file, E2xx the
 document's shape, E3xx the graph, E4xx templates, E5xx value types, E6xx tasks, E7xx
-sub-workflows, E80x secrets, E85x timers, E87x schedules, E9xx agents, W1xx lints,
-C1xx changes to a workflow with live runs (`tether compat`).
+sub-workflows, E80x secrets, E85x timers, E87x schedules, E88x concurrency keys, E9xx agents,
+W1xx lints, C1xx changes to a workflow with live runs (`tether compat`).
 """
 
 from __future__ import annotations
@@ -431,6 +431,29 @@ Each run a schedule starts gets `schedule.inputs`, so they are checked as the in
 `tether run` are: every required input is given, no undeclared input is given, each value is
 of its input's type and, where the input lists an `enum`, one of its values. Templates are not
 allowed in schedule inputs (nothing is there to render them against): give the values.
+"""),
+        _code("E880", "concurrency-key", "a concurrency key cannot be rendered from the inputs", """
+`concurrency.key` is rendered when a run is submitted (or started in place), before any node
+runs, so the only name it may read is `inputs`, and only inputs the workflow declares. A
+constant key (`deploy`) makes one group of every run of the workflow. A key that renders to
+null or to an empty string leaves that run without a key (no limit applies to it).
+
+    concurrency:
+      key: "{{ inputs.branch }}"
+      limit: 1
+      on_conflict: cancel_running
+"""),
+        _code("E881", "concurrency-limit", "a concurrency limit is not a positive integer", """
+`concurrency.limit` is how many runs with the same key may run at once across the fleet: an
+integer of at least 1 (default 1).
+"""),
+        _code("E882", "concurrency-policy", "an unknown concurrency conflict policy", """
+`concurrency.on_conflict` says what a run that finds `limit` runs of its key does:
+`queue` (the default: it waits, queued, and starts when one of them ends), `cancel_running`
+(the older runs of the key are cancelled at their next node boundary and the new one starts
+when they stop), `cancel_new` (the new run is recorded cancelled, with the reason in its
+history) or `reject` (the submission is refused: `ConcurrencyLimitReached`, exit code 6, HTTP
+409).
 """),
         _code("E900", "unknown-tool", "an agent's tool is not a registered task or an agent", """
 With task modules given, every name under an agent's `tools:` must be a task registered

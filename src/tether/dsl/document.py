@@ -357,6 +357,21 @@ class TriggersSpec(_Model):
                                           "the workflow's `schedule` key.")
 
 
+class ConcurrencySpec(_Model):
+    """At most ``limit`` runs of the workflow with the same rendered ``key`` execute at once."""
+
+    key: str = Field(description="The concurrency key: a template over `inputs` rendered when "
+                     "a run is submitted (e.g. `{{ inputs.branch }}`), or a constant.")
+    limit: int | None = Field(None, description="How many runs with the same key may run at "
+                              "once, fleet-wide (default 1).")
+    on_conflict: str | None = Field(
+        None, description="What a run that finds its key at the limit does: `queue` (default: "
+        "it waits), `cancel_running` (the older runs are cancelled at their next node "
+        "boundary), `cancel_new` (it is recorded cancelled), `reject` (the submission is "
+        "refused).", json_schema_extra={"enum": ["queue", "cancel_running", "cancel_new",
+                                                 "reject"]})
+
+
 class WorkflowDoc(_Model):
     """A tether workflow file."""
 
@@ -388,6 +403,9 @@ class WorkflowDoc(_Model):
         "(`tether schedules add FILE` registers it with the workers).")
     on: TriggersSpec | None = Field(
         None, description="Triggers: a `webhook` that `tether serve --workflows` listens for.")
+    concurrency: ConcurrencySpec | None = Field(
+        None, description="A concurrency key: at most `limit` runs with the same key run at "
+        "once.")
     nodes: dict[str, NodeSpec] = Field(
         min_length=1,
         description="The nodes, by id.",

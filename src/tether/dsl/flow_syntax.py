@@ -49,7 +49,7 @@ CLAUSES = ("after", "when", "trigger", "for_each", "concurrency", "retry", "time
            "fail_fast", "matrix", "on", "case", "default", "renamed_from")
 STATEMENTS = ("tether", "workflow", "description", "input", "inputs", "secrets", "schedule",
               "task", "approval", "agent", "switch", "noop", "fail", "sleep", "sleep_until",
-              "output", "on")
+              "output", "on", "concurrency")
 APPROVAL_PARTS = ("reason", "context", "form", "on_timeout")
 """The clauses that give an approval node's ``approval``, one part each."""
 AGENT_PARTS = ("model", "instructions", "prompt", "tools", "max_turns", "output", "handoffs",
@@ -76,6 +76,8 @@ HEADER_STATEMENTS: dict[str, tuple[Path, str, str, str]] = {
     "schedule_stmt": (("schedule",), "schedule", "duplicate `schedule`",
                       "the schedule is first given"),
     "on_stmt": (("on",), "on", "duplicate `on`", "the triggers are first given"),
+    "concurrency_stmt": (("concurrency",), "concurrency", "duplicate `concurrency`",
+                         "the concurrency key is first given"),
 }
 """Statements given once per file: grammar rule -> (path, keyword, message, note)."""
 CLAUSE_PARTS = {"loop_to": ("to", "to"), "loop_while": ("while", "while"),
@@ -93,7 +95,7 @@ _TERMINAL_WORDS = {"ID": "an id", "NAME": "a name", "TASK_NAME": "a task name",
 _VALUE_START = {"STRING", "TEMPLATE", "NUMBER", "TRUE", "FALSE", "NULL", "LSQB", "LBRACE"}
 _STARTS = re.compile(
     r"(?:tether|workflow|description|inputs?|secrets|schedule|task|approval|agent|switch|noop"
-    r"|fail|sleep|sleep_until|output|on)\b(?![ \t]*:)")
+    r"|fail|sleep|sleep_until|output|on|concurrency)\b(?![ \t]*:)")
 MAX_SYNTAX_ERRORS = 100
 TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")

@@ -335,6 +335,8 @@ def write_flow(doc: WorkflowDoc) -> str:
         lines.append("schedule " + value(data["schedule"], "", len("schedule ")))
     if "on" in data:
         lines.append("on " + value(data["on"], "", len("on ")))
+    if "concurrency" in data:
+        lines.append("concurrency " + value(data["concurrency"], "", len("concurrency ")))
     blocks = ["\n".join(lines)]
     nodes = [_node(node_id, node) for node_id, node in data["nodes"].items()]
     blocks.append(("\n\n" if any("\n" in node for node in nodes) else "\n").join(nodes))

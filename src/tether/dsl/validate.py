@@ -25,6 +25,7 @@ from tether.dsl.document import (
     SECRET_RE,
     AgentSpec,
     ApprovalSpec,
+    ConcurrencySpec,
     InputSpec,
     LoopSpec,
     ManualSpec,
@@ -78,6 +79,8 @@ def describe(path: Path) -> str:
         return f"in input `{path[1]}`"
     if path and path[0] == "schedule":
         return "in the schedule"
+    if path and path[0] == "concurrency":
+        return "in the concurrency key"
     if path and path[0] == "on":
         return {"webhook": "in the webhook", "schedule": "in the schedule",
                 "manual": "in `on.manual`"}.get(
@@ -95,6 +98,8 @@ def _model_at(path: Path) -> type[BaseModel] | None:
             model = ScheduleSpec
         elif model is WorkflowDoc and key == "on":
             model = TriggersSpec
+        elif model is WorkflowDoc and key == "concurrency":
+            model = ConcurrencySpec
         elif model is TriggersSpec and key == "webhook":
             model = WebhookSpec
         elif model is TriggersSpec and key == "schedule":

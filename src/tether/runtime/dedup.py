@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tether.compiler.plan import Plan
 from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound
+from tether.runtime.concurrency import start_keyed
 from tether.runtime.ids import check_execution_id
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer
@@ -39,10 +41,15 @@ def check_dedup_key(key: str) -> str:
 
 
 def create_once(store: Checkpointer, run: RunRecord, plan_json: str,
-                deduplicate: bool) -> Submitted:
+                deduplicate: bool, plan: Plan | None = None) -> Submitted:
     """Insert ``run``; with ``deduplicate``, a run already stored under its id (of the same
-    workflow) is returned instead of raising :class:`ExecutionExists`."""
+    workflow) is returned instead of raising :class:`ExecutionExists`. A run with a
+    concurrency key (``plan`` has ``concurrency``) is inserted as its ``on_conflict``
+    decides (``concurrency.py``): ``cancel_new`` stores it cancelled, ``reject`` raises."""
     try:
+        if plan is not None and run.concurrency_key is not None:
+            status = start_keyed(store, plan, run, plan_json).status
+            return Submitted(run.execution_id, True, RunStatus(status or run.status))
         store.create_run(run, plan_json)
     except ExecutionExists:
         if not deduplicate:

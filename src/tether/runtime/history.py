@@ -51,6 +51,7 @@ class EventKind(StrEnum):
     TIMED_OUT = "timed_out"  # a pause's deadline passed and its timer answered it
     CANCEL_REQUESTED = "cancel_requested"  # someone asked to cancel the run
     UPGRADED = "upgraded"  # `tether upgrade` moved it to a new plan (detail: from, to, renamed)
+    CONCURRENCY = "concurrency"  # its concurrency key made it wait or cancelled it (reason)
     AGENT_TURN = "agent_turn"  # an agent called its model
     TOOL_CALL_STARTED = "tool_call_started"  # an agent's tool call was dispatched (arguments)
     TOOL_CALL_COMPLETED = "tool_call_completed"  # ... returned (the turn after it went on)

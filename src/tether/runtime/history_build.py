@@ -179,6 +179,9 @@ class _Builder:
         elif kind == RunEventKind.CANCEL_REQUESTED:
             self.emit(EventKind.CANCEL_REQUESTED, at, actor=event.actor, channel=event.channel,
                       status=event.data.get("outcome"))
+        elif kind == RunEventKind.CONCURRENCY:
+            self.emit(EventKind.CONCURRENCY, at, reason=event.data.get("reason"),
+                      status=event.data.get("outcome"), detail=event.data)
         elif kind == RunEventKind.UPGRADED:
             self.emit(EventKind.UPGRADED, at, actor=event.actor, channel=event.channel,
                       detail={key: event.data[key] for key in ("from", "to", "renamed")

@@ -71,6 +71,8 @@ def describe(event: HistoryEvent) -> str:
             moved = "".join(f", {old} now {new}" for old, new in sorted(renamed.items()))
             return f"plan {str(detail.get('from'))[:12]} -> {str(detail.get('to'))[:12]}" + \
                 moved
+        case EventKind.CONCURRENCY:
+            return f"{event.reason}"
         case EventKind.CANCEL_REQUESTED:
             return f"by {event.actor or 'someone'} through {event.channel}: {event.status}"
         case EventKind.AGENT_TURN:

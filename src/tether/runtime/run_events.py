@@ -33,6 +33,11 @@ def _add(store: EventStore, event: RunEvent) -> None:
                     event.kind, exc)
 
 
+def add_event(store: EventStore, event: RunEvent) -> None:
+    """Record ``event``, best effort (a store error is logged)."""
+    _add(store, event)
+
+
 def _attempt_data(attempt: Attempt) -> dict[str, Any]:
     return {"attempt": attempt.number, "reason": attempt.reason, "worker": attempt.worker}
 

@@ -27,6 +27,12 @@ from tether.errors import (
 from tether.observability.observer import remember_caller
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import run_sync
+from tether.runtime.concurrency import (
+    cancel_boundary,
+    cancelled_result,
+    keyed,
+    start_in_place,
+)
 from tether.runtime.context import Resume
 from tether.runtime.dedup import Submitted, check_dedup_key, create_once
 from tether.runtime.driver import Driver
@@ -157,11 +163,18 @@ class Runner:
         journal = None
         now = utc_now()
         if store is not None:
-            store.create_run(RunRecord(
+            run = keyed(plan, RunRecord(
                 execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
                 status=RunStatus.RUNNING, inputs=values, created_at=now, updated_at=now,
                 owner=attempt.token, lease_until=attempt.until(), queue=queue,
-                trigger=trigger), plan.to_json())
+                trigger=trigger))
+            if run.concurrency_key is None:
+                store.create_run(run, plan.to_json())
+            else:  # waits while the key is at its limit (queue, cancel_running)
+                started = await start_in_place(store, plan, run, plan.to_json(), attempt.until)
+                if started.status != RunStatus.RUNNING:  # cancel_new
+                    return cancelled_result(store, execution_id)
+                attempt.boundary = attempt.boundary or cancel_boundary(store, execution_id)
             self._sign(store, plan)
             journal = Journal(store, execution_id, state.data,
                               snapshot_every=self.snapshot_every, attempt=attempt)
@@ -227,12 +240,12 @@ class Runner:
         values, execution_id = self._start_values(plan, inputs, execution_id)
         _check_queue(queue)
         now = utc_now()
-        submitted = create_once(self._store(), RunRecord(
+        submitted = create_once(self._store(), keyed(plan, RunRecord(
             execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
             status=RunStatus.QUEUED, inputs=values, created_at=now, updated_at=now,
             attempt=0, queue=queue, priority=int(priority),
-            trigger=trigger or local_trigger()), plan.to_json(),
-            deduplicate=dedup_key is not None)
+            trigger=trigger or local_trigger())), plan.to_json(),
+            deduplicate=dedup_key is not None, plan=plan)
         if submitted.created:  # the caller's active span is the new run's parent
             remember_caller(self._store(), submitted.execution_id)
         self._sign(self._store(), plan)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from tether.stores import idprefix
 from tether.stores.events import RunEvent
 from tether.stores.idprefix import IdMatches
+from tether.stores.keys import KeyedStart
 from tether.stores.queueing import (
     CancelOutcome,
     ClaimedRun,
@@ -265,6 +266,19 @@ class Checkpointer(abc.ABC):
         running with a lost lease) is recorded ``cancelled`` at once (its pending interrupts
         dropped); one an attempt holds gets ``cancel_requested_at`` and its holder stops it
         at its next node boundary. None when there is no such run."""
+
+    @abc.abstractmethod
+    def create_keyed_run(self, run: RunRecord, plan_json: str, on_conflict: str,
+                         now: float) -> KeyedStart:
+        """Insert ``run``, which has a ``concurrency_key`` and ``concurrency_limit``, as its
+        workflow's ``on_conflict`` (queue, cancel_running, cancel_new, reject) decides,
+        atomically with the other submissions and the claims of its key (see
+        :mod:`tether.stores.keys`): queued (``run.status`` queued) or running in place
+        (``run.status`` running: only while the key has room, else nothing is stored);
+        cancelled with the reason (``cancel_new``); older runs of the key cancelled
+        (``cancel_running``). Raises :class:`~tether.errors.ConcurrencyLimitReached`
+        (``reject``) or :class:`~tether.errors.ExecutionExists` (the id is taken; nothing
+        is cancelled then)."""
 
     @abc.abstractmethod
     def register_worker(self, worker: WorkerRecord) -> None:

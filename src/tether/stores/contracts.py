@@ -15,7 +15,8 @@ it, so a new store method must be placed here too):
   latest_forkable, rows, has_checkpoint, page, page_rows, last_row.
 - :class:`QueueStore` (SQL: sql_queue.py, sql_leases.py): acquire, renew, release,
   enqueue_run, claim_runs, claimable_plans, block_runs, retry_later, put_queue, list_queues,
-  get_queue, remove_queue, queue_counts, request_cancel, cancel_requested_at,
+  get_queue, remove_queue, queue_counts, request_cancel, create_keyed_run,
+  cancel_requested_at,
   take_cancel_seen, register_worker, heartbeat_worker, deregister_worker, list_workers,
   use_for_worker (a worker's switches, given as arguments; base.py).
 - :class:`ScheduleStore` (SQL: schedule_sql.py; due_pending in sql_rows.py): put_schedule,
@@ -39,6 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 from tether.stores.base import SeenCancel
 from tether.stores.events import RunEvent
 from tether.stores.idprefix import IdMatches
+from tether.stores.keys import KeyedStart
 from tether.stores.queueing import (
     CancelOutcome,
     ClaimedRun,
@@ -271,6 +273,10 @@ class QueueStore(Protocol):
 
     def request_cancel(self, execution_id: str, now: float) -> CancelOutcome | None:
         """Ask to cancel a run."""
+
+    def create_keyed_run(self, run: RunRecord, plan_json: str, on_conflict: str,
+                         now: float) -> KeyedStart:
+        """Insert a run with a concurrency key, as its conflict policy decides."""
 
     def cancel_requested_at(self, execution_id: str) -> float | None:
         """When a cancel of the run was asked for."""

@@ -35,6 +35,7 @@ class RunEventKind(StrEnum):
     CANCEL_REQUESTED = "cancel_requested"  # tether cancel, or the console's cancel
     FORKED = "forked"  # this run was forked from another run's checkpoint (with its patch)
     UPGRADED = "upgraded"  # `tether upgrade` moved the run to a new plan (from, to fingerprints)
+    CONCURRENCY = "concurrency"  # its concurrency key made it wait, cancelled it, or another run
 
 
 class AnswerChannel(StrEnum):

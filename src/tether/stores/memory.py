@@ -18,6 +18,7 @@ from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
 from tether.stores.events import RunEvent, answered_event, upgraded_event
 from tether.stores.idprefix import IdMatches, select_matches
+from tether.stores.keys import KeyedStart, create_keyed, in_window
 from tether.stores.owners import describe_owner, lease_free, new_owner
 from tether.stores.queueing import (
     Budget,
@@ -174,7 +175,8 @@ class InMemoryCheckpointer(Checkpointer):
             return None
         if run.status == RunStatus.QUEUED:
             ready = run.available_at is None or run.available_at <= now
-            return ClaimReason.QUEUED if ready and run.cancel_requested_at is None else None
+            return ClaimReason.QUEUED if ready and run.cancel_requested_at is None and \
+                in_window(run, self._runs.values()) else None
         if run.status == RunStatus.RUNNING:
             free = run.owner is None or (run.lease_until is not None and run.lease_until < now)
             ready = run.available_at is None or run.available_at <= now
@@ -200,6 +202,8 @@ class InMemoryCheckpointer(Checkpointer):
                 if len(claimed) >= limit:
                     break
                 starting = why == ClaimReason.QUEUED
+                if not in_window(self._runs[run.execution_id], self._runs.values()):
+                    continue  # an earlier run of this claim took its key's room
                 if not budget.admit(run.queue, run.workflow, starting):
                     continue
                 owner = new_owner()
@@ -296,6 +300,12 @@ class InMemoryCheckpointer(Checkpointer):
                 error={"type": "RunCancelled", "message": message, "node_id": None})
             self._pending.pop(execution_id, None)
             return CancelOutcome.CANCELLED
+
+    def create_keyed_run(self, run: RunRecord, plan_json: str, on_conflict: str,
+                         now: float) -> KeyedStart:
+        with self._lock:
+            return create_keyed(self, self._runs.values(), run, plan_json, on_conflict, now,
+                                lambda eid, error: self._update(eid, error=error))
 
     def register_worker(self, worker: WorkerRecord) -> None:
         with self._lock:

@@ -299,8 +299,20 @@ def _v10_plan_tasks(ctx: MigrationContext) -> None:
     ctx.run(f"ALTER TABLE {ctx.table('plans')} ADD COLUMN tasks TEXT")
 
 
+def _v11_concurrency_keys(ctx: MigrationContext) -> None:
+    """Version 11: concurrency keys: ``runs.concurrency_key`` (the rendered key) and
+    ``runs.concurrency_limit``, and the index ``runs_concurrency`` on (concurrency_key,
+    status, created_at, execution_id), which reads a key's window in the claim. Older runs
+    have no key."""
+    runs = ctx.table("runs")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN concurrency_key TEXT")
+    ctx.run(f"ALTER TABLE {runs} ADD COLUMN concurrency_limit INTEGER")
+    ctx.run(f"CREATE INDEX runs_concurrency ON {runs} "
+            "(concurrency_key, status, created_at, execution_id)")
+
+
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v4_schedules, _v5_workers,
                                _v6_queue_limits, _v7_claim_order, _v8_run_events,
-                               _v9_run_triggers, _v10_plan_tasks]
+                               _v9_run_triggers, _v10_plan_tasks, _v11_concurrency_keys]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -191,6 +191,8 @@ class RunRecord:
     blocked_reason: str | None = None  # why a claimable run is not taken (see queueing.py)
     recovery_failures: int = 0  # drives that failed for a reason other than fencing
     trigger: Trigger | None = None  # what started it (None: stored before triggers were)
+    concurrency_key: str | None = None  # the workflow's concurrency key, rendered (keys.py)
+    concurrency_limit: int | None = None  # at most this many runs of the key running at once
 
 
 @dataclass(frozen=True)

@@ -78,8 +78,13 @@ runs = Table(
     Column("triggered_by", Text, comment="what started the run (JSON: kind, actor, a webhook's "
            "payload and allowed headers, a schedule's tick; see tether/trigger.py); NULL "
            "for runs stored before migration 9"),
+    Column("concurrency_key", Text, comment="the workflow's concurrency key as rendered for "
+           "the run; NULL: no key (see stores/keys.py)"),
+    Column("concurrency_limit", Integer, comment="at most this many runs of the key run at "
+           "once (the plan's concurrency.limit when the run was submitted)"),
     Index("runs_status_updated", "status", "updated_at"),
     Index("runs_started", "queue", "started_at"),
+    Index("runs_concurrency", "concurrency_key", "status", "created_at", "execution_id"),
 )
 # the claim reads each kind of claimable run in claim order (migration 7)
 Index("runs_claim_order", runs.c.queue, runs.c.status, runs.c.priority.desc(), runs.c.created_at,

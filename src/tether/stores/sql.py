@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -49,9 +50,16 @@ from tether.errors import (
     StoreError,
     StoreUnavailable,
 )
-from tether.stores import listing, sql_queue
+from tether.stores import listing, sql_keys, sql_queue
 from tether.stores.base import Checkpointer
 from tether.stores.events import upgraded_event
+from tether.stores.keys import (
+    KeyedStart,
+    decide,
+    key_error,
+    last_in_line,
+    superseded_error,
+)
 from tether.stores.migrations import MigrationContext
 from tether.stores.queueing import (
     CancelOutcome,
@@ -288,6 +296,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             "cancel_requested_at": run.cancel_requested_at, "started_at": run.started_at,
             "blocked_reason": run.blocked_reason, "recovery_failures": run.recovery_failures,
             "triggered_by": to_json(run.trigger.as_dict()) if run.trigger else None,
+            "concurrency_key": run.concurrency_key, "concurrency_limit": run.concurrency_limit,
         }
 
     @staticmethod
@@ -308,6 +317,8 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             started_at=values["started_at"], blocked_reason=values["blocked_reason"],
             recovery_failures=values["recovery_failures"] or 0,
             trigger=Trigger.from_dict(from_json(values["triggered_by"])),
+            concurrency_key=values["concurrency_key"],
+            concurrency_limit=values["concurrency_limit"],
         )
 
     @transient()
@@ -459,6 +470,32 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     def request_cancel(self, execution_id: str, now: float) -> CancelOutcome | None:
         return sql_queue.request_cancel(self, execution_id, now)
+
+    def create_keyed_run(self, run: RunRecord, plan_json: str, on_conflict: str,
+                         now: float) -> KeyedStart:
+        """In one transaction under the key's lock (``sql_keys.py``): read the key's runs,
+        decide (``keys.decide``), insert, cancel the superseded runs."""
+        key = run.concurrency_key or ""
+        with self._cursor(f"creating run {run.execution_id}", write=True) as cursor:
+            sql_keys.lock_key(self, cursor, key)
+            if sql_keys.run_exists(self, cursor, run.execution_id):
+                raise ExecutionExists(run.execution_id)
+            holders, occupied, latest = sql_keys.holders(self, cursor, key)
+            decision = decide(run, on_conflict, holders, occupied)
+            if decision.insert is not None:
+                stored = dataclasses.replace(
+                    last_in_line(run, latest), status=decision.insert.value,
+                    error=key_error(run, holders) if decision.insert == RunStatus.CANCELLED
+                    else run.error)
+                self._store_plan(cursor, run.plan_fingerprint, plan_json)
+                self._execute(cursor, "create_keyed_run", lambda: self._insert_or_ignore(runs),
+                              **self._run_values(stored))
+            for older in decision.cancel:
+                sql_queue.cancel_in(self, cursor, older, now,
+                                    superseded_error(run.execution_id, key))
+            if decision.insert == RunStatus.QUEUED:
+                self._notify(cursor)
+        return KeyedStart(decision.insert, tuple(holders), occupied, decision.cancel)
 
     @transient()
     def register_worker(self, worker: WorkerRecord) -> None:

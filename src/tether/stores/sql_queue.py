@@ -49,6 +49,7 @@ from tether.stores.queueing import (
 from tether.stores.records import RunStatus
 from tether.stores.schema import decisions, pending_interrupts, runs, workers
 from tether.stores.schema import queues as queue_table
+from tether.stores.sql_keys import has_room
 
 if TYPE_CHECKING:
     from tether.stores.sql import SQLCheckpointer
@@ -77,7 +78,7 @@ def _claimable(queues: int, plans: int | None = None, full: int = 0,
         decisions.c.execution_id == runs.c.execution_id,
         decisions.c.created_at > runs.c.updated_at)))
     terms = {"queued": and_(runs.c.status == RunStatus.QUEUED.value,
-                            runs.c.cancel_requested_at.is_(None), _ready()),
+                            runs.c.cancel_requested_at.is_(None), _ready(), has_room()),
              "recovered": and_(runs.c.status == RunStatus.RUNNING.value, free, _ready()),
              "answered": and_(runs.c.status == RunStatus.PAUSED.value, runs.c.owner.is_(None),
                               answered)}
@@ -370,32 +371,40 @@ def enqueue_run(store: SQLCheckpointer, execution_id: str, queue: str, priority:
 def request_cancel(store: SQLCheckpointer, execution_id: str,
                    now: float) -> CancelOutcome | None:
     with store.sql_cursor(f"cancelling run {execution_id}", write=True) as cursor:
-        row = store.sql_execute(cursor, "cancel_lock", lambda: select(
-            runs.c.status, runs.c.owner, runs.c.lease_until).where(
-            runs.c.execution_id == bindparam("eid")).with_for_update(),
-            eid=execution_id).fetchone()
-        if row is None:
-            return None
-        status, owner, lease_until = row
-        if status in (RunStatus.COMPLETED.value, RunStatus.CANCELLED.value):
-            return CancelOutcome.FINISHED
-        held = owner is not None and lease_until is not None and lease_until >= now
-        if held:
-            store.sql_execute(cursor, "cancel_request", lambda: update(runs).where(
-                runs.c.execution_id == bindparam("eid")).values(
-                cancel_requested_at=bindparam("now")), eid=execution_id, now=now)
-            return CancelOutcome.REQUESTED
-        store.sql_execute(cursor, "cancel_now", lambda: update(runs).where(
+        return cancel_in(store, cursor, execution_id, now)
+
+
+def cancel_in(store: SQLCheckpointer, cursor: Any, execution_id: str, now: float,
+              error: dict[str, Any] | None = None) -> CancelOutcome | None:
+    """:func:`request_cancel` inside the caller's transaction; ``error``: the recorded error
+    of a run cancelled at once (default: the message of ``tether cancel``)."""
+    row = store.sql_execute(cursor, "cancel_lock", lambda: select(
+        runs.c.status, runs.c.owner, runs.c.lease_until).where(
+        runs.c.execution_id == bindparam("eid")).with_for_update(),
+        eid=execution_id).fetchone()
+    if row is None:
+        return None
+    status, owner, lease_until = row
+    if status in (RunStatus.COMPLETED.value, RunStatus.CANCELLED.value):
+        return CancelOutcome.FINISHED
+    held = owner is not None and lease_until is not None and lease_until >= now
+    if held:
+        store.sql_execute(cursor, "cancel_request", lambda: update(runs).where(
             runs.c.execution_id == bindparam("eid")).values(
-            status=RunStatus.CANCELLED.value, cancel_requested_at=bindparam("now"),
-            updated_at=bindparam("now"), owner=None, lease_until=None,
-            error=bindparam("error")), eid=execution_id, now=now,
-            error=json.dumps({"type": "RunCancelled", "message": "cancelled before a worker "
-                              "executed it" if status == RunStatus.QUEUED.value else
-                              "cancelled while nothing executed it", "node_id": None}))
-        store.sql_execute(cursor, "cancel_pending", lambda: delete(pending_interrupts).where(
-            pending_interrupts.c.execution_id == bindparam("eid")), eid=execution_id)
-        return CancelOutcome.CANCELLED
+            cancel_requested_at=bindparam("now")), eid=execution_id, now=now)
+        return CancelOutcome.REQUESTED
+    store.sql_execute(cursor, "cancel_now", lambda: update(runs).where(
+        runs.c.execution_id == bindparam("eid")).values(
+        status=RunStatus.CANCELLED.value, cancel_requested_at=bindparam("now"),
+        updated_at=bindparam("now"), owner=None, lease_until=None,
+        error=bindparam("error")), eid=execution_id, now=now,
+        error=json.dumps(error or {
+            "type": "RunCancelled", "message": "cancelled before a worker executed it"
+            if status == RunStatus.QUEUED.value else "cancelled while nothing executed it",
+            "node_id": None}))
+    store.sql_execute(cursor, "cancel_pending", lambda: delete(pending_interrupts).where(
+        pending_interrupts.c.execution_id == bindparam("eid")), eid=execution_id)
+    return CancelOutcome.CANCELLED
 
 
 def register_worker(store: SQLCheckpointer, worker: WorkerRecord) -> None:

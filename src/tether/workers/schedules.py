@@ -19,6 +19,7 @@ rest on the next calls).
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -28,10 +29,12 @@ from typing import Any, Literal, Protocol
 
 from tether.compiler.plan import Plan
 from tether.cron import next_tick, ticks
-from tether.errors import ExecutionExists, TetherError
+from tether.errors import ConcurrencyLimitReached, ExecutionExists, TetherError
 from tether.stores.contracts import RunStore, ScheduleStore
 from tether.stores.schedule_records import ScheduleRecord
 from tether.trigger import Trigger, TriggerKind
+
+log = logging.getLogger("tether.schedules")
 
 
 class ScheduleSource(ScheduleStore, RunStore, Protocol):
@@ -122,6 +125,10 @@ def fire_schedules(store: ScheduleSource, now: datetime, submit: Submit, *,
                     submit(plan, dict(schedule.inputs), execution_id, schedule.queue,
                            tick_trigger(schedule.name, tick))
                 except ExecutionExists:
+                    continue
+                except ConcurrencyLimitReached as exc:  # `reject`: this tick starts no run
+                    log.warning("schedule %s: tick %s skipped: %s", schedule.name,
+                                tick.isoformat(), exc)
                     continue
                 fired.append(execution_id)
         except Exception as exc:  # re-raised below, after the other schedules

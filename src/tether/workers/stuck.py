@@ -7,6 +7,7 @@ and ``tether workers``:
 - queued longer than its queue's ``start_timeout``;
 - no live worker serves its queue (none heard from within two leases);
 - its lease expired longer than a lease ago and no worker recovered it;
+- it waits for its concurrency key: ``limit`` runs of the key are running;
 - a reason a worker recorded on it (``runs.blocked_reason``): no worker that claimed for it
   has its plan's tasks, or its recovery keeps failing (retried with backoff).
 """
@@ -51,11 +52,19 @@ def stuck_runs(store: Checkpointer, now: float, lease: float,
     served = {q for w in workers for q in w.queues}
     timeouts = {q.name: q.start_timeout for q in store.list_queues()}
     found = []
-    for status in (RunStatus.QUEUED.value, RunStatus.RUNNING.value):
-        for run in store.list_runs(status, SCAN_LIMIT):
+    listed = {status: store.list_runs(status, SCAN_LIMIT)
+              for status in (RunStatus.QUEUED.value, RunStatus.RUNNING.value)}
+    holding: dict[str, list[str]] = {}
+    for run in listed[RunStatus.RUNNING.value]:
+        if run.concurrency_key is not None:
+            holding.setdefault(run.concurrency_key, []).append(run.execution_id)
+    for status, runs in listed.items():
+        for run in runs:
             if run.queue is None:
                 continue
             reasons = _reasons(run, now, lease, served, timeouts.get(run.queue))
+            if status == RunStatus.QUEUED.value:
+                reasons += _key_reason(run, holding)
             if reasons:
                 found.append(StuckRun(run, tuple(reasons)))
     found.sort(key=lambda s: (s.run.created_at, s.run.execution_id))
@@ -82,6 +91,19 @@ def _reasons(run: RunRecord, now: float, lease: float, served: set[str],
     if run.blocked_reason:
         reasons.append(run.blocked_reason)
     return reasons
+
+
+def _key_reason(run: RunRecord, holding: dict[str, list[str]]) -> list[str]:
+    """A queued run whose concurrency key has its limit of runs running waits for them."""
+    if run.concurrency_key is None:
+        return []
+    holders = holding.get(run.concurrency_key, [])
+    limit = run.concurrency_limit or 1
+    if len(holders) < limit:
+        return []
+    shown = ", ".join(holders[:3]) + (", ..." if len(holders) > 3 else "")
+    return [f"waits for concurrency key '{run.concurrency_key}': {len(holders)} run(s) "
+            f"running (limit {limit}): {shown}"]
 
 
 def worker_problems(worker: WorkerRecord, stuck: Sequence[StuckRun]) -> list[str]:
