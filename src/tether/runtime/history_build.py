@@ -450,8 +450,9 @@ def _failed_items(node_id: str, entries: list[tuple[list[Any], Any]]
     for path, value in entries:
         if not isinstance(value, dict):
             continue
-        if path[-2:] == ["nodes", node_id] and isinstance(value.get("items"), dict):
-            found.update({str(k): v for k, v in value["items"].items() if isinstance(v, dict)})
+        items = value.get("items") if path[-2:] == ["nodes", node_id] else None
+        if isinstance(items, dict):
+            found.update({str(k): v for k, v in items.items() if isinstance(v, dict)})
         elif len(path) >= 4 and path[-4:-1] == ["nodes", node_id, "items"]:
             found[str(path[-1])] = value
     failed = [(k, v) for k, v in found.items() if v.get("status") == UnitStatus.FAILED]
