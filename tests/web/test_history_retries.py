@@ -106,6 +106,20 @@ nodes:
            fails: "{{ 5 if item == 'b' else 0 }}", token: "{{ secrets.API_KEY }}"}
 """
 
+ALONE = """
+tether: 1
+name: alone
+secrets: [API_KEY]
+inputs:
+  marker: {type: string}
+nodes:
+  charge:
+    task: retry.flaky
+    retry: {max_attempts: 2, backoff: 10ms}
+    with: {marker: "{{ inputs.marker }}", key: charge, fails: 5,
+           token: "{{ secrets.API_KEY }}"}
+"""
+
 DEADLINE = 120.0
 
 
@@ -114,7 +128,7 @@ def project(tmp_path: Path, shared_url: str,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     found = project_with(tmp_path, tmp_path_factory.getbasetemp(), shared_url, {
         "each.yaml": EACH, "inner.yaml": INNER, "outer.yaml": OUTER,
-        "failing.yaml": FAILING, "retry_tasks.py": TASKS})
+        "failing.yaml": FAILING, "alone.yaml": ALONE, "retry_tasks.py": TASKS})
     yield found
     found.close()
 
@@ -217,4 +231,21 @@ def test_a_for_each_element_that_fails_for_good_shows_each_failed_attempt(
     errors = [e["error"]["message"] for e in events(found, "fan/item:1")
               if e["kind"] == "node_failed"]
     assert errors == ["try 1 of b failed (***)", "try 2 of b failed (***)"]
+    assert SECRET not in json.dumps(found) and SECRET not in page
+
+
+def test_a_node_failing_for_good_with_a_masked_error_keeps_its_failed_attempts(
+        project: Project) -> None:
+    """A top-level node's last error echoes a secret, so it is masked before it is stored:
+    the node still shows both attempts (masking the final error kept them)."""
+    result = run(project, "alone")
+    assert result["status"] == "failed", result
+    found, page = one_history(project, result["execution_id"])
+    assert kinds(found, "charge") == [
+        ("node_started", 1), ("node_failed", 1), ("node_retried", 1),
+        ("node_started", 2), ("node_failed", 2)]
+    assert [e["error"]["message"] for e in events(found, "charge")
+            if e["kind"] == "node_failed"] == ["try 1 of charge failed (***)",
+                                               "try 2 of charge failed (***)"]
+    assert found["nodes"]["charge"]["attempts"] == 2
     assert SECRET not in json.dumps(found) and SECRET not in page
