@@ -11,8 +11,9 @@ What is inferred, exactly:
   (a second row per node would cost the hot path). A node's start is the later of the end
   of its dependencies (``waits_for``; known when their rows are on the page) and the claim
   of the attempt that ran it; without either, the previous row's time. A failed attempt of
-  a node with a retry policy records its own start and end; the attempt after it starts
-  when the backoff ends.
+  a unit with a retry policy (a node, an element, a sub-workflow's node) records its own
+  start and end; the attempt after it starts when the backoff ends. A ``for_each`` element
+  that failed for good has no row: its entry is read from its node's failed row.
 - **Abandoned.** An owner's attempt ends cleanly with a ``released`` event, a ``run_end``
   row, or a pause. When another owner claims the run and the previous attempt did not end
   cleanly (it died, or its lease expired or was taken over), the previous attempt is
