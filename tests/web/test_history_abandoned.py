@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -17,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_support import Project, Server, cli_history, page_history, tasks_file
-
-from tether.web.urls import run_url
+from web_support import Project, project_with
+from web_support import one_history as shared_history
 
 TASKS = '''
 import os
@@ -121,11 +119,10 @@ DEADLINE = 120.0
 @pytest.fixture
 def project(tmp_path: Path, shared_url: str,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
-    found = Project(tmp_path, tasks_file(tmp_path_factory.getbasetemp()), shared_url)
-    for name, text in (("each", EACH), ("inner", INNER), ("outer", OUTER),
-                       ("fan_of_children", FAN_OF_CHILDREN), ("keyed", KEYED)):
-        (tmp_path / f"{name}.yaml").write_text(text)
-    (tmp_path / "nest_tasks.py").write_text(TASKS)
+    found = project_with(tmp_path, tmp_path_factory.getbasetemp(), shared_url, {
+        "each.yaml": EACH, "inner.yaml": INNER, "outer.yaml": OUTER,
+        "fan_of_children.yaml": FAN_OF_CHILDREN, "keyed.yaml": KEYED,
+        "nest_tasks.py": TASKS})
     yield found
     found.close()
 
@@ -170,23 +167,11 @@ ONE_LOST_ONE_DONE = [("node_started", 1), ("node_abandoned", 1), ("node_started"
 
 
 def one_history(project: Project, eid: str) -> dict[str, Any]:
-    """The run's history from ``tether show --json``, the API and the console's run page
-    (a ``tether serve`` process), which must be one document; the page has a row for each
-    abandoned attempt and draws each top-level node in its state."""
-    from_cli = cli_history(project, eid)
-    server = Server(project, auth=True)
-    try:
-        api = server.get(f"/api{run_url(eid)}/history")
-        assert api.status_code == 200, api.text
-        from_page, page = page_history(server, eid)
-    finally:
-        server.stop()
-    assert from_cli == api.json() == from_page
+    """The run's one history (:func:`web_support.one_history`); the page has a row for each
+    abandoned attempt."""
+    from_cli, page = shared_history(project, eid)
     lost = [e for e in from_cli["events"] if e["kind"] == "node_abandoned"]
     assert page.count('data-kind="node_abandoned"') == len(lost)
-    graph = {node: state for state, node in re.findall(
-        r'<g class="node st-([a-z_]+) k-[a-z]+" data-node="([^"]+)"', page)}
-    assert graph == {node: view["state"] for node, view in from_cli["nodes"].items()}
     return from_cli
 
 

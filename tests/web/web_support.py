@@ -258,6 +258,36 @@ def page_history(server: Server, eid: str) -> tuple[dict[str, Any], str]:
     return json.loads(html.unescape(found.group(1))), page.text
 
 
+def project_with(root: Path, base: Path, db_url: str, files: Mapping[str, str]) -> Project:
+    """A project in ``root`` on the store at ``db_url`` holding ``files`` (name -> text)
+    beside the console tests' tasks (written once in ``base``)."""
+    found = Project(root, tasks_file(base), db_url)
+    for name, text in files.items():
+        (root / name).write_text(text)
+    return found
+
+
+def one_history(project: Project, eid: str) -> tuple[dict[str, Any], str]:
+    """The run's history from ``tether show --json``, the API and the console's run page
+    (a ``tether serve`` process), which must be one document whose graph draws each
+    top-level node in its state; and the page's HTML."""
+    from tether.web.urls import run_url
+
+    from_cli = cli_history(project, eid)
+    server = Server(project, auth=True)
+    try:
+        api = server.get(f"/api{run_url(eid)}/history")
+        assert api.status_code == 200, api.text
+        from_page, page = page_history(server, eid)
+    finally:
+        server.stop()
+    assert from_cli == api.json() == from_page
+    graph = {node: state for state, node in re.findall(
+        r'<g class="node st-([a-z_]+) k-[a-z]+" data-node="([^"]+)"', page)}
+    assert graph == {node: view["state"] for node, view in from_cli["nodes"].items()}
+    return from_cli, page
+
+
 def served(project: Project, *args: str, **kwargs: Any) -> Iterator[Server]:
     server = Server(project, *args, **kwargs)
     try:

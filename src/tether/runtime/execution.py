@@ -348,7 +348,7 @@ class Level:
             error = exc.error if masker is None else masked_error(masker, exc.error)
             if error is exc.error:
                 raise
-            raise NodeFailure(error) from None
+            raise NodeFailure(error, exc.tries) from None
         if masker is None:
             return result
         output = masker.value(result.output)  # a value enters the state masked, or not at all
@@ -360,7 +360,7 @@ class Level:
         masker = self.session.run.masker
         return error if masker is None else masked_error(masker, error)
 
-    def _masked_tries(self, tries: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
+    def masked_tries(self, tries: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
         """The failed attempts of a node (their errors may echo a secret) as they may be
         stored: masked as values."""
         masker = self.session.run.masker
@@ -436,14 +436,14 @@ class Level:
     def _fail(self, node: PlanNode, error: NodeError,
               tries: tuple[dict[str, Any], ...] = ()) -> None:
         error = self._masked(error)
-        self.state.unit(node.id).fail(error, self._masked_tries(tries))
+        self.state.unit(node.id).fail(error, self.masked_tries(tries))
         self.mark(("nodes", node.id))
         self.checkpoint(node.id, node, CheckpointStatus.FAILED, dumps(error.to_json()))
 
     def _complete(self, node: PlanNode, result: UnitResult) -> bool:
         """Record a completed node; return True if it restarted its loop."""
         if result.tries:  # it failed before: the entry keeps the attempts (the history's)
-            self.state.complete(node.id, result.output, self._masked_tries(result.tries))
+            self.state.complete(node.id, result.output, self.masked_tries(result.tries))
             self.mark(("nodes", node.id))
         else:
             self.mark(("nodes", node.id),

@@ -161,7 +161,8 @@ class ForEach:
         exc = task.exception()
         if exc is None:
             result = task.result()
-            level.state.unit(node.id).complete_item(key, result.output)
+            tries = level.masked_tries(result.tries) if result.tries else ()
+            level.state.unit(node.id).complete_item(key, result.output, tries)
             level.mark(path)
             level.checkpoint(address, node, CheckpointStatus.COMPLETED, result.text,
                              result.node_input)
@@ -173,7 +174,7 @@ class ForEach:
             level.mark(path)
             self.waiting = True
         elif isinstance(exc, NodeFailure):
-            level.state.at(path).fail(exc.error)
+            level.state.at(path).fail(exc.error, level.masked_tries(exc.tries))
             level.mark(path)
             self.failed.append((index, exc.error))
             if self.failure is None:

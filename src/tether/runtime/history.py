@@ -8,8 +8,9 @@ what is read and what is inferred):
 
 - checkpoint rows: each node's completion or failure, pauses, agent turns and tool calls, the
   fork origin and the run's end;
-- the node entries those rows carry: failed attempts of a node with a retry policy (with
-  their errors and backoff), and why a node was skipped;
+- the node entries those rows carry: failed attempts of a unit with a retry policy (a node,
+  a ``for_each`` element, a sub-workflow's node; with their masked errors and backoff), and
+  why a node was skipped;
 - ``run_events`` (``stores/events.py``): claims, releases and lost leases of owners, answers
   with their channel, cancel requests, forks with their patch;
 - ``decisions``: answers recorded before ``run_events`` existed.

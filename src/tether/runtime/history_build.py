@@ -11,8 +11,9 @@ What is inferred, exactly:
   (a second row per node would cost the hot path). A node's start is the later of the end
   of its dependencies (``waits_for``; known when their rows are on the page) and the claim
   of the attempt that ran it; without either, the previous row's time. A failed attempt of
-  a node with a retry policy records its own start and end; the attempt after it starts
-  when the backoff ends.
+  a unit with a retry policy (a node, an element, a sub-workflow's node) records its own
+  start and end; the attempt after it starts when the backoff ends. A ``for_each`` element
+  that failed for good has no row: its entry is read from its node's failed row.
 - **Abandoned.** An owner's attempt ends cleanly with a ``released`` event, a ``run_end``
   row, or a pause. When another owner claims the run and the previous attempt did not end
   cleanly (it died, or its lease expired or was taken over), the previous attempt is
@@ -262,7 +263,7 @@ class _Builder:
         self.note_skips(row, entries)
         step, at = str(row.step_type), row.created_at
         if step == StepType.NODE:
-            self.on_node(row, _entry_of(row, entries))
+            self.on_node(row, _entry_of(row, entries), entries)
         elif step == StepType.HITL_PAUSE:
             self.emit(EventKind.PAUSED, at, node=row.node_id, agent_path=row.agent_path,
                       checkpoint_id=row.checkpoint_id, reason=row.interrupt_reason,
@@ -325,25 +326,16 @@ class _Builder:
                  if n in self.done_at]
         return min(written, max(needs)) if needs else written
 
-    def on_node(self, row: CheckpointRow, entry: dict[str, Any] | None) -> None:
+    def on_node(self, row: CheckpointRow, entry: dict[str, Any] | None,
+                entries: list[tuple[list[Any], Any]]) -> None:
         if entry is not None and entry.get("status") in _SKIPPED:
             return  # (note_skips said so)
-        tries = entry.get("attempts") if entry is not None else None
-        tries = [t for t in tries if isinstance(t, dict)] if isinstance(tries, list) else []
+        tries = _tries(entry)
         address, where = row.node_id, row.agent_path
         fields: dict[str, Any] = {"node": address, "agent_path": where}
-        start = self.start_of(address, where)
-        for one in tries:
-            attempt = self.next_attempt(address, where)
-            began, ended = float(one.get("started_at") or start), float(one.get("ended_at") or 0)
-            self.emit(EventKind.NODE_STARTED, began, attempt=attempt, **fields)
-            kind = EventKind.NODE_TIMED_OUT if one.get("timed_out") else EventKind.NODE_FAILED
-            self.emit(kind, ended, attempt=attempt, error=_error(one.get("error")), **fields)
-            backoff = one.get("backoff")
-            if backoff is not None:
-                self.emit(EventKind.NODE_RETRIED, ended, attempt=attempt,
-                          backoff_seconds=float(backoff), **fields)
-                start = ended + float(backoff)
+        if str(row.status) == "failed" and "/item:" not in address:
+            self.failed_elements(row, entries)
+        start = self.emit_tries(address, where, tries, self.start_of(address, where))
         if str(row.status) == "failed" and tries:
             self.ended(address, row, final=False)
             return
@@ -361,6 +353,44 @@ class _Builder:
                   checkpoint_id=row.checkpoint_id, detail=_loads(row.node_output),
                   duration_ms=round(max(0.0, row.created_at - start) * 1000, 3), **fields)
         self.ended(address, row, final=True)
+
+    def emit_tries(self, address: str, where: str, tries: list[dict[str, Any]],
+                   start: float) -> float:
+        """The failed attempts a unit's entry keeps (``attempts``: each with its own start,
+        end, error and backoff); returns when the attempt after them started."""
+        fields: dict[str, Any] = {"node": address, "agent_path": where}
+        for one in tries:
+            attempt = self.next_attempt(address, where)
+            began, ended = float(one.get("started_at") or start), float(one.get("ended_at") or 0)
+            self.emit(EventKind.NODE_STARTED, began, attempt=attempt, **fields)
+            kind = EventKind.NODE_TIMED_OUT if one.get("timed_out") else EventKind.NODE_FAILED
+            self.emit(kind, ended, attempt=attempt, error=_error(one.get("error")), **fields)
+            backoff = one.get("backoff")
+            if backoff is not None:
+                self.emit(EventKind.NODE_RETRIED, ended, attempt=attempt,
+                          backoff_seconds=float(backoff), **fields)
+                start = ended + float(backoff)
+        return start
+
+    def failed_elements(self, row: CheckpointRow, entries: list[tuple[list[Any], Any]]) -> None:
+        """The ``for_each`` elements that failed before their node's failed ``row`` (a
+        failed element writes no row of its own; the node's row carries its entry): each
+        element's attempts, the failed ones its entry keeps or else its one failure."""
+        where = row.agent_path
+        for key, item in _failed_items(row.node_id, entries):
+            address = f"{row.node_id}/item:{key}"
+            tries = _tries(item)
+            if tries:
+                self.emit_tries(address, where, tries, self.start_of(address, where))
+                continue
+            attempt = self.next_attempt(address, where)
+            self.emit(EventKind.NODE_STARTED, self.start_of(address, where), node=address,
+                      agent_path=where, attempt=attempt)
+            error = item.get("error")
+            timed_out = isinstance(error, dict) and error.get("type") == "TimeoutError"
+            self.emit(EventKind.NODE_TIMED_OUT if timed_out else EventKind.NODE_FAILED,
+                      row.created_at, node=address, agent_path=where, attempt=attempt,
+                      error=_error(error))
 
     def ended(self, address: str, row: CheckpointRow, *, final: bool) -> None:
         if not row.agent_path:
@@ -409,6 +439,29 @@ def _entry_of(row: CheckpointRow, entries: list[tuple[list[Any], Any]]) -> dict[
         if path[-len(suffix):] == suffix and isinstance(value, dict):
             return value
     return None
+
+
+def _tries(entry: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The failed attempts a unit's entry keeps (a unit with a retry policy), oldest first."""
+    tries = entry.get("attempts") if entry is not None else None
+    return [t for t in tries if isinstance(t, dict)] if isinstance(tries, list) else []
+
+
+def _failed_items(node_id: str, entries: list[tuple[list[Any], Any]]
+                  ) -> list[tuple[str, dict[str, Any]]]:
+    """The failed ``for_each`` elements of ``node_id`` whose entries a row carries (as the
+    node's entry, or each its own), in element order."""
+    found: dict[str, dict[str, Any]] = {}
+    for path, value in entries:
+        if not isinstance(value, dict):
+            continue
+        items = value.get("items") if path[-2:] == ["nodes", node_id] else None
+        if isinstance(items, dict):
+            found.update({str(k): v for k, v in items.items() if isinstance(v, dict)})
+        elif len(path) >= 4 and path[-4:-1] == ["nodes", node_id, "items"]:
+            found[str(path[-1])] = value
+    failed = [(k, v) for k, v in found.items() if v.get("status") == UnitStatus.FAILED]
+    return sorted(failed, key=lambda pair: int(pair[0]) if pair[0].isdigit() else 0)
 
 
 def _tool_result(entries: list[tuple[list[Any], Any]], name: str) -> Any:

@@ -178,9 +178,14 @@ class UnitState:
         items = self.items
         return [items[str(i)]["output"] for i in range(count)]
 
-    def complete_item(self, key: str, output: Any) -> None:
-        """The ``for_each`` element ``key`` completed with ``output``."""
-        self.items[key] = completed_entry(output)
+    def complete_item(self, key: str, output: Any,
+                      tries: tuple[dict[str, Any], ...] = ()) -> None:
+        """The ``for_each`` element ``key`` completed with ``output``; ``tries``: its failed
+        attempts before (an element of a node with a retry policy), kept as ``attempts``."""
+        entry = completed_entry(output)
+        if tries:  # it failed before: the entry keeps the attempts (the history's)
+            entry["attempts"] = list(tries)
+        self.items[key] = entry
 
     def polled(self, output: Any, attempt: int) -> None:
         """A polling node's ``attempt`` returned ``output`` and its ``until`` still fails:
