@@ -8,17 +8,19 @@ run does. Whatever inputs they give must be declared, and every required input g
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import TemplateSyntaxError, meta, nodes
 
 from tether.compiler.context import Context
-from tether.compiler.plan import PlanWebhook
 from tether.dsl.ast import Workflow
 from tether.dsl.document import SECRET_PATTERN, WebhookSpec
 from tether.durations import DurationError, parse_duration
 from tether.suggest import did_you_mean
 from tether.templating import ENV, has_markup
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import PlanWebhook
 
 PATH_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 HEADER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
@@ -126,6 +128,8 @@ def _template_problems(value: Any) -> list[str]:
 
 def plan_webhook(workflow: Workflow) -> PlanWebhook | None:
     """The plan's webhook: the document's, with the defaults filled in."""
+    from tether.compiler.plan import PlanWebhook
+
     spec = _spec(workflow)
     if spec is None:
         return None
