@@ -26,7 +26,8 @@ REFUND = ROOT / "examples" / "refund" / "refund.yaml"
 
 # Imported by no command before it needs them.
 NEVER_AT_IMPORT = (
-    "click", "tether.cli.group", "pydantic", "sqlalchemy", "jinja2", "yaml", "lark", "asyncio", "fastapi", "starlette",
+    "click", "tether.cli.group", "pydantic", "sqlalchemy", "jinja2", "yaml", "lark", "asyncio",
+    "fastapi", "starlette",
     "uvicorn", "rich", "networkx", "openai", "anthropic", "httpx", "psycopg", "opentelemetry",
     "tether.compiler", "tether.dsl.document", "tether.stores", "tether.runtime", "tether.web",
     "tether.agents",
@@ -35,7 +36,8 @@ NEVER_AT_IMPORT = (
 # provider SDKs, the .flow grammar, and the other commands' modules.
 NOT_FOR_CHECK = (
     "click", "tether.cli.group", "tether.cli.authoring", "tether.compiler.plan",
-    "tether.compiler.build", "cronsim", "tether.cron", "sqlalchemy", "lark", "asyncio", "fastapi", "starlette", "uvicorn", "rich", "networkx",
+    "tether.compiler.build", "cronsim", "tether.cron", "sqlalchemy", "lark", "asyncio",
+    "fastapi", "starlette", "uvicorn", "rich", "networkx",
     "openai", "anthropic", "httpx", "psycopg", "opentelemetry", "tether.stores",
     "tether.runtime.runner", "tether.runtime.driver", "tether.web", "tether.workers",
     "tether.agents.providers", "tether.cli.operator", "tether.cli.fleet", "tether.cli.inspect",
