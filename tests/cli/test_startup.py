@@ -157,7 +157,8 @@ def test_a_mistyped_command_gets_a_suggestion(tmp_path: Path) -> None:
 
 
 # What submitting and resuming leave out: the driver and the agents' modules for a submit (it
-# drives nothing), the agents' modules for the resume of a run without agent nodes.
+# drives nothing); the compiler's checks, the document model and the agents' modules for the
+# resume of a run without agent nodes (it reads the stored plan).
 NOT_FOR_SUBMIT = (
     "click.testing", "tether.runtime.driver", "tether.runtime.execution",
     "tether.runtime.resume", "tether.runtime.bridge", "tether.agents",
@@ -166,7 +167,7 @@ NOT_FOR_SUBMIT = (
     "opentelemetry", "tether.web", "tether.workers.worker",
 )
 NOT_FOR_RESUME = (
-    "tether.agents", "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
+    "tether.compiler.compile", "tether.dsl.document", "yaml", "tether.agents", "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
     "fastapi", "starlette", "uvicorn", "openai", "anthropic", "httpx", "psycopg",
     "opentelemetry", "tether.web",
 )
@@ -231,3 +232,20 @@ def test_checking_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
     )
     _, extra = _probe(body, tmp_path)
     assert extra == [0, True, 0, False]
+
+
+def test_the_compiler_package_imports_its_parts_on_use(tmp_path: Path) -> None:
+    """Reading a plan does not import the compiler's checks; ``tether.compiler.compile`` is
+    the function, before and after its submodule is imported."""
+    body = (
+        "import tether.compiler.plan\n"
+        "before = 'tether.compiler.compile' in sys.modules\n"
+        "import tether.compiler\n"
+        "first = tether.compiler.compile\n"
+        "import tether.compiler.compile\n"
+        "from tether.compiler import Plan, compile\n"
+        "extra = [before, callable(first), first is compile is tether.compiler.compile,\n"
+        "         Plan is tether.compiler.plan.Plan, compile.__module__]\n"
+    )
+    _, extra = _probe(body, tmp_path)
+    assert extra == [False, True, True, True, "tether.compiler.compile"]
