@@ -167,7 +167,8 @@ NOT_FOR_SUBMIT = (
     "opentelemetry", "tether.web", "tether.workers.worker",
 )
 NOT_FOR_RESUME = (
-    "tether.compiler.compile", "tether.dsl.document", "yaml", "tether.agents", "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
+    "tether.compiler.compile", "tether.dsl.document", "yaml", "tether.agents",
+    "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
     "fastapi", "starlette", "uvicorn", "openai", "anthropic", "httpx", "psycopg",
     "opentelemetry", "tether.web",
 )
