@@ -249,6 +249,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                 row = self._execute(cursor, "schema_version",
                                     lambda: select(schema_version.c.version)).fetchone()
         except StoreError:
+            self._reset_hot()  # (PostgreSQL: not left open if the full set-up then fails)
             return False
         return row is not None and row[0] == SCHEMA_VERSION
 
