@@ -18,14 +18,16 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from tether.cli.main import COMMAND_MODULES, COMMANDS, LazyGroup, cli, register_commands
+from tether.cli.group import LazyGroup, cli, register_commands
+from tether.cli.main import COMMAND_MODULES, COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUND = ROOT / "examples" / "refund" / "refund.yaml"
 
 # Imported by no command before it needs them.
 NEVER_AT_IMPORT = (
-    "pydantic", "sqlalchemy", "jinja2", "yaml", "lark", "asyncio", "fastapi", "starlette",
+    "click", "tether.cli.group", "pydantic", "sqlalchemy", "jinja2", "yaml", "lark", "asyncio",
+    "fastapi", "starlette",
     "uvicorn", "rich", "networkx", "openai", "anthropic", "httpx", "psycopg", "opentelemetry",
     "tether.compiler", "tether.dsl.document", "tether.stores", "tether.runtime", "tether.web",
     "tether.agents",
@@ -33,7 +35,9 @@ NEVER_AT_IMPORT = (
 # What checking a YAML file has no use for: the store, the runtime, the console, the
 # provider SDKs, the .flow grammar, and the other commands' modules.
 NOT_FOR_CHECK = (
-    "sqlalchemy", "lark", "asyncio", "fastapi", "starlette", "uvicorn", "rich", "networkx",
+    "click", "tether.cli.group", "tether.cli.authoring", "tether.compiler.plan",
+    "tether.compiler.build", "cronsim", "tether.cron", "sqlalchemy", "lark", "asyncio",
+    "fastapi", "starlette", "uvicorn", "rich", "networkx",
     "openai", "anthropic", "httpx", "psycopg", "opentelemetry", "tether.stores",
     "tether.runtime.runner", "tether.runtime.driver", "tether.web", "tether.workers",
     "tether.agents.providers", "tether.cli.operator", "tether.cli.fleet", "tether.cli.inspect",
@@ -66,7 +70,7 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 def test_importing_the_command_imports_nothing_heavy(tmp_path: Path) -> None:
     modules, _ = _probe("import tether.cli.main\nextra = None", tmp_path)
-    assert "click" in modules  # the probe sees imports at all
+    assert "tether.cli.main" in modules  # the probe sees imports at all
     assert _loaded(modules, NEVER_AT_IMPORT) == []
 
 
@@ -74,11 +78,14 @@ def test_checking_a_yaml_file_imports_only_the_checker(tmp_path: Path) -> None:
     body = (
         "from tether.cli.main import main\n"
         f"code = main(['check', {str(REFUND)!r}])\n"
+        "checked = sorted(sys.modules)\n"
         "from tether.compiler.plan import Plan\n"
-        "extra = [code, Plan.__pydantic_complete__]\n"
+        "extra = [code, Plan.__pydantic_complete__, checked]\n"
     )
-    modules, extra = _probe(body, tmp_path)
-    assert "tether.compiler.compile" in modules and "tether.cli.authoring" in modules
+    _, extra = _probe(body, tmp_path)
+    assert isinstance(extra, list)
+    modules = set(extra.pop())
+    assert "tether.compiler.compile" in modules and "tether.cli.fast" in modules
     assert _loaded(modules, NOT_FOR_CHECK) == []
     # exit 0, and the plan's validators were never built (check builds no plan)
     assert extra == [0, False]
@@ -147,3 +154,99 @@ def test_a_mistyped_command_gets_a_suggestion(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2
     assert "No such command 'chek'" in done.stderr and "'check'" in done.stderr
+
+
+# What submitting and resuming leave out: the driver and the agents' modules for a submit (it
+# drives nothing); the compiler's checks, the document model and the agents' modules for the
+# resume of a run without agent nodes (it reads the stored plan).
+NOT_FOR_SUBMIT = (
+    "click.testing", "tether.runtime.driver", "tether.runtime.execution",
+    "tether.runtime.resume", "tether.runtime.bridge", "tether.agents",
+    "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark", "networkx",
+    "fastapi", "starlette", "uvicorn", "rich", "openai", "anthropic", "httpx", "psycopg",
+    "opentelemetry", "tether.web", "tether.workers.worker",
+)
+NOT_FOR_RESUME = (
+    "tether.compiler.compile", "tether.dsl.document", "yaml", "tether.agents",
+    "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
+    "fastapi", "starlette", "uvicorn", "openai", "anthropic", "httpx", "psycopg",
+    "opentelemetry", "tether.web",
+)
+
+
+def _waiting_run(db: str, cwd: Path) -> str:
+    """A run of the refund example paused at its approval, made by the real command."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
+           "TETHER_EXAMPLE_LEDGER": str(cwd / "ledger.jsonl")}
+    done = subprocess.run([sys.executable, "-m", "tether", "run", str(REFUND), "--tasks",
+                           str(REFUND.parent / "tasks.py"), "--db", db, "-i",
+                           "account=ACC-42", "-i", "amount=500", "--json"],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    result = json.loads(done.stdout)
+    assert result["status"] == "paused", done.stderr
+    return str(result["execution_id"])
+
+
+def test_submitting_imports_no_driver_and_no_agents(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    body = (
+        "import gc\n"
+        "from tether.cli.main import main\n"
+        f"code = main(['submit', {str(REFUND)!r}, '--db', {db!r}, '-i', 'account=ACC-42',"
+        " '-i', 'amount=20'])\n"
+        "extra = [code, gc.isenabled()]\n"
+    )
+    modules, extra = _probe(body, tmp_path)
+    assert "tether.runtime.runner" in modules and "sqlalchemy" in modules
+    assert _loaded(modules, NOT_FOR_SUBMIT) == []
+    assert extra == [0, True]  # submitted, and the collector is on again afterwards
+
+
+def test_resuming_a_run_without_agents_imports_no_agents(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _waiting_run(db, tmp_path)
+    body = (
+        "import gc, os\n"
+        f"os.environ['TETHER_EXAMPLE_LEDGER'] = {str(tmp_path / 'ledger.jsonl')!r}\n"
+        "from tether.cli.main import main\n"
+        f"code = main(['resume', {run_id!r}, '--tasks', {str(REFUND.parent / 'tasks.py')!r},"
+        f" '--db', {db!r}, '--value', '{{\"approved\": true}}'])\n"
+        "extra = [code, gc.isenabled()]\n"
+    )
+    modules, extra = _probe(body, tmp_path)
+    assert "tether.runtime.driver" in modules and "tether.runtime.resume" in modules
+    assert _loaded(modules, NOT_FOR_RESUME) == []
+    assert extra == [0, True]  # the run completed; the collector is on again
+
+
+def test_checking_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """The fast path pauses the collector while it imports, and only then."""
+    body = (
+        "import gc\n"
+        "from tether.cli.main import main\n"
+        f"first = main(['check', {str(REFUND)!r}])\n"
+        "on = gc.isenabled()\n"
+        "gc.disable()\n"
+        f"second = main(['check', {str(REFUND)!r}])\n"
+        "extra = [first, on, second, gc.isenabled()]\n"
+    )
+    _, extra = _probe(body, tmp_path)
+    assert extra == [0, True, 0, False]
+
+
+def test_the_compiler_package_imports_its_parts_on_use(tmp_path: Path) -> None:
+    """Reading a plan does not import the compiler's checks; ``tether.compiler.compile`` is
+    the function, before and after its submodule is imported."""
+    body = (
+        "import tether.compiler.plan\n"
+        "before = 'tether.compiler.compile' in sys.modules\n"
+        "import tether.compiler\n"
+        "first = tether.compiler.compile\n"
+        "import tether.compiler.compile\n"
+        "from tether.compiler import Plan, compile\n"
+        "extra = [before, callable(first), first is compile is tether.compiler.compile,\n"
+        "         Plan is tether.compiler.plan.Plan, compile.__module__]\n"
+    )
+    _, extra = _probe(body, tmp_path)
+    assert extra == [False, True, True, True, "tether.compiler.compile"]

@@ -210,3 +210,12 @@ def test_runs_stuck_says_which_runs_hold_the_key(store: Checkpointer, tmp_path: 
     history = build_history(store, second).events
     assert any(e.kind == EventKind.CONCURRENCY and "waits for concurrency key 'main'"
                in (e.reason or "") for e in history)
+
+
+def test_the_checks_policies_are_the_plans() -> None:
+    """The compiler checks `on_conflict` against its own list (so `check` imports no plan
+    models); it must name exactly the policies the plan accepts, in the same order."""
+    from tether.compiler.concurrency import POLICIES
+    from tether.compiler.plan import ON_CONFLICT
+
+    assert POLICIES == ON_CONFLICT

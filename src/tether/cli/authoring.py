@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
+from tether.cli.fast import CHECK_FORMATS, CheckArgs, run_check
 from tether.cli.options import (
     checking_tasks,
     color_option,
@@ -24,8 +25,8 @@ from tether.cli.options import (
     import_tasks_option,
     strict_option,
     tasks_option,
-    use_color,
 )
+from tether.cli.terminal import use_color
 from tether.errors import TetherError, WorkflowError
 
 if TYPE_CHECKING:
@@ -119,53 +120,10 @@ def read_plan(file: str) -> Plan:
 # --------------------------------------------------------------------------- check
 
 
-def is_workflow_file(path: Path) -> bool:
-    """A ``.flow`` file, or a YAML file whose first key is ``tether:``."""
-    from tether.compiler.compile import starts_with_tether_key
-    from tether.dsl.loader import syntax_of
-
-    syntax = syntax_of(path)
-    return syntax == "flow" or (syntax == "yaml" and starts_with_tether_key(path))
-
-
-def files_to_check(paths: tuple[str, ...], skip_non_workflows: bool) -> list[Path]:
-    """The workflow files named by ``paths``; exits when there are none."""
-    from tether.compiler import discover
-
-    files = discover(paths)
-    if skip_non_workflows:
-        files = [f for f in files if is_workflow_file(f)]
-        if not files and all(Path(p).is_file() for p in paths):
-            raise click.exceptions.Exit(0)  # only non-workflow files were given: nothing to do
-    if not files:
-        raise TetherError(f"no workflow files found in {', '.join(paths)}")
-    return files
-
-
-def emit_check_result(diags: list[Diagnostic], files: int, output_format: str,
-                      color: str) -> None:
-    """Print the result of a check in ``output_format``."""
-    from tether.diagnostics import render
-
-    if output_format == "json":
-        click.echo(render.render_json(diags, files), nl=False)
-    elif output_format == "sarif":
-        click.echo(render.render_sarif(diags), nl=False)
-    elif output_format == "github":
-        click.echo(render.render_github(diags), nl=False)
-        click.echo(render.summary(diags, files), err=True)
-    elif diags:
-        colored = use_color(color)
-        click.echo(render.render_text(diags, color=colored), nl=False, color=colored)
-        click.echo(f"\n{render.summary(diags, files)}")
-    else:
-        click.echo(render.summary(diags, files), err=True)
-
-
 @click.command()
 @click.argument("paths", nargs=-1, required=True,
                 type=click.Path(exists=True, path_type=str))
-@format_option("text", "json", "sarif", "github")
+@format_option(*CHECK_FORMATS)
 @strict_option
 @tasks_option
 @import_tasks_option
@@ -184,14 +142,9 @@ def check(paths: tuple[str, ...], output_format: str, strict: bool, tasks: tuple
     found (or warnings, with --strict). No user code is imported unless --tasks or
     --import-tasks asks for it.
     """
-    from tether.compiler import check as check_files
-
-    files = files_to_check(paths, skip_non_workflows)
-    registry = checking_tasks(tasks, import_tasks)
-    diags = check_files(files, tasks=registry)
-    emit_check_result(diags, len(files), output_format.lower(), color)
-    failed = any(d.is_error for d in diags) or (strict and bool(diags))
-    raise click.exceptions.Exit(1 if failed else 0)
+    args = CheckArgs(paths=paths, output_format=output_format, strict=strict, color=color,
+                     skip_non_workflows=skip_non_workflows)
+    raise click.exceptions.Exit(run_check(args, lambda: checking_tasks(tasks, import_tasks)))
 
 
 # --------------------------------------------------------------------------- compile, graph

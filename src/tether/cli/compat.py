@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tether.cli.options import color_option, db_option, format_option, open_store, use_color
+from tether.cli.options import color_option, db_option, format_option, open_store
+from tether.cli.terminal import use_color
 
 if TYPE_CHECKING:
     from tether.compiler.plan import Plan

@@ -28,6 +28,7 @@ from tether.cli.options import (
 )
 from tether.cli.terminal import printable, shell_quote
 from tether.errors import RunNotFound
+from tether.gc_pause import paused_gc
 
 if TYPE_CHECKING:  # annotations only: the CLI imports the compiler when a command needs it
     from tether.compiler.plan import Plan
@@ -74,18 +75,21 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
 
     With --id, submitting again returns the first run (said on stderr) instead of starting
     another, however many submissions race."""
-    from tether.runtime.runner import Runner
-    from tether.trigger import TriggerKind, local_trigger
-
     if not queue.strip():
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
-    registry = checking_tasks(tasks, import_tasks) or {}
-    store = open_store(db, create=True)
-    runner = Runner(source, store, registry)
-    assert runner.plan is not None
-    inputs = read_inputs(runner.plan, pairs, inputs_file)
-    done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue, priority=priority,
-                             trigger=local_trigger(TriggerKind.CLI))
+    # Short and bounded (nothing executes here): the collector is paused throughout, as
+    # importing the store and the runtime leaves no cyclic garbage for it to find.
+    with paused_gc():
+        from tether.runtime.runner import Runner
+        from tether.trigger import TriggerKind, local_trigger
+
+        registry = checking_tasks(tasks, import_tasks) or {}
+        store = open_store(db, create=True)
+        runner = Runner(source, store, registry)
+        assert runner.plan is not None
+        inputs = read_inputs(runner.plan, pairs, inputs_file)
+        done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue,
+                                 priority=priority, trigger=local_trigger(TriggerKind.CLI))
     click.echo(printable(done.execution_id))
     if not done.created:
         click.echo(f"run {printable(done.execution_id)} already existed ({done.status.value}); "

@@ -27,6 +27,7 @@ from tether.cli.options import (
 )
 from tether.cli.terminal import dumps, printable, shell_quote
 from tether.errors import TetherError
+from tether.gc_pause import paused_gc
 
 if TYPE_CHECKING:
     from tether.compiler.plan import Plan, PlanInput
@@ -280,9 +281,16 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
     if enqueue and plan_source is not None:
         raise click.UsageError("--plan cannot be used when the workers continue the run")
-    store = open_store(db)
-    execution_id = store.resolve_execution_id(execution_id)
-    runner = make_runner(None, store, () if enqueue else tasks, quiet, load=not enqueue)
+    # The start-up (imports, opening the store) with the collector paused: importing leaves
+    # no cyclic garbage. The resume's own modules are imported here for that reason.
+    with paused_gc():
+        import tether.runtime.resume
+        if not enqueue:
+            import tether.runtime.driver  # noqa: F401  (it continues the run here)
+
+        store = open_store(db)
+        execution_id = store.resolve_execution_id(execution_id)
+        runner = make_runner(None, store, () if enqueue else tasks, quiet, load=not enqueue)
     try:
         result = runner.resume(execution_id, answer, node=node, plan=plan_source,
                                leave=enqueue, queue=queue, channel="cli")

@@ -13,15 +13,13 @@ helpers, so ``tether --help`` does not pay for them.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from tether.cli.terminal import printable
+from tether.cli.terminal import COLOR_CHOICES, printable
 from tether.errors import StoreURLError, TaskError, TetherError
 
 if TYPE_CHECKING:
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_DB = "sqlite:///.tether/tether.db"
-COLOR_CHOICES = ("auto", "always", "never")
 
 
 def format_option(*choices: str, default: str | None = None,
@@ -104,20 +101,6 @@ def check_id_option(what: str, *, new: bool = False) -> Callable[
 
     return callback
 
-
-def use_color(choice: str, stream: IO[str] | None = None) -> bool:
-    """Whether to colour output for ``--color choice`` written to ``stream`` (stdout).
-
-    ``auto`` colours a terminal unless ``NO_COLOR`` is set (https://no-color.org).
-    """
-    choice = choice.lower()
-    if choice != "auto":
-        return choice == "always"
-    stream = stream if stream is not None else sys.stdout
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
 
 
 # --------------------------------------------------------------------------- task modules

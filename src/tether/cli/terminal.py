@@ -14,10 +14,12 @@ CLI prints goes through one of these helpers:
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import sys
 import unicodedata
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -96,3 +98,22 @@ def console() -> Console:
     if terminal.is_terminal:
         return terminal
     return Console(soft_wrap=True, width=200, highlight=False, emoji=False, markup=False)
+
+
+COLOR_CHOICES = ("auto", "always", "never")
+"""The values of ``--color``."""
+
+
+def use_color(choice: str, stream: IO[str] | None = None) -> bool:
+    """Whether to colour output for ``--color choice`` written to ``stream`` (stdout).
+
+    ``auto`` colours a terminal unless ``NO_COLOR`` is set (https://no-color.org).
+    """
+    choice = choice.lower()
+    if choice != "auto":
+        return choice == "always"
+    stream = stream if stream is not None else sys.stdout
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())

@@ -19,13 +19,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tether.compiler.context import Context
-from tether.compiler.plan import (
-    TOOL_CALLS_PER_TURN,
-    PlanAgent,
-    PlanModelRef,
-    PlanTool,
-    PlanToolCalls,
-)
 from tether.diagnostics import Related
 from tether.dsl.ast import Workflow
 from tether.dsl.document import AgentSpec, ModelRef
@@ -33,6 +26,8 @@ from tether.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from tether.compiler.plan import PlanAgent, PlanModelRef, PlanToolCalls
 
 Tasks = Mapping[str, Callable[..., Any]]
 CALLED_ONLY_REFUSES = ("needs", "when", "trigger", "loop")
@@ -287,6 +282,7 @@ def _edge(agents: dict[str, AgentSpec], caller: str, target: str) -> tuple[str |
 def plan_agent(node_id: str, spec: AgentSpec, agents: frozenset[str]) -> PlanAgent:
     """The plan's definition of an agent that has no errors."""
     from tether.agents.providers import parse_model_spec
+    from tether.compiler.plan import PlanAgent, PlanTool
 
     model = parse_model_spec(spec.model if isinstance(spec.model, str)
                              else spec.model.model_dump(exclude_none=True))
@@ -307,6 +303,8 @@ def plan_agent(node_id: str, spec: AgentSpec, agents: frozenset[str]) -> PlanAge
 
 
 def _tool_calls(spec: AgentSpec) -> PlanToolCalls:
+    from tether.compiler.plan import TOOL_CALLS_PER_TURN, PlanToolCalls
+
     limits = spec.max_tool_calls
     if limits is None:
         return PlanToolCalls()
@@ -317,5 +315,7 @@ def _tool_calls(spec: AgentSpec) -> PlanToolCalls:
 @functools.cache
 def _model_ref(provider: str, name: str, base_url: str | None,
                api_key_env: str | None) -> PlanModelRef:
+    from tether.compiler.plan import PlanModelRef
+
     return PlanModelRef.model_validate({"provider": provider, "name": name,
                                         "base_url": base_url, "api_key_env": api_key_env})

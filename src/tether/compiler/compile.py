@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tether.compiler.agents import check_agents
-from tether.compiler.build import build_plan
 from tether.compiler.concurrency import check_concurrency
 from tether.compiler.context import Context
 from tether.compiler.graph import analyse_graph
@@ -20,7 +19,6 @@ from tether.compiler.lints import (
     check_skipped_reads,
     check_unread_approvals,
 )
-from tether.compiler.plan import Plan
 from tether.compiler.references import check_templates
 from tether.compiler.renames import check_renames
 from tether.compiler.schedules import check_schedule
@@ -35,10 +33,13 @@ from tether.dsl.source import with_anchor_notes
 from tether.errors import WorkflowError
 from tether.gc_pause import paused_gc
 
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
+
 Tasks = Mapping[str, Callable[..., Any]]
 
 
-Result = tuple[Plan | None, list[Diagnostic]]
+Result: TypeAlias = "tuple[Plan | None, list[Diagnostic]]"
 
 
 class Compiler:
@@ -122,6 +123,8 @@ class Compiler:
         broken = workflow.broken_nodes or workflow.broken_inputs or not workflow.valid
         if ctx.has_errors or broken or not graph.acyclic or not build:
             return None, ctx.diagnostics
+        from tether.compiler.build import build_plan  # (checking a file builds no plan)
+
         return build_plan(workflow, graph, subplans, ctx.called), ctx.diagnostics
 
     def check_file(self, path: str | os.PathLike[str]) -> list[Diagnostic]:

@@ -7,13 +7,20 @@ with the run; the store's claim lets at most ``limit`` runs with the same key ru
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from jinja2 import TemplateSyntaxError, meta, nodes
 
 from tether.compiler.context import Context
-from tether.compiler.plan import ON_CONFLICT, OnConflict, PlanConcurrency
 from tether.dsl.ast import Workflow
 from tether.suggest import did_you_mean
 from tether.templating import ENV, has_markup
+
+if TYPE_CHECKING:  # the plan models are imported only to build a plan (`check` builds none)
+    from tether.compiler.plan import OnConflict, PlanConcurrency
+
+# The policies, as PlanConcurrency's `on_conflict` spells them (a test keeps the two equal).
+POLICIES: tuple[str, ...] = ("queue", "cancel_running", "cancel_new", "reject")
 
 MAX_LIMIT = 1_000_000
 """The largest ``limit`` (anything above is no limit worth stating)."""
@@ -31,11 +38,11 @@ def check_concurrency(ctx: Context) -> None:
         ctx.report("E881", f"concurrency limit must be a positive integer (at most "
                    f"{MAX_LIMIT:,}), not {spec.limit}", ctx.span("concurrency", "limit"),
                    help="how many runs with the same key may run at once, e.g. `1`")
-    if spec.on_conflict is not None and spec.on_conflict not in ON_CONFLICT:
-        suggestion = did_you_mean(spec.on_conflict, ON_CONFLICT)
+    if spec.on_conflict is not None and spec.on_conflict not in POLICIES:
+        suggestion = did_you_mean(spec.on_conflict, POLICIES)
         ctx.report("E882", f"`{spec.on_conflict[:100]}` is not a conflict policy",
                    ctx.span("concurrency", "on_conflict"),
-                   help=suggestion or "one of: " + ", ".join(f"`{p}`" for p in ON_CONFLICT))
+                   help=suggestion or "one of: " + ", ".join(f"`{p}`" for p in POLICIES))
 
 
 def key_problems(key: str, workflow: Workflow) -> list[str]:
@@ -79,6 +86,8 @@ def plan_concurrency(workflow: Workflow) -> PlanConcurrency | None:
     spec = workflow.doc.concurrency
     if spec is None:
         return None
+    from tether.compiler.plan import ON_CONFLICT, PlanConcurrency
+
     policy: OnConflict = "queue"
     for known in ON_CONFLICT:
         if spec.on_conflict == known:

@@ -9,7 +9,10 @@ describe millions of nodes. The compiler and plan validation refuse more than
 
 from __future__ import annotations
 
-from tether.compiler.plan import Plan, WorkflowNode
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 MAX_SUBWORKFLOW_DEPTH = 32
 MAX_EXPANDED_NODES = 100_000
@@ -18,6 +21,8 @@ MAX_EXPANDED_NODES = 100_000
 def expanded_size(plan: Plan, memo: dict[int, int] | None = None) -> int:
     """The nodes of ``plan`` with every embedded sub-plan counted once per node embedding
     it; each distinct plan object is measured once (``memo`` maps its id to its size)."""
+    from tether.compiler.plan import WorkflowNode
+
     memo = {} if memo is None else memo
     found = memo.get(id(plan))
     if found is None:
@@ -30,6 +35,8 @@ def expanded_size(plan: Plan, memo: dict[int, int] | None = None) -> int:
 
 def nesting_depth(plan: Plan, limit: int = MAX_SUBWORKFLOW_DEPTH) -> int:
     """How many levels of sub-plans ``plan`` holds (0: none); stops counting past ``limit``."""
+    from tether.compiler.plan import WorkflowNode
+
     level, current = 0, [plan]
     while current and level <= limit:
         seen: dict[int, Plan] = {}

@@ -28,7 +28,7 @@ from tether.compiler.plan import (
     WorkflowNode,
     fingerprint_of,
 )
-from tether.dsl.document import SECRET_RE
+from tether.dsl.patterns import SECRET_RE
 from tether.durations import MAX_SECONDS
 from tether.errors import PlanError
 

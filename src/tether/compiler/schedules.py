@@ -4,15 +4,16 @@ and inputs (E870-E872); both at once is E236."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.compiler.context import Context
-from tether.compiler.plan import PlanSchedule
-from tether.cron import cron_problem, zone_names, zone_problem
 from tether.dsl.ast import Workflow
 from tether.dsl.document import Catchup, ScheduleSpec
 from tether.jsontypes import article, json_type_name, matches_type
 from tether.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import PlanSchedule
 
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_CATCHUP: Catchup = "latest"
@@ -33,6 +34,8 @@ def check_schedule(ctx: Context) -> None:
     found = schedule_of(ctx.workflow)
     if found is None:
         return
+    from tether.cron import cron_problem, zone_names, zone_problem  # (a workflow with one)
+
     spec, at = found
     on = ctx.workflow.doc.on
     if at == ("schedule",) and on is not None and on.schedule is not None:
@@ -92,6 +95,8 @@ def _listed(value: Any, allowed: list[Any]) -> bool:
 
 def plan_schedule(workflow: Workflow) -> PlanSchedule | None:
     """The plan's schedule: the document's, with the defaults filled in."""
+    from tether.compiler.plan import PlanSchedule
+
     found = schedule_of(workflow)
     if found is None:
         return None

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from tether.compiler.confinement import allowed_roots, inside, not_a_workflow, quotes_the_file
 from tether.compiler.context import Context
-from tether.compiler.plan import Plan
 from tether.compiler.tasks import is_literal
 from tether.diagnostics import Diagnostic, Related, Span
 from tether.diagnostics.codes import CODES
@@ -18,6 +17,7 @@ from tether.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from tether.compiler.compile import Compiler
+    from tether.compiler.plan import Plan
 
 MAX_NOTES = 10
 

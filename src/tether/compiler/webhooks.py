@@ -8,12 +8,11 @@ run does. Whatever inputs they give must be declared, and every required input g
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import TemplateSyntaxError, meta, nodes
 
 from tether.compiler.context import Context
-from tether.compiler.plan import PlanManual, PlanWebhook
 from tether.compiler.references import strings
 from tether.dsl.ast import Workflow
 from tether.dsl.document import SECRET_PATTERN, ManualSpec, WebhookSpec
@@ -22,6 +21,9 @@ from tether.durations import DurationError, parse_duration
 from tether.suggest import did_you_mean
 from tether.templating import ENV, has_markup
 from tether.trigger import TRIGGER_FIELDS
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import PlanManual, PlanWebhook
 
 PATH_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 HEADER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
@@ -140,6 +142,8 @@ def _unkept_headers(value: Any, spec: WebhookSpec) -> list[str]:
 def plan_manual(workflow: Workflow) -> PlanManual | None:
     """Who may start the workflow by hand: None without ``on:`` (anyone who may start
     runs), else what ``on.manual`` says (not allowed when it is absent or ``false``)."""
+    from tether.compiler.plan import PlanManual
+
     on = workflow.doc.on
     if on is None:
         return None
@@ -153,6 +157,8 @@ def plan_manual(workflow: Workflow) -> PlanManual | None:
 
 def plan_webhook(workflow: Workflow) -> PlanWebhook | None:
     """The plan's webhook: the document's, with the defaults filled in."""
+    from tether.compiler.plan import PlanWebhook
+
     spec = _spec(workflow)
     if spec is None:
         return None

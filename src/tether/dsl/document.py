@@ -12,22 +12,19 @@ report them with their own codes.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from tether.dsl.patterns import ID_PATTERN as ID_PATTERN
+from tether.dsl.patterns import ID_RE as ID_RE
+from tether.dsl.patterns import NODE_ID_PATTERN as NODE_ID_PATTERN
+from tether.dsl.patterns import NODE_ID_RE as NODE_ID_RE
+from tether.dsl.patterns import SECRET_PATTERN as SECRET_PATTERN
+from tether.dsl.patterns import SECRET_RE as SECRET_RE
 from tether.kinds import KIND_KEYS, NodeKind
 
 FORMAT_VERSION = 1
-ID_PATTERN = r"^[a-z][a-z0-9_]*$"
-ID_RE = re.compile(ID_PATTERN)
-NODE_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
-"""Node ids as authors spell them (``build-linux``, ``Deploy``); templates read an id that is
-not a plain name as ``nodes['build-linux']``."""
-NODE_ID_RE = re.compile(NODE_ID_PATTERN)
-SECRET_PATTERN = r"^[A-Z_][A-Z0-9_]*$"
-SECRET_RE = re.compile(SECRET_PATTERN)
 
 InputType = Literal["string", "number", "integer", "boolean", "object", "array"]
 TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",

@@ -13,7 +13,7 @@ import copy
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.compiler.plan import Plan
 from tether.errors import (
@@ -26,7 +26,6 @@ from tether.errors import (
 )
 from tether.observability.observer import remember_caller
 from tether.runtime.attempt import Attempt
-from tether.runtime.bridge import run_sync
 from tether.runtime.concurrency import (
     cancel_boundary,
     cancelled_result,
@@ -35,7 +34,6 @@ from tether.runtime.concurrency import (
 )
 from tether.runtime.context import Resume
 from tether.runtime.dedup import Submitted, check_dedup_key, create_once
-from tether.runtime.driver import Driver
 from tether.runtime.events import Event
 from tether.runtime.fork_patch import check_patch_effect, merge_patch
 from tether.runtime.ids import check_execution_id, new_execution_id
@@ -47,7 +45,6 @@ from tether.runtime.plans import PlanSource, check_tasks, load_plan, remember, s
 from tether.runtime.registry import resolve_tasks
 from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
-from tether.runtime.resume import Claimed, Prepared, Resumption
 from tether.runtime.run_events import record_forked
 from tether.runtime.signatures import record_signatures
 from tether.runtime.state import RunState
@@ -59,6 +56,14 @@ from tether.stores.base import Checkpointer
 from tether.stores.records import Checkpoint, PendingInterrupt, RunRecord, utc
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
 from tether.trigger import UNKNOWN_TRIGGER, Trigger, local_trigger
+
+if TYPE_CHECKING:
+    from tether.runtime.resume import Claimed, Prepared
+
+# Imported where they are used, not here: submitting a run (``tether submit``, the API)
+# drives nothing, so it does not pay for the driver, the executors, asyncio or resuming
+# (docs/performance.md, "Start-up of the command"): ``bridge.run_sync``, ``driver.Driver``,
+# ``resume.Resumption``.
 
 __all__ = ["RunResult", "Runner", "load_plan"]
 
@@ -124,6 +129,8 @@ class Runner:
             execution_id: str | None = None, *, queue: str = DEFAULT_QUEUE,
             trigger: Trigger | None = None) -> RunResult:
         """Start a run and drive it until it completes, pauses or fails."""
+        from tether.runtime.bridge import run_sync
+
         return run_sync(self.arun(inputs, execution_id, queue=queue, trigger=trigger))
 
     def resume(self, execution_id: str, resume: Resume | Mapping[str, Any] | None = None, *,
@@ -132,6 +139,8 @@ class Runner:
                leave: bool = False, queue: str | None = None,
                channel: str | None = None) -> RunResult:
         """Resume a paused or interrupted run (see :meth:`aresume`)."""
+        from tether.runtime.bridge import run_sync
+
         return run_sync(self.aresume(execution_id, resume, node=node, plan=plan,
                                      resolver=resolver, comment=comment, leave=leave,
                                      queue=queue, channel=channel))
@@ -140,6 +149,8 @@ class Runner:
              state_patch: Mapping[str, Any] | None = None, *,
              plan: PlanSource | None = None, leave: bool = False) -> RunResult:
         """Branch a new run from a checkpoint (see :meth:`afork`)."""
+        from tether.runtime.bridge import run_sync
+
         return run_sync(self.afork(execution_id, checkpoint_id, state_patch, plan=plan,
                                    leave=leave))
 
@@ -282,6 +293,8 @@ class Runner:
         waiting for one), :class:`ResumeValueError` when the values do not match an
         approval's form, :class:`PlanMismatch` for a different plan. See ``resume.py``.
         """
+        from tether.runtime.resume import Resumption
+
         store = self._store()
         run = claimed.run if claimed is not None else self._run(store, execution_id)
         execution_id = run.execution_id  # (a prefix given: the run's whole id from here on)
@@ -308,6 +321,8 @@ class Runner:
         approval's ``on_timeout``) and continue the run as a resume does. Exactly one of any
         number of concurrent firers (and of a person answering an approval) claims it; the
         others get :class:`AlreadyResumed`. :class:`TimerNotDue` before its due time."""
+        from tether.runtime.resume import Resumption
+
         store = self._store()
         run = self._run(store, pending.execution_id)
         chosen = self.plan_for(run, plan)
@@ -323,6 +338,8 @@ class Runner:
         """Fire a due timer without continuing the run here: claim its pending row with the
         timer's answer, as :meth:`afire` does, and leave the continuation to whoever claims
         the answered run (a worker, under its queue's limits). Raises as :meth:`afire`."""
+        from tether.runtime.resume import Resumption
+
         store = self._store()
         run = self._run(store, pending.execution_id)
         answer, resolver = fired_answer(self.plan_for(run, plan), pending, time.time())
@@ -335,6 +352,8 @@ class Runner:
         """Record an answer to a pending interrupt (the atomic claim) without continuing
         the run here: a worker (or ``resume`` elsewhere) continues it. Returns the
         interrupt answered; raises as :meth:`aresume` does for a value."""
+        from tether.runtime.resume import Resumption
+
         store = self._store()
         return Resumption(self, store, self._run(store, execution_id), resume, node, None,
                           resolver, comment, channel=channel).record()
@@ -435,6 +454,8 @@ class Runner:
     async def _drive(self, execution_id: str, plan: Plan, state: RunState,
                      journal: Journal | None, attempt: Attempt,
                      info: RunInfo | None = None) -> RunResult:
+        from tether.runtime.driver import Driver
+
         driver = Driver(execution_id, plan, state, journal, attempt, self.tasks,
                         self.max_concurrency, self.on_event, self.template_budget, info,
                         self.inline_bodies)

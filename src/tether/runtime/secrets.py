@@ -225,9 +225,23 @@ def masked_error(masker: Masker, error: NodeError) -> NodeError:
 def masked_names(plan: Plan) -> frozenset[str]:
     """The environment variables whose values a run of ``plan`` masks: its secrets, and the
     API keys its agents read."""
-    from tether.runtime.executors.agent import api_key_names
-
     return declared(plan) | api_key_names(plan)
+
+
+def api_key_names(plan: Plan) -> frozenset[str]:
+    """The environment variables the agents of a plan (and its sub-plans) read keys from:
+    their values are masked like secrets'. (The providers' module is imported only for a
+    plan with agents.)"""
+    names: set[str] = set()
+    if plan.agents_by_id:
+        from tether.agents.providers.base import DEFAULT_KEY_ENV, Provider
+
+        names = {agent.model.api_key_env or DEFAULT_KEY_ENV[Provider(agent.model.provider)]
+                 for agent in plan.agents_by_id.values()}
+    for node in plan.nodes:
+        if isinstance(node, WorkflowNode):
+            names |= api_key_names(node.workflow.plan)
+    return frozenset(names)
 
 
 def masker_for(plan: Plan, view: SecretsView | None = None) -> Masker | None:

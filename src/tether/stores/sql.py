@@ -236,7 +236,12 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             yield connection
 
     def setup(self) -> None:
-        """Create or migrate the schema; safe when many processes call it at once."""
+        """Create or migrate the schema; safe when many processes call it at once.
+
+        A store already at this release's version (every opening but the first) is left as
+        it is after one read: no write lock, no DDL, nothing reflected."""
+        if self._schema_is_current():
+            return
         with self._engine_write("schema set-up") as connection:
             self._lock_schema(connection)
             schema_version.create(connection, checkfirst=True)
@@ -252,6 +257,20 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                 connection.execute(insert(schema_version).values(id=1, version=SCHEMA_VERSION))
             elif current < SCHEMA_VERSION:
                 connection.execute(update(schema_version).values(version=SCHEMA_VERSION))
+
+    def _schema_is_current(self) -> bool:
+        """Whether the schema's recorded version is this release's. The version is written in
+        the transaction that creates or migrates the schema, so it is seen only once that
+        committed. Any failure (no table yet, no schema, no server) says no: the full set-up
+        then runs, and reports what is wrong."""
+        try:
+            with self._cursor("reading the schema version") as cursor:
+                row = self._execute(cursor, "schema_version",
+                                    lambda: select(schema_version.c.version)).fetchone()
+        except StoreError:
+            self._reset_hot()  # (PostgreSQL: not left open if the full set-up then fails)
+            return False
+        return row is not None and row[0] == SCHEMA_VERSION
 
     def close(self) -> None:
         with self._lock:

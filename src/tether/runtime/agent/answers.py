@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tether.agents.errors import ToolSchemaError
-from tether.agents.tools import tool_spec
-from tether.runtime.agent.tools import APPROVAL_REASON
 from tether.stores.records import PendingInterrupt
+
+APPROVAL_REASON = "approve_tool"
+"""The reason of the pause before a call of a tool listed under ``approve_tools``. (Defined
+here, where resuming a run reads it, so that a resume imports the agents' modules only
+when it answers a tool approval.)"""
 
 
 def approval_problems(tasks: Mapping[str, Callable[..., Any]], pending: PendingInterrupt,
@@ -68,6 +70,9 @@ def _argument_problems(tasks: Mapping[str, Callable[..., Any]], tool: str,
     fn = tasks.get(tool)
     if fn is None:
         return schema_problems(schema, arguments) if isinstance(schema, dict) else []
+    from tether.agents.errors import ToolSchemaError
+    from tether.agents.tools import tool_spec
+
     try:
         problem = tool_spec(fn, tool).check_arguments(arguments)
     except ToolSchemaError as exc:

@@ -37,10 +37,10 @@ from tether.agents.tools import ToolKind, ToolSpec
 from tether.compiler.plan import AgentNode, Plan, PlanAgent
 from tether.errors import InterruptSignal, NotJSONError
 from tether.observability.observer import agent_tool, agent_turn
+from tether.runtime.agent.answers import APPROVAL_REASON
 from tether.runtime.agent.output import check_answer
 from tether.runtime.agent.state import AgentState
 from tether.runtime.agent.tools import (
-    APPROVAL_REASON,
     HANDED_OVER,
     INTERRUPTED,
     SIBLING_PAUSED,

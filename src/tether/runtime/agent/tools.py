@@ -22,9 +22,6 @@ from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.invoke import Bodies, is_async
 from tether.runtime.values import to_json
 
-APPROVAL_REASON = "approve_tool"
-"""The reason of the pause before a call of a tool listed under ``approve_tools``."""
-
 
 def agent_tools(agent: PlanAgent, tasks: Mapping[str, Callable[..., Any]],
                 agents: Mapping[str, PlanAgent]) -> dict[str, ToolSpec]:

@@ -7,7 +7,7 @@ Adding a kind means one new module here and one case in :func:`execute`; the sch
 from __future__ import annotations
 
 from collections.abc import Coroutine
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from tether.compiler.plan import (
     AgentNode,
@@ -20,7 +20,6 @@ from tether.compiler.plan import (
     TaskNode,
     WorkflowNode,
 )
-from tether.runtime.executors.agent import AgentExecutor
 from tether.runtime.executors.approval import ApprovalExecutor
 from tether.runtime.executors.builtins import FailExecutor, NoopExecutor
 from tether.runtime.executors.sleep import SleepExecutor
@@ -29,10 +28,12 @@ from tether.runtime.executors.task import TaskExecutor
 from tether.runtime.executors.workflow import WorkflowExecutor
 from tether.runtime.units import Unit, UnitResult
 
+if TYPE_CHECKING:
+    from tether.runtime.executors.agent import AgentExecutor
+
 _TASK = TaskExecutor()
 _APPROVAL = ApprovalExecutor()
 _WORKFLOW = WorkflowExecutor()
-_AGENT = AgentExecutor()
 _SWITCH = SwitchExecutor()
 _NOOP = NoopExecutor()
 _FAIL = FailExecutor()
@@ -51,7 +52,7 @@ def execute(unit: Unit) -> Coroutine[Any, Any, UnitResult]:
         case WorkflowNode():
             return _WORKFLOW.run(unit, node)
         case AgentNode():
-            return _AGENT.run(unit, node)
+            return _agent().run(unit, node)
         case SwitchNode():
             return _SWITCH.run(unit, node)
         case NoopNode():
@@ -62,6 +63,19 @@ def execute(unit: Unit) -> Coroutine[Any, Any, UnitResult]:
             return _SLEEP.run(unit, node)
         case _:
             assert_never(node)
+
+
+_AGENTS: list[AgentExecutor] = []
+
+
+def _agent() -> AgentExecutor:
+    """The agent executor, made on first use: it imports the agents' modules (the model
+    providers, the conversation), which a run without agent nodes never needs."""
+    if not _AGENTS:
+        from tether.runtime.executors.agent import AgentExecutor
+
+        _AGENTS.append(AgentExecutor())
+    return _AGENTS[0]
 
 
 __all__ = ["execute"]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tether.agents.providers.base import DEFAULT_KEY_ENV, Provider
-from tether.compiler.plan import AgentNode, Plan, WorkflowNode
+from tether.compiler.plan import AgentNode
 from tether.runtime.agent.loop import AgentLoop, AgentRun, render_text
 from tether.runtime.agent.state import AgentState
 from tether.runtime.units import Unit, UnitResult
@@ -37,14 +36,3 @@ class AgentExecutor:
             await run.close()
         output, text = to_json(answer, f"the answer of agent '{node.id}'", node_id=node.id)
         return UnitResult(output, text)
-
-
-def api_key_names(plan: Plan) -> frozenset[str]:
-    """The environment variables the agents of a plan (and its sub-plans) read keys from:
-    their values are masked like secrets'."""
-    names = {agent.model.api_key_env or DEFAULT_KEY_ENV[Provider(agent.model.provider)]
-             for agent in plan.agents_by_id.values()}
-    for node in plan.nodes:
-        if isinstance(node, WorkflowNode):
-            names |= api_key_names(node.workflow.plan)
-    return frozenset(names)
