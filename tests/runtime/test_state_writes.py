@@ -156,6 +156,8 @@ STATE_MODELS = {
     "runtime/state.py": "the run state model itself",
     "runtime/agent/state.py": "the agent loop's state model (the `agent` mapping of a unit)",
     "runtime/journal.py": "serialises marked paths of the state (reads, never writes)",
+    "runtime/renaming.py": "renames node ids in a run's stored state as it is loaded, before "
+                           "the state model wraps it (a migration of the data, issue 24)",
 }
 """Modules that may index the raw mappings, and why."""
 

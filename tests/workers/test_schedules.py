@@ -369,8 +369,8 @@ def test_a_tick_a_reject_key_refuses_is_skipped_and_the_schedule_moves_on(
     register(sqlite_store, plan, utc("2024-01-01T00:00:00"))
 
     def submit(plan: Plan, inputs: dict[str, Any], execution_id: str,
-               queue: str | None) -> None:
-        Runner(plan, sqlite_store).submit(inputs, execution_id=execution_id)
+               queue: str | None, trigger: Trigger) -> None:
+        Runner(plan, sqlite_store).submit(inputs, execution_id=execution_id, trigger=trigger)
 
     fired = fire_schedules(sqlite_store, utc("2024-01-02T12:00:00"), submit)
     assert fired == ["nightly@2024-01-01T03:00:00Z"]

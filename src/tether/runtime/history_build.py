@@ -185,8 +185,8 @@ class _Builder:
                       status=event.data.get("outcome"), detail=event.data)
         elif kind == RunEventKind.UPGRADED:
             self.emit(EventKind.UPGRADED, at, actor=event.actor, channel=event.channel,
-                      detail={key: event.data[key] for key in ("from", "to", "renamed")
-                              if key in event.data})
+                      detail={key: value for key, value in event.data.items()
+                              if key in ("from", "to", "renamed")})
 
     def on_answer(self, event: RunEvent) -> None:
         data = event.data
