@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -103,8 +104,16 @@ class Prom:
     def query(self, expr: str) -> list[dict[str, Any]]:
         url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
             {"query": expr})
-        with urllib.request.urlopen(url, timeout=30) as response:
-            body = json.load(response)
+        deadline = time.monotonic() + WAIT
+        while True:  # a Prometheus starved of CPU answers 503 for a while: asked again
+            try:
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    body = json.load(response)
+                break
+            except urllib.error.HTTPError as exc:
+                if exc.code != 503 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
         assert body["status"] == "success", body
         result: list[dict[str, Any]] = body["data"]["result"]
         return result
@@ -211,7 +220,9 @@ def test_prometheus_scrapes_a_fleet_draining_one_queue_and_the_stuck_run_alert_f
     assert _value(slow) >= 0.3 * len(ids)  # the 0.3 s sleeps were measured
     p90 = prom.query('histogram_quantile(0.9, sum by (le) (rate('
                      'tether_node_duration_seconds_bucket{workflow="drained"}[5m])))')
-    assert 0.1 <= _value(p90) <= 0.5, p90  # half the nodes sleep 0.3 s: in (0.1, 0.5]
+    # half the nodes sleep 0.3 s, so the 90th percentile is at least the bucket below 0.3 s;
+    # its upper end depends on how long a loaded machine takes to wake a 0.3 s sleep
+    assert 0.1 <= _value(p90) < WAIT, p90
     assert _value(prom.query('sum(tether_runs_started_total{workflow="drained"})')) == len(ids)
     assert _value(prom.query("sum(tether_claim_latency_seconds_count)")) == len(ids)
 
