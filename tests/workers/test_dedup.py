@@ -62,23 +62,23 @@ def test_without_a_key_a_taken_id_still_raises(store: Checkpointer, tmp_path: Pa
             runner.submit({"branch": "a"}, dedup_key=bad)
 
 
-def test_sixteen_racing_submissions_make_one_run(shared_url: str, tmp_path: Path) -> None:
-    """16 threads, each with its own connection, submit one key at the same instant: all get
-    the same execution id, exactly one of them created it, one run is stored."""
-    path = workflow(tmp_path)
-    setup = open_checkpointer(shared_url)
-    stores = [open_checkpointer(shared_url) for _ in range(RACERS)]
+def _race(url: str, path: Path, key: str) -> list[tuple[int, str, bool] | BaseException]:
+    """16 threads, each with its own connection, submit ``path`` with dedup key ``key`` at
+    the same instant, racer ``n`` with the branch ``bN``: (n, execution id, created) or
+    the exception, per racer."""
+    stores = [open_checkpointer(url) for _ in range(RACERS)]
     barrier = threading.Barrier(RACERS)
-    outcomes: list[tuple[str, bool] | BaseException] = []
+    outcomes: list[tuple[int, str, bool] | BaseException] = []
     lock = threading.Lock()
 
     def submit(store: Checkpointer, n: int) -> None:
         runner = Runner(path, store, {})
         barrier.wait(60)
         try:
-            done = runner.submit_run({"branch": f"b{n}"}, dedup_key="race-key-1")
-            outcome: tuple[str, bool] | BaseException = (done.execution_id, done.created)
-        except BaseException as exc:  # reported by the assertion below
+            done = runner.submit_run({"branch": f"b{n}"}, dedup_key=key)
+            outcome: tuple[int, str, bool] | BaseException = (n, done.execution_id,
+                                                              done.created)
+        except BaseException as exc:  # reported by the callers' assertions
             outcome = exc
         with lock:
             outcomes.append(outcome)
@@ -89,13 +89,22 @@ def test_sixteen_racing_submissions_make_one_run(shared_url: str, tmp_path: Path
             t.start()
         for t in threads:
             t.join(120)
-        assert sorted(map(str, outcomes)) == sorted(
-            [str(("race-key-1", True))] + [str(("race-key-1", False))] * (RACERS - 1))
+    finally:
+        for s in stores:
+            s.close()
+    return outcomes
+
+
+def test_sixteen_racing_submissions_make_one_run(shared_url: str, tmp_path: Path) -> None:
+    """16 threads, each with its own connection, submit one key at the same instant: all get
+    the same execution id, exactly one of them created it, one run is stored."""
+    path = workflow(tmp_path)
+    outcomes = _race(shared_url, path, "race-key-1")
+    assert sorted(str(o[1:]) if isinstance(o, tuple) else repr(o) for o in outcomes) == sorted(
+        [str(("race-key-1", True))] + [str(("race-key-1", False))] * (RACERS - 1))
+    with open_checkpointer(shared_url) as setup:
         assert [r.execution_id for r in setup.find_runs(workflow="deploy", limit=50)] == \
             ["race-key-1"]
-    finally:
-        for s in [setup, *stores]:
-            s.close()
 
 
 def test_cli_submit_id_twice_prints_the_first_run(shared_url: str, tmp_path: Path) -> None:
@@ -125,3 +134,37 @@ def test_cli_submit_id_twice_prints_the_first_run(shared_url: str, tmp_path: Pat
     assert refused.returncode != 0
     assert "already names a run of workflow 'deploy'" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+KEYED = """\
+tether: 1
+name: keyed-dedup
+inputs:
+  branch: {type: string}
+concurrency: {key: "{{ inputs.branch }}", limit: 1, on_conflict: cancel_running}
+nodes:
+  go: {task: step}
+"""
+
+
+def test_racing_repeats_under_other_concurrency_keys_make_one_run_and_cancel_nothing(
+        shared_url: str, tmp_path: Path) -> None:
+    """16 submissions of one dedup key race, each with another branch, so each renders
+    another concurrency key and takes another key's lock (PostgreSQL): one creates the run;
+    the 15 others are told it existed, and the older run of each of their branches, which
+    a ``cancel_running`` newcomer would cancel, is left alone (each repeat stored nothing).
+    Before the fix every racer said it created the run and cancelled its branch's run."""
+    path = tmp_path / "keyed-dedup.yaml"
+    path.write_text(KEYED, encoding="utf-8")
+    with open_checkpointer(shared_url) as setup:
+        older = {n: Runner(path, setup, {}).submit({"branch": f"b{n}"}) for n in range(RACERS)}
+        outcomes = _race(shared_url, path, "keyed-race-1")
+        assert all(isinstance(o, tuple) for o in outcomes), outcomes
+        winners = [o[0] for o in outcomes if isinstance(o, tuple) and o[2]]
+        assert len(outcomes) == RACERS and len(winners) == 1, outcomes
+        run = setup.get_run("keyed-race-1")
+        assert run is not None and run.inputs == {"branch": f"b{winners[0]}"}
+        statuses = {n: (r.status, r.cancel_requested_at is None) for n, eid in older.items()
+                    if (r := setup.get_run(eid)) is not None}
+    assert statuses.pop(winners[0])[0] == "cancelled"  # the winner superseded its own
+    assert statuses == {n: ("queued", True) for n in range(RACERS) if n != winners[0]}

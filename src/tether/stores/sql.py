@@ -507,8 +507,10 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                     error=key_error(run, holders) if decision.insert == RunStatus.CANCELLED
                     else run.error)
                 self._store_plan(cursor, run.plan_fingerprint, plan_json)
-                self._execute(cursor, "create_keyed_run", lambda: self._insert_or_ignore(runs),
-                              **self._run_values(stored))
+                self._execute(cursor, "create_keyed_run", lambda: self._insert_or_ignore(
+                    runs).returning(runs.c.execution_id), **self._run_values(stored))
+                if cursor.fetchone() is None:  # the same id under another key's lock won:
+                    raise ExecutionExists(run.execution_id)  # nothing of this one is kept
             for older in decision.cancel:
                 sql_queue.cancel_in(self, cursor, older, now,
                                     superseded_error(run.execution_id, key))
