@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from keyproof import Sampler
 
 from conftest import Fleet, wait_for
 from tether.errors import ConcurrencyLimitReached
@@ -50,30 +50,6 @@ nodes:
   n1: {{task: keyed_hold, needs: n0, with: {{rid: "{{{{ inputs.rid }}}}", node: n1}}}}
   n2: {{task: keyed_hold, needs: n1, with: {{rid: "{{{{ inputs.rid }}}}", node: n2}}}}
 """
-
-
-class Sampler(threading.Thread):
-    """Reads the runs of key ``main`` that are ``running`` until stopped; ``most``: the
-    largest count seen."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(daemon=True)
-        self.url = url
-        self.most = 0
-        self.samples = 0
-        self.halt = threading.Event()
-
-    def run(self) -> None:
-        store = open_checkpointer(self.url, create=False)
-        try:
-            while not self.halt.is_set():
-                running = [r for r in store.find_runs(status="running", limit=200)
-                           if r.concurrency_key == "main"]
-                self.most = max(self.most, len(running))
-                self.samples += 1
-                time.sleep(0.005)
-        finally:
-            store.close()
 
 
 def _submit_racing(url: str, workflow: Path) -> tuple[list[str], int]:
