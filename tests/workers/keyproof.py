@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+HERE = Path(__file__).parent
 NODES = ("n0", "n1", "n2")
 KEY = "main"
 
@@ -35,6 +39,34 @@ nodes:
   n1: {{task: keyed_step, needs: n0, with: {{rid: "{{{{ inputs.rid }}}}", node: n1}}}}
   n2: {{task: keyed_step, needs: n1, with: {{rid: "{{{{ inputs.rid }}}}", node: n2}}}}
 """
+
+
+def worker_env(directory: Path, worker: str = "test") -> dict[str, str]:
+    """The environment of a worker (or submitter) of these proofs: the ledger in
+    ``directory``, the worker's name, this folder importable."""
+    env = {**os.environ, "TETHER_TEST_EFFECTS": str(directory / "ledger.txt"),
+           "TETHER_TEST_WORKER": worker, "TETHER_TEST_HOLD": "0.05",
+           "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.pop("TETHER_LEASE_SECONDS", None)  # the lease comes from --lease
+    return env
+
+
+def spawn_worker(wrap: Callable[[list[str]], list[str]], url: str, directory: Path,
+                 name: str, gate: Path | None, new_session: bool = False,
+                 ) -> tuple[subprocess.Popen[bytes], Path]:
+    """A `tether worker` of these proofs (lease 2 s, concurrency 2, ``keyed_tasks``) named
+    ``name``, its command line wrapped by ``wrap`` (a namespace), its output in
+    ``NAME.log``; with ``gate``, its body of ``n1`` waits for that file."""
+    env = worker_env(directory, name)
+    if gate is not None:
+        env["TETHER_TEST_GATE"] = str(gate)
+    log = directory / f"{name}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(wrap([
+            sys.executable, "-m", "tether", "worker", "--db", url, "--tasks", "keyed_tasks",
+            "--concurrency", "2", "--lease", "2", "--poll", "0.1"]), env=env, cwd=directory,
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=new_session)
+    return proc, log
 
 
 def workflow(directory: Path, policy: str) -> Path:
@@ -168,6 +200,109 @@ def statuses(url: str, ids: list[str]) -> dict[str, str]:
         return {eid: str(run.status) for eid in ids if (run := store.get_run(eid)) is not None}
     finally:
         store.close()
+
+
+def check_outcome(url: str, ledger: Path, ids: dict[str, str], policy: str,
+                  ran_by_b: list[tuple[str, str]], sampler: Sampler) -> None:
+    """The common checks of the proofs where worker A, holding ``r1`` inside ``n1``, is
+    lost (stopped, or cut off) and worker B goes on: never more than one run of the key
+    running (the store) or with a body open (the ledger, A's stale body left out); what B
+    ran; each node's body ended once per run but the one in flight in A (``queue``: B ran
+    it again); ``cancel_running``: r1 stopped at the boundary after ``n0``."""
+    assert sampler.samples > 10 and sampler.most <= 1, (sampler.samples, sampler.most)
+    assert most_runs_open(ledger) <= 1, lines(ledger)
+    assert stale(ledger) == {("r1", "n1", "A")}
+    done = statuses(url, list(ids.values()))
+    counted = ends(ledger)
+    if policy == "queue":
+        assert done == {eid: "completed" for eid in ids.values()}
+        assert ran_by_b == [("r1", "n1"), ("r1", "n2"), *[(rid, n) for rid in ("r2", "r3")
+                                                          for n in NODES]]
+        assert counted == {**{(rid, n): 1 for rid in [*ids, "late"] for n in NODES},
+                           ("r1", "n1"): 2}  # A's uncommitted n1, and B's
+    else:
+        assert done == {ids["r1"]: "cancelled", ids["r2"]: "completed"}
+        assert ran_by_b == [("r2", n) for n in NODES]  # r1 stopped before n1 ran again
+        assert completed_nodes(url, ids["r1"]) == {"n0": 1}
+        assert counted == {**{(rid, n): 1 for rid in ("r2", "late") for n in NODES},
+                           ("r1", "n0"): 1, ("r1", "n1"): 1}  # n1: A's, never committed
+    for rid in [r for r in ids if r != "r1"]:
+        assert completed_nodes(url, ids[rid]) == {**{n: 1 for n in NODES}, "run_end": 1}
+
+
+Proc = subprocess.Popen[bytes]
+
+
+@dataclass
+class LostHolder:
+    """The scenario both proofs share: worker A holds ``r1`` of key ``main`` inside ``n1``
+    (its gate closed) and is lost; worker B goes on; A comes back. How A is started, lost
+    and brought back is the test's (``start(name, gate)``: a worker and its log;
+    ``lose(a)``: stop it or cut it off; ``regain(a)``: continue it or restore its link;
+    ``stop(worker)``: its exit status). ``b_first``: B starts before A is lost (else
+    after). ``while_lost(log_a)``: what to wait for from A before the store is snapshotted.
+    ``queue``: r2, r3 queued behind r1; ``cancel_running``: r2 submitted once A is lost."""
+
+    url: str
+    directory: Path
+    policy: str
+    start: Callable[[str, Path | None], tuple[Proc, Path]]
+    lose: Callable[[Proc], None]
+    regain: Callable[[Proc], None]
+    stop: Callable[[Proc], int]
+    b_first: bool = False
+    while_lost: Callable[[Path], None] = lambda log: None
+
+    def prove(self, wait_for: Callable[[Callable[[], bool], float, str], None]) -> None:
+        from tether.runtime.runner import Runner
+        from tether.stores.open import open_checkpointer
+
+        ledger, gate = self.directory / "ledger.txt", self.directory / "gate"
+        store = open_checkpointer(self.url)
+        runner = Runner(workflow(self.directory, self.policy), store, {})
+        rids = ["r1", "r2", "r3"] if self.policy == "queue" else ["r1"]
+        ids = {rid: runner.submit({"rid": rid, "branch": KEY}) for rid in rids}
+        sampler = Sampler(self.url)
+        sampler.start()
+        try:
+            worker_a, log_a = self.start("A", gate)
+            wait_for(lambda: Path(f"{gate}.started").exists(), 90, "A to hold r1 in n1")
+            assert Path(f"{gate}.started").read_text().split() == ["r1"]
+            if self.b_first:
+                worker_b, _ = self.start("B", None)
+                wait_for(lambda: len(store.list_workers()) == 2, 90, "B to register")
+            self.lose(worker_a)
+            mark(ledger, "lost A")
+            if not self.b_first:
+                worker_b, _ = self.start("B", None)
+            if self.policy == "cancel_running":  # a newer run asks the held one to stop
+                ids["r2"] = runner.submit({"rid": "r2", "branch": KEY})
+                held = store.get_run(ids["r1"])
+                assert held is not None and held.status == "running"
+                assert held.cancel_requested_at is not None
+            wait_for(lambda: set(statuses(self.url, list(ids.values())).values()) <= {
+                "completed", "cancelled"}, 180, "B to take over and end every run")
+            self.while_lost(log_a)
+            sampler.stop()
+            before = snapshot(self.url, list(ids.values()))
+            ran_by_b = by_worker(ledger, "start", "B")
+        finally:
+            sampler.stop()
+        gate.write_text("open")  # A's parked body returns once A runs again
+        self.regain(worker_a)
+        wait_for(lambda: ("r1", "n1") in by_worker(ledger, "end", "A"), 60,
+                 "A's stale body of n1 to return")
+        wait_for(lambda: "lost its lease" in log_a.read_text(), 60, "A to report its lease lost")
+        assert self.stop(worker_b) == 0
+        late = runner.submit({"rid": "late", "branch": KEY})  # A alone: A runs it
+        wait_for(lambda: statuses(self.url, [late]) == {late: "completed"}, 120,
+                 "A to claim and finish a new run of the key")
+        assert by_worker(ledger, "end", "A")[-3:] == [("late", n) for n in NODES]
+        assert snapshot(self.url, list(ids.values())) == before, \
+            "worker A wrote to the store after its lease was taken over"
+        assert self.stop(worker_a) == 0
+        store.close()
+        check_outcome(self.url, ledger, ids, self.policy, ran_by_b, sampler)
 
 
 def _child() -> None:

@@ -46,28 +46,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from keyproof import (
-    KEY,
-    NODES,
-    Sampler,
-    by_worker,
-    completed_nodes,
-    ends,
-    lines,
-    mark,
-    most_runs_open,
-    snapshot,
-    stale,
-    statuses,
-    workflow,
-)
+from keyproof import KEY, LostHolder, spawn_worker, worker_env, workflow
 
-from conftest import HERE, wait_for
+from conftest import wait_for
 from tether.runtime.runner import Runner
 from tether.stores.open import open_checkpointer
 
 UNSHARE = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
-LEASE = "2"
 RACERS = 8
 
 
@@ -86,14 +71,6 @@ def _refused() -> str | None:
 pytestmark = pytest.mark.skipif(_refused() is not None, reason=str(_refused()))
 
 
-def _env(tmp_path: Path, worker: str = "test") -> dict[str, str]:
-    env = {**os.environ, "TETHER_TEST_EFFECTS": str(tmp_path / "ledger.txt"),
-           "TETHER_TEST_WORKER": worker, "TETHER_TEST_HOLD": "0.05",
-           "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    env.pop("TETHER_LEASE_SECONDS", None)  # the lease comes from --lease
-    return env
-
-
 class Namespaced:
     """Processes of one test, each pid 1 of its own PID namespace, each the leader of a
     process group with its ``unshare`` (signals go to the group: ``unshare`` itself and
@@ -105,16 +82,8 @@ class Namespaced:
 
     def worker(self, url: str, name: str, gate: Path | None = None,
                ) -> tuple[subprocess.Popen[bytes], Path]:
-        env = _env(self.directory, name)
-        if gate is not None:
-            env["TETHER_TEST_GATE"] = str(gate)
-        log = self.directory / f"{name}.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(
-                [*UNSHARE, sys.executable, "-m", "tether", "worker", "--db", url, "--tasks",
-                 "keyed_tasks", "--concurrency", "2", "--lease", LEASE, "--poll", "0.1"],
-                env=env, cwd=self.directory, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
+        proc, log = spawn_worker(lambda argv: [*UNSHARE, *argv], url, self.directory, name,
+                                 gate, new_session=True)
         self.procs.append(proc)
         return proc, log
 
@@ -185,77 +154,20 @@ def _stop_outside_a_transaction(spaces: Namespaced, proc: subprocess.Popen[bytes
 @pytest.mark.parametrize("policy", ["queue", "cancel_running"])
 def test_a_keyed_run_held_by_a_worker_stopped_past_its_lease(
         shared_url: str, spaces: Namespaced, tmp_path: Path, policy: str) -> None:
-    ledger, gate = tmp_path / "ledger.txt", tmp_path / "gate"
-    path = workflow(tmp_path, policy)
-    store = open_checkpointer(shared_url)
-    runner = Runner(path, store, {})
-    rids = ["r1", "r2", "r3"] if policy == "queue" else ["r1"]
-    ids = {rid: runner.submit({"rid": rid, "branch": KEY}) for rid in rids}
-    sampler = Sampler(shared_url)
-    sampler.start()
-    try:
-        worker_a, log_a = spaces.worker(_tagged(shared_url, "keys-a"), "A", gate)
-        wait_for(lambda: Path(f"{gate}.started").exists(), 90, "worker A to hold r1 in n1")
-        assert Path(f"{gate}.started").read_text().split() == ["r1"]
-        _stop_outside_a_transaction(spaces, worker_a, shared_url, "keys-a")
-        mark(ledger, "lost A")
-        worker_b, _ = spaces.worker(shared_url, "B")
-        if policy == "cancel_running":  # a newer run asks the held one to stop
-            ids["r2"] = runner.submit({"rid": "r2", "branch": KEY})
-            held = store.get_run(ids["r1"])
-            assert held is not None and held.status == "running"
-            assert held.cancel_requested_at is not None
-        wait_for(lambda: set(statuses(shared_url, list(ids.values())).values()) <= {
-            "completed", "cancelled"}, 180, "worker B to take over and end every run")
-        sampler.stop()
-        before = snapshot(shared_url, list(ids.values()))
-        ran_by_b = by_worker(ledger, "start", "B")
-    finally:
-        sampler.stop()
-
-    gate.write_text("open")  # A's parked body returns ...
-    spaces.signal(worker_a, signal.SIGCONT)  # ... once A runs again
-    wait_for(lambda: "lost its lease" in log_a.read_text(), 60,
-             "worker A to find its lease lost")
-    wait_for(lambda: ("r1", "n1") in by_worker(ledger, "end", "A"), 60,
-             "A's stale body of n1 to return")
-    assert spaces.stop(worker_b) == 0
-    late = runner.submit({"rid": "late", "branch": KEY})  # A alone: A runs it
-    wait_for(lambda: statuses(shared_url, [late]) == {late: "completed"}, 120,
-             "worker A to claim and finish a new run of the key")
-    assert by_worker(ledger, "end", "A")[-3:] == [("late", n) for n in NODES]
-    assert snapshot(shared_url, list(ids.values())) == before, \
-        "the stopped worker wrote to the store after its lease was taken over"
-    assert spaces.stop(worker_a) == 0
-    store.close()
-
-    assert sampler.samples > 10 and sampler.most <= 1, (sampler.samples, sampler.most)
-    assert most_runs_open(ledger) <= 1, lines(ledger)
-    assert stale(ledger) == {("r1", "n1", "A")}
-    done = statuses(shared_url, list(ids.values()))
-    counted = ends(ledger)
-    if policy == "queue":
-        assert done == {eid: "completed" for eid in ids.values()}
-        assert ran_by_b == [("r1", "n1"), ("r1", "n2"), *[(rid, n) for rid in ("r2", "r3")
-                                                          for n in NODES]]
-        assert counted == {**{(rid, n): 1 for rid in [*rids, "late"] for n in NODES},
-                           ("r1", "n1"): 2}  # A's uncommitted n1, and B's
-    else:
-        assert done == {ids["r1"]: "cancelled", ids["r2"]: "completed"}
-        assert ran_by_b == [("r2", n) for n in NODES]  # r1 stopped before n1 ran again
-        assert completed_nodes(shared_url, ids["r1"]) == {"n0": 1}
-        assert counted == {**{(rid, n): 1 for rid in ("r2", "late") for n in NODES},
-                           ("r1", "n0"): 1, ("r1", "n1"): 1}  # n1: A's, never committed
-    for rid in ("r2", "r3") if policy == "queue" else ("r2",):
-        assert completed_nodes(shared_url, ids[rid]) == {**{n: 1 for n in NODES},
-                                                         "run_end": 1}
+    LostHolder(
+        shared_url, tmp_path, policy,
+        start=lambda name, gate: spaces.worker(
+            _tagged(shared_url, "keys-a") if name == "A" else shared_url, name, gate),
+        lose=lambda a: _stop_outside_a_transaction(spaces, a, shared_url, "keys-a"),
+        regain=lambda a: spaces.signal(a, signal.SIGCONT), stop=spaces.stop,
+    ).prove(wait_for)
 
 
 def _race(spaces: Namespaced, url: str, path: Path, branches: list[str],
           dedup: str | None) -> list[dict[str, object]]:
     """``len(branches)`` submitting processes, each pid 1 of its own namespace, released
     at one instant; what each printed."""
-    env = _env(spaces.directory)
+    env = worker_env(spaces.directory)
     procs = [subprocess.Popen([*UNSHARE, sys.executable, "-m", "keyproof", url, str(path),
                                f"s{i}", branch, *([dedup] if dedup else [])],
                               env=env, cwd=spaces.directory, stdin=subprocess.PIPE,
