@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from tether.cli.operator import execution_id_argument, read_inputs
+from tether.cli.operator import EXIT_CANCELLED, execution_id_argument, read_inputs
 from tether.cli.options import (
     check_id_option,
     checking_tasks,
@@ -90,10 +90,18 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
         inputs = read_inputs(runner.plan, pairs, inputs_file)
         done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue,
                                  priority=priority, trigger=local_trigger(TriggerKind.CLI))
+        dropped = store.get_run(done.execution_id) if done.created and \
+            done.status == "cancelled" else None
     click.echo(printable(done.execution_id))
     if not done.created:
         click.echo(f"run {printable(done.execution_id)} already existed ({done.status.value}); "
                    "nothing was submitted", err=True)
+    elif dropped is not None:  # cancel_new: stored cancelled, as `tether run` exits 6
+        error = dropped.error if isinstance(dropped.error, dict) else {}
+        reason = str(error.get("message") or "cancelled by its concurrency key")
+        click.echo(f"error: run {printable(done.execution_id)} was {printable(reason)}",
+                   err=True)
+        raise click.exceptions.Exit(EXIT_CANCELLED)
 
 
 @click.command()
