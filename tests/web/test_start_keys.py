@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,7 +106,8 @@ def test_a_webhook_delivery_meets_the_key_as_an_api_start_does(
         server: tuple[Server, Project]) -> None:
     """``reject``: a new delivery for a key held by a queued run answers 409 and stores
     nothing; the first delivery replayed answers 200 with its run (the delivery id is looked
-    up before the key decides); another key's delivery starts its run."""
+    up before the key decides); another key's delivery starts its run; the refused delivery
+    sent again once the key has room starts its run."""
     running, project = server
     code, first = _deliver(running, "d-1", "main")
     assert (code, first["status"], first["created"]) == (201, "queued", True)
@@ -119,3 +121,6 @@ def test_a_webhook_delivery_meets_the_key_as_an_api_start_does(
     runs = project.store.find_runs(workflow="hooked", limit=10)
     assert sorted((r.execution_id, r.concurrency_key) for r in runs) == [
         ("hooked:d-1", "main"), ("hooked:d-3", "dev")]
+    project.store.request_cancel("hooked:d-1", time.time())  # the key has room again:
+    code, later = _deliver(running, "d-2", "main")  # the refused delivery, sent again
+    assert (code, later["execution_id"], later["created"]) == (201, "hooked:d-2", True)
