@@ -239,8 +239,9 @@ class LostHolder:
     (its gate closed) and is lost; worker B goes on; A comes back. How A is started, lost
     and brought back is the test's (``start(name, gate)``: a worker and its log;
     ``lose(a)``: stop it or cut it off; ``regain(a)``: continue it or restore its link;
-    ``stop(worker)``: its exit status). ``b_first``: B starts before A is lost (else
-    after). ``while_lost(log_a)``: what to wait for from A before the store is snapshotted.
+    ``stop(worker)``: its exit status). B starts once A is lost (so B cannot take the run
+    over before, should a loaded A miss a renewal). ``while_lost(log_a)``: what to wait
+    for from A before the store is snapshotted.
     ``queue``: r2, r3 queued behind r1; ``cancel_running``: r2 submitted once A is lost."""
 
     url: str
@@ -250,7 +251,6 @@ class LostHolder:
     lose: Callable[[Proc], None]
     regain: Callable[[Proc], None]
     stop: Callable[[Proc], int]
-    b_first: bool = False
     while_lost: Callable[[Path], None] = lambda log: None
 
     def prove(self, wait_for: Callable[[Callable[[], bool], float, str], None]) -> None:
@@ -268,13 +268,9 @@ class LostHolder:
             worker_a, log_a = self.start("A", gate)
             wait_for(lambda: Path(f"{gate}.started").exists(), 90, "A to hold r1 in n1")
             assert Path(f"{gate}.started").read_text().split() == ["r1"]
-            if self.b_first:
-                worker_b, _ = self.start("B", None)
-                wait_for(lambda: len(store.list_workers()) == 2, 90, "B to register")
             self.lose(worker_a)
             mark(ledger, "lost A")
-            if not self.b_first:
-                worker_b, _ = self.start("B", None)
+            worker_b, _ = self.start("B", None)
             if self.policy == "cancel_running":  # a newer run asks the held one to stop
                 ids["r2"] = runner.submit({"rid": "r2", "branch": KEY})
                 held = store.get_run(ids["r1"])

@@ -2,10 +2,10 @@
 *Proofs*): PostgreSQL only (SQLite has no network).
 
 Worker A (host 0, lease 2 s, concurrency 2) holds the first run of key ``main`` (limit 1)
-inside node ``n1``; worker B (host 1) is idle, and cannot take the key while A holds it.
-A's link is cut (packets dropped both ways, nothing reset) and the test marks A lost in
-the ledger. ``queue``: two more runs of the key were queued behind the first;
-``cancel_running``: a newer run is submitted after the cut, asking the held run to stop.
+inside node ``n1``. A's link is cut (packets dropped both ways, nothing reset), the test
+marks A lost in the ledger, and worker B starts on host 1. ``queue``: two more runs of the
+key were queued behind the first; ``cancel_running``: a newer run is submitted after the
+cut, asking the held run to stop.
 After A's lease expires B takes the held run over (``queue``: runs ``n1`` again and
 finishes it, then the others in order; ``cancel_running``: stops it at the boundary before
 ``n1``, cancelled with ``n0`` done, then runs the newer one). A, still cut off, gives its
@@ -94,4 +94,4 @@ def test_a_keyed_run_held_by_a_cut_off_worker(workers_on: HostWorkers, tmp_path:
     LostHolder(workers_on.url, tmp_path, policy,
                start=lambda name, gate: workers_on.start(0 if name == "A" else 1, name, gate),
                lose=lambda a: hosts.cut(0), regain=lambda a: hosts.restore(0), stop=_stop,
-               b_first=True, while_lost=_gave_up).prove(wait_for)
+               while_lost=_gave_up).prove(wait_for)
