@@ -181,6 +181,17 @@ def snapshot(url: str, ids: list[str]) -> dict[str, Any]:
         store.close()
 
 
+def events_of(url: str, ids: list[str]) -> dict[str, str]:
+    """Each history event of the runs: its id and kind."""
+    from tether.stores.open import open_checkpointer
+
+    store = open_checkpointer(url, create=False)
+    try:
+        return {e.event_id: str(e.kind.value) for eid in ids for e in store.events(eid)}
+    finally:
+        store.close()
+
+
 def completed_nodes(url: str, eid: str) -> Counter[str]:
     from tether.stores.open import open_checkpointer
 
@@ -242,7 +253,9 @@ class LostHolder:
     ``stop(worker)``: its exit status). B starts once A is lost (so B cannot take the run
     over before, should a loaded A miss a renewal). ``while_lost(log_a)``: what to wait
     for from A before the store is snapshotted.
-    ``queue``: r2, r3 queued behind r1; ``cancel_running``: r2 submitted once A is lost."""
+    ``queue``: r2, r3 queued behind r1; ``cancel_running``: r2 submitted once A is lost.
+    After A is back, the store's rows of these runs are as before; the only history events
+    added are ``lease_lost`` notes (A saying, by design, that it found its lease gone)."""
 
     url: str
     directory: Path
@@ -281,6 +294,7 @@ class LostHolder:
             self.while_lost(log_a)
             sampler.stop()
             before = snapshot(self.url, list(ids.values()))
+            noted = events_of(self.url, list(ids.values()))
             ran_by_b = by_worker(ledger, "start", "B")
         finally:
             sampler.stop()
@@ -296,6 +310,8 @@ class LostHolder:
         assert by_worker(ledger, "end", "A")[-3:] == [("late", n) for n in NODES]
         assert snapshot(self.url, list(ids.values())) == before, \
             "worker A wrote to the store after its lease was taken over"
+        added = {k for e, k in events_of(self.url, list(ids.values())).items() if e not in noted}
+        assert added <= {"lease_lost"}, added  # A may only note in the history that it lost
         assert self.stop(worker_a) == 0
         store.close()
         check_outcome(self.url, ledger, ids, self.policy, ran_by_b, sampler)
