@@ -22,6 +22,7 @@ docs/performance.md).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -36,14 +37,53 @@ NODES = 200
 STYLES = ("async", "def")
 
 
+# -- the database server's CPU: the backends serving this process -----------------------------
+def _own_ports() -> set[int]:
+    """The local TCP ports of this process's sockets (its connections to the server)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as lines:
+            for line in list(lines)[1:]:
+                fields = line.split()
+                if fields[9] in inodes:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def backend_pids(url: str) -> list[int]:
+    """The server processes of this process's connections (PostgreSQL on this host)."""
+    import psycopg
+
+    ports = _own_ports()
+    with psycopg.connect(url, autocommit=True) as connection:
+        rows = connection.execute("SELECT pid, client_port FROM pg_stat_activity "
+                                  "WHERE pid <> pg_backend_pid()").fetchall()
+    return [pid for pid, port in rows if port in ports]
+
+
+def on_cpu(pids: list[int]) -> float:
+    """Seconds these processes have run on a CPU (``/proc/PID/schedstat``, nanoseconds)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/schedstat") as stat:
+            total += int(stat.read().split()[0])
+    return total / 1e9
+
+
 # -- the child: one tree, one store, one run per request --------------------------------------
-def child(store_name: str) -> None:
+def child(store_name: str, nodes: int) -> None:
     sys.path.insert(0, str(HERE))
     import tempfile
 
     import workloads as w
 
-    plans = {"async": w.chain(NODES), "def": w.chain(NODES, sync=True)}
+    plans = {"async": w.chain(nodes), "def": w.chain(nodes, sync=True)}
     schema = None
     with tempfile.TemporaryDirectory() as directory:
         store: Any = None
@@ -58,13 +98,17 @@ def child(store_name: str) -> None:
             for plan in plans.values():  # warm-up: caches, connections, the thread pool
                 for _ in range(3):
                     w.run_once(plan, store)
+            pids = backend_pids(w.PG_URL) if schema is not None else []
             print("ready", flush=True)
             for line in sys.stdin:
                 plan = plans[line.strip()]
-                cpu, wall = time.process_time(), time.perf_counter()
+                server, cpu, wall = on_cpu(pids), time.process_time(), time.perf_counter()
                 w.run_once(plan, store)
                 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-                print(json.dumps({"wall": wall / NODES, "cpu": cpu / NODES}), flush=True)
+                figures = {"wall": wall / nodes, "cpu": cpu / nodes}
+                if pids:
+                    figures["server"] = (on_cpu(pids) - server) / nodes
+                print(json.dumps(figures), flush=True)
         finally:
             if schema is not None:
                 w.drop_schema(schema)
@@ -72,11 +116,12 @@ def child(store_name: str) -> None:
 
 # -- the driver -------------------------------------------------------------------------------
 class Tree:
-    def __init__(self, name: str, src: Path, store: str) -> None:
+    def __init__(self, name: str, src: Path, store: str, nodes: int) -> None:
         self.name = name
         env = {**os.environ, "PYTHONPATH": str(src)}
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--child", "--store", store],
+            [sys.executable, str(Path(__file__).resolve()), "--child", "--store", store,
+             "--nodes", str(nodes)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.stdin: TextIO = self.process.stdin  # type: ignore[assignment]
         self.stdout: TextIO = self.process.stdout  # type: ignore[assignment]
@@ -98,18 +143,19 @@ def quartiles(values: list[float]) -> tuple[float, float]:
     return q[0], q[2]
 
 
-def measure(base: Tree, new: Tree, pairs: int) -> dict[str, Any]:
+def measure(base: Tree, new: Tree, pairs: int,
+            styles: tuple[str, ...] = STYLES) -> dict[str, Any]:
     samples: dict[str, dict[str, list[dict[str, float]]]] = {
-        style: {"base": [], "new": []} for style in STYLES}
+        style: {"base": [], "new": []} for style in styles}
     for pair in range(pairs):
-        for style in STYLES if pair % 2 == 0 else reversed(STYLES):
+        for style in styles if pair % 2 == 0 else reversed(styles):
             order = (base, new) if pair % 2 == 0 else (new, base)
             for tree in order:
                 samples[style][tree.name].append(tree.run(style))
     result: dict[str, Any] = {}
     for style, by in samples.items():
         entry: dict[str, Any] = {}
-        for metric in ("wall", "cpu"):
+        for metric in [m for m in ("wall", "cpu", "server") if m in by["base"][0]]:
             b = [s[metric] for s in by["base"]]
             n = [s[metric] for s in by["new"]]
             ratios = [y / x for x, y in zip(b, n, strict=True)]
@@ -119,8 +165,8 @@ def measure(base: Tree, new: Tree, pairs: int) -> dict[str, Any]:
     return result
 
 
-def report(result: dict[str, Any], store: str, pairs: int) -> None:
-    print(f"W0 A/B, 200-node chain, store {store}, {pairs} pairs (ABBA): per node, medians; "
+def report(result: dict[str, Any], store: str, pairs: int, nodes: int = NODES) -> None:
+    print(f"W0 A/B, {nodes}-node chain, store {store}, {pairs} pairs (ABBA): per node, medians; "
           "ratio = median of paired new/base (quartiles)")
     for style, entry in result.items():
         for metric, figures in entry.items():
@@ -139,22 +185,27 @@ def main() -> None:
                         help="the tree under test's src directory (default: this tree's)")
     parser.add_argument("--pairs", type=int, default=41)
     parser.add_argument("--store", choices=("postgres", "sqlite", "none"), default="postgres")
+    parser.add_argument("--nodes", type=int, default=NODES,
+                        help="the chain's length (W0: 200; 1 shows a run's fixed cost)")
+    parser.add_argument("--kind", choices=("both", *STYLES), default="both",
+                        help="the task style to run (default both, alternated)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.store)
+        child(args.store, args.nodes)
         return
     if args.base is None:
         parser.error("--base is required (the src directory of the tree to compare against)")
-    base = Tree("base", args.base.resolve(), args.store)
-    new = Tree("new", args.new.resolve(), args.store)
+    base = Tree("base", args.base.resolve(), args.store, args.nodes)
+    new = Tree("new", args.new.resolve(), args.store, args.nodes)
+    styles = STYLES if args.kind == "both" else (args.kind,)
     try:
-        result = measure(base, new, args.pairs)
+        result = measure(base, new, args.pairs, styles)
     finally:
         base.close()
         new.close()
-    report(result, args.store, args.pairs)
+    report(result, args.store, args.pairs, args.nodes)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
 

@@ -44,10 +44,13 @@ from sqlalchemy.sql import ClauseElement
 from tether.errors import ExecutionExists, StoreError, StoreUnavailable, StoreURLError
 from tether.status import RunStatus
 from tether.stores.base import SeenCancel
+from tether.stores.events import RunEvent
 from tether.stores.pg_starts import ConnectionPool, create_statement
 from tether.stores.records import CheckpointRow, RunRecord
-from tether.stores.schema import checkpoints, runs
+from tether.stores.retry import transient
+from tether.stores.schema import checkpoints, run_events, runs
 from tether.stores.sql import SQLCheckpointer
+from tether.stores.sql_events import event_values
 from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
@@ -334,6 +337,16 @@ class PostgresCheckpointer(SQLCheckpointer):
         written, updated = self._run(self._hot(), statement.sql,
                                      statement.params(values)).fetchone()
         return bool(written and updated)
+
+    @transient()
+    def add_event(self, event: RunEvent) -> None:
+        """One INSERT in autocommit on the hot connection, a transaction of its own: one
+        round trip instead of BEGIN, the INSERT and COMMIT (a run's claim event is written
+        as each attempt starts, so every run paid the two extra)."""
+        statement = self._sql.get("insert_event", lambda: insert(run_events))
+        with self._errors(f"recording a {event.kind} event of run {event.execution_id}"), \
+                self._lock:
+            self._run(self._hot(), statement.sql, statement.params(event_values(event)))
 
     def take_cancel_seen(self, execution_id: str, max_age: float) -> SeenCancel | None:
         reading = self._seen.pop(execution_id, None)
