@@ -107,7 +107,8 @@ class RunObserver:
     async def unit(self, node: PlanNode, address: str,
                    coroutine: Coroutine[Any, Any, UnitResult]) -> UnitResult:
         """Run one unit's coroutine inside its node span, timing it for the metrics."""
-        started = time.perf_counter()
+        sink = self.sink
+        started = time.perf_counter() if sink is not None else 0.0
         status: str = UnitStatus.COMPLETED
         span = self.spans.node(node, address) if self.spans is not None else None
         try:
@@ -121,9 +122,9 @@ class RunObserver:
         finally:
             if span is not None:
                 span.close(status)
-            if self.sink is not None:
-                self.sink.node_finished(self.workflow, node.kind, status,
-                                        time.perf_counter() - started)
+            if sink is not None:
+                sink.node_finished(self.workflow, node.kind, status,
+                                   time.perf_counter() - started)
 
     def skipped(self, node: PlanNode, status: str, reason: str) -> None:
         """A node that did not run: a zero-length span with its skip reason, and a count."""
