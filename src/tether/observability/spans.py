@@ -102,7 +102,7 @@ class RunSpans:
             before = self._read(self.execution_id, attempt_key(self.attempt - 1)) \
                 if self.attempt > 1 else None
             link: dict[str, Any] = {"tether.link": "previous_attempt"}
-            if before is not None and self._paused(self.attempt - 1):
+            if self._paused(self.attempt - 1):  # (``before`` is None: the first attempt)
                 link["tether.wait"] = "paused"  # the wait for an answer (or a timer)
             links.append(Link(before or root, link))
             if caller.is_valid and caller.trace_id != root.trace_id:
@@ -176,9 +176,10 @@ class RunSpans:
             return
         text = _dump(span)
         try:
-            if first:
-                self.store.put_idempotent(self.execution_id, ROOT_KEY, text)
-            self.store.put_idempotent(self.execution_id, attempt_key(self.attempt), text)
+            # the first attempt's context is the root's (one write: its attempt key would
+            # hold the same; a later attempt finds no attempt key before it and takes the root)
+            self.store.put_idempotent(self.execution_id,
+                                      ROOT_KEY if first else attempt_key(self.attempt), text)
         except TetherError as exc:
             log.debug("storing the trace context of %s: %s", self.execution_id, exc)
 
