@@ -137,19 +137,22 @@ class RunObserver:
 _FINAL = frozenset({"completed", "failed", "cancelled"})
 
 
-def retried(node_id: str, attempt: int, exc: BaseException, backoff: float) -> None:
-    """A task attempt of ``node_id`` failed and is retried after ``backoff`` seconds: its
-    node span ends (with the backoff), when traced."""
+def retried(node_id: str, attempt: int, exc: BaseException | None, backoff: float) -> None:
+    """A task attempt of ``node_id`` failed (``exc``), or a poll's output did not satisfy
+    its ``until`` (``exc`` None), and another follows after ``backoff`` seconds: its node
+    span ends (with the backoff), when traced."""
     if tracing_enabled():
         from tether.observability.spans import retried as on_span
         on_span(node_id, attempt, exc, backoff)
 
 
-def next_attempt(node_id: str, attempt: int) -> None:
-    """Attempt ``attempt`` of a retried task starts: its own node span, when traced."""
+def next_attempt(node_id: str, attempt: int, *, resumed: bool = False) -> None:
+    """Attempt ``attempt`` of a retried task or poll starts: its own node span, when traced
+    (``resumed``: the first attempt of this process, the ones before were another's: the
+    unit's span is this attempt's)."""
     if tracing_enabled():
         from tether.observability.spans import next_attempt as on_span
-        on_span(node_id, attempt)
+        on_span(node_id, attempt, resumed)
 
 
 class Turn:

@@ -357,9 +357,12 @@ class NodeSpan:
         span.end()  # (its context stays current until the next attempt: see the class)
         self.span = None
 
-    def next_attempt(self, attempt: int) -> None:
-        """Attempt ``attempt`` starts: its own span, a sibling of the one before (linked)."""
+    def next_attempt(self, attempt: int, resumed: bool = False) -> None:
+        """Attempt ``attempt`` starts: its own span, a sibling of the one before (linked);
+        ``resumed``: the unit's span (still open) is this attempt's, the first here."""
         if self.span is not None:
+            if resumed:
+                self.span.set_attribute("tether.node.attempt", attempt)
             return
         _RESET(self._token)
         attributes = dict(self.attributes)
@@ -396,11 +399,11 @@ def retried(node_id: str, attempt: int, exc: BaseException | None, backoff: floa
         current.retried(attempt, exc, backoff)
 
 
-def next_attempt(node_id: str, attempt: int) -> None:
+def next_attempt(node_id: str, attempt: int, resumed: bool = False) -> None:
     """Attempt ``attempt`` of a retried task starts (:meth:`NodeSpan.next_attempt`)."""
     current = _current(node_id)
     if current is not None:
-        current.next_attempt(attempt)
+        current.next_attempt(attempt, resumed)
 
 
 def error_status(span: Span, exc: BaseException) -> None:
