@@ -84,15 +84,19 @@ class DeferredSpan(trace.Span):
     """``tether.node.status`` when nothing else was set after the start (no dict for it)."""
     _ended = False
     _end = 0
+    _name = "tether.node"
+    _links: Sequence[Link] | None = None
 
     def __init__(self, pipe: Pipe, name: str, parent: SpanContext,
                  attributes: Mapping[str, Any], links: Sequence[Link] | None) -> None:
         self._pipe = pipe
-        self._name = name
+        if name != "tether.node":
+            self._name = name
         self._id = pipe.random(64) or pipe.ids.generate_span_id()
         self._parent = parent
         self._attributes = attributes
-        self._links = links
+        if links:
+            self._links = links
         self._start = time.time_ns()
 
     def get_span_context(self) -> SpanContext:
@@ -211,6 +215,9 @@ class Pipe:
         ``generate_span_id`` without its frame: 0, never a span id, asks it)."""
         self.kind = DeferredSpan
         """The class of the spans (``NodeSpan`` makes them without :meth:`span`)."""
+        self.parent: tuple[object, SpanContext | None] = (None, None)
+        """The span the last node span was made under and its context, if valid (most
+        nodes of a run have the run's span as their parent: asked once)."""
         info = tracer.instrumentation_info
         self.scope = InstrumentationScope(info.name, info.version, info.schema_url)
         self.limits = SpanLimits()

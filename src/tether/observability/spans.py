@@ -282,11 +282,17 @@ class NodeSpan:
         self._previous: SpanContext | None = None
         span: Any = None
         if pipe is not None:  # deferred, under a valid (sampled) parent only
-            try:
-                found = parent[SPAN_KEY].get_span_context()  # type: ignore[attr-defined]
-            except (KeyError, AttributeError):
-                found = None
-            if found is not None and found.is_valid:
+            current = parent.get(SPAN_KEY)
+            last, found = pipe.parent
+            if current is not last:
+                try:
+                    found = current.get_span_context()  # type: ignore[attr-defined]
+                except AttributeError:
+                    found = None
+                if found is not None and not found.is_valid:
+                    found = None
+                pipe.parent = (current, found)
+            if found is not None:
                 if pipe.thread is None:
                     pipe.start_thread()
                 span = pipe.kind(pipe, "tether.node", found, attributes, None)
