@@ -1,8 +1,9 @@
-"""Issue 23: what traces and metrics cost per node (W0's 200-node chain of `def` tasks, no
-store: the runtime's own per-node time, where any added cost shows most).
+"""Issue 23: what traces and metrics cost per node (W0's 200-node chain of `def` tasks, or
+of `async def` tasks with ``--kind async``; no store: the runtime's own per-node time, where
+any added cost shows most).
 
 Run: .venv/bin/python bench/tracing.py [--repeat 15] [--store none|sqlite|postgres]
-[--main /path/to/main/src]
+[--kind def|async|both] [--main /path/to/main/src]
 
 Variants, interleaved in every repetition, each the per-node time of one run (median over
 the repetitions), by three clocks: ``wall`` of the run; ``thread``, the CPU time of the thread
@@ -107,7 +108,8 @@ def per_node(runner: Any, exported: Timed | None = None,
     return wall / NODES, thread / NODES, (thread + export) / NODES
 
 
-def measure(repeat: int, store: Any = None) -> dict[str, tuple[float, float, float]]:
+def measure(repeat: int, store: Any = None,
+            sync: bool = True) -> dict[str, tuple[float, float, float]]:
     from opentelemetry import trace
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
@@ -126,7 +128,7 @@ def measure(repeat: int, store: Any = None) -> dict[str, tuple[float, float, flo
     provider.add_span_processor(BatchSpanProcessor(exported))  # type: ignore[arg-type]
     from prometheus_client import CollectorRegistry
     sink = Metrics(CollectorRegistry())
-    runner = Runner(w.chain(NODES, sync=True), store, w.TASKS)
+    runner = Runner(w.chain(NODES, sync=sync), store, w.TASKS)
     times: dict[str, list[tuple[float, float, float]]] = {
         "off": [], "traced": [], "sdk": [], "metrics": []}
     try:
@@ -327,6 +329,9 @@ def main() -> None:
     parser.add_argument("--main", default=None, metavar="SRC",
                         help="a src directory to compare 'off' with (the main branch's); "
                              "'unhooked': this tree without the observer hook")
+    parser.add_argument("--kind", choices=["def", "async", "both"], default="def",
+                        help="the chain's tasks: `def`, `async def`, or both (one after the "
+                             "other, each with its own variants alternated)")
     parser.add_argument("--parts", action="store_true",
                         help="also time the pieces of a node span (see parts())")
     args = parser.parse_args()
@@ -344,19 +349,23 @@ def main() -> None:
         if opened is None:
             parser.error("--store postgres needs TETHER_BENCH_POSTGRES_URL")
         store, schema = opened
+    kinds = ["def", "async"] if args.kind == "both" else [args.kind]
+    results: dict[str, dict[str, tuple[float, float, float]]] = {}
     try:
-        found = measure(args.repeat, store)
+        for kind in kinds:
+            results[kind] = measure(args.repeat, store, sync=kind == "def")
     finally:
         if schema is not None:
             store.close()
             w.drop_schema(schema)
-    off = found["off"]
-    print(f"W0 def chain, {NODES} nodes, store {args.store}, median of {args.repeat} "
-          f"(us/node, and the ratio to off):")
-    print("  " + " " * 8 + "".join(f"{clock:>20}" for clock in CLOCKS))
-    for name, value in found.items():
-        print(f"  {name:<8}" + "".join(
-            f"{value[i] * 1e6:11.2f} ({value[i] / off[i]:4.2f}x)" for i in range(3)))
+    for kind, found in results.items():
+        off = found["off"]
+        print(f"W0 {kind} chain, {NODES} nodes, store {args.store}, median of {args.repeat} "
+              f"(us/node, and the ratio to off):")
+        print("  " + " " * 8 + "".join(f"{clock:>20}" for clock in CLOCKS))
+        for name, value in found.items():
+            print(f"  {name:<8}" + "".join(
+                f"{value[i] * 1e6:11.2f} ({value[i] / off[i]:4.2f}x)" for i in range(3)))
     if args.main:
         source = unhooked() if args.main == "unhooked" else args.main
         mine, theirs = versus_main(source, max(3, args.repeat // 3))

@@ -222,6 +222,23 @@ def test_the_private_sdk_members_tether_relies_on_are_there() -> None:
     assert multi._span_processors == (first, second)
 
 
+def test_node_spans_set_the_api_context_variable_itself() -> None:
+    """``spans.NodeSpan`` sets ``ContextVarsRuntimeContext._current_context`` directly (one
+    call, not ``attach``'s three): if the API changes it, this fails (and tether falls back
+    to ``attach`` and ``detach``)."""
+    from opentelemetry import context, trace
+
+    from tether.observability import spans
+
+    assert spans._VAR is not None
+    assert spans._VAR is context._RUNTIME_CONTEXT._current_context  # type: ignore[attr-defined]
+    span = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
+    token = spans._SET(context.Context({spans.SPAN_KEY: span}))
+    assert trace.get_current_span() is span
+    spans._RESET(token)
+    assert trace.get_current_span() is not span
+
+
 FORK = """\
 import os, sys
 from opentelemetry.sdk.trace import TracerProvider

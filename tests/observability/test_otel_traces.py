@@ -670,3 +670,50 @@ def test_a_queued_run_answered_later_is_continued_by_another_worker_in_the_same_
         "requested", "answered"]
     assert _one(named(spans, "tether.node", tether__node__id="after")).parent_id == \
         resumed.span_id
+
+
+POLL_FLOW = """\
+tether: 1
+name: polled
+nodes:
+  poll:
+    task: t.poll
+    until: "{{ nodes.poll.output.n >= 3 }}"
+    retry: {max_attempts: 5, backoff: 10ms, strategy: fixed}
+"""
+
+
+def test_each_call_of_an_until_poll_is_a_node_span_with_its_attempt_number(
+        tmp_path: Path, receiver: Receiver) -> None:
+    """``until:``: the first call raises, the second and third return outputs the condition
+    refuses, the fourth one it accepts: four spans, as a retried task's attempts are."""
+    flow = tmp_path / "polled.yaml"
+    flow.write_text(POLL_FLOW, encoding="utf-8")
+    env = {**receiver.env(), "TRACE_COUNTER": str(tmp_path / "counter")}
+    done = tether("run", str(flow), "--tasks", TASKS, "--db",
+                  f"sqlite:///{tmp_path / 'tether.db'}", "--json", "-q", env=env, cwd=tmp_path)
+    assert _json(done)["status"] == "completed", done.stderr
+    spans = receiver.wait_for(lambda s: len(named(s, "tether.run")) == 1)
+    run = _one(named(spans, "tether.run"))
+    polls = sorted(named(spans, "tether.node", tether__node__id="poll"),
+                   key=lambda s: s.attributes["tether.node.attempt"])
+    assert [s.attributes["tether.node.attempt"] for s in polls] == [1, 2, 3, 4]
+    assert [s.attributes["tether.node.status"] for s in polls] == [
+        "retried", "retried", "retried", "completed"]
+    assert [s.status_code for s in polls] == [2, 0, 0, 0]  # only the raising call: ERROR
+    assert [s.attributes.get("error.type") for s in polls] == [
+        "TimeoutError", None, None, None]
+    assert [s.attributes.get("tether.node.retry.backoff_seconds") for s in polls] == [
+        0.01, 0.01, 0.01, None]
+    assert [[(n, a) for n, a in s.events] for s in polls] == [
+        [("tether.node.retry", {"tether.node.attempt": 1, "error.type": "TimeoutError",
+                                "tether.node.retry.backoff_seconds": 0.01})],
+        [("tether.node.retry", {"tether.node.attempt": 2,
+                                "tether.node.retry.backoff_seconds": 0.01})],
+        [("tether.node.retry", {"tether.node.attempt": 3,
+                                "tether.node.retry.backoff_seconds": 0.01})], []]
+    assert all(s.parent_id == run.span_id and s.trace_id == run.trace_id for s in polls)
+    assert polls[0].links == []
+    assert [s.links for s in polls[1:]] == [
+        [(before.trace_id, before.span_id, {"tether.link": "previous_attempt"})]
+        for before in polls[:3]]

@@ -95,3 +95,14 @@ def meet(parties: int) -> int:
             raise TimeoutError(f"only {len(list(gate.iterdir()))} of {parties} processes met")
         time.sleep(0.05)
     return parties
+
+
+@tether.task("t.poll")
+def poll() -> dict[str, int]:
+    """A status poll: the first call raises, the next ones count up (in $TRACE_COUNTER)."""
+    counter = Path(os.environ["TRACE_COUNTER"])
+    calls = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(calls + 1))
+    if calls == 0:
+        raise TimeoutError("the status endpoint timed out")
+    return {"n": calls}

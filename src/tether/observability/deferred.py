@@ -29,12 +29,13 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import random
 import threading
 import time
 import traceback
 import weakref
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import trace
@@ -47,6 +48,7 @@ from opentelemetry.sdk.trace import (
     SynchronousMultiSpanProcessor,
 )
 from opentelemetry.sdk.trace import Tracer as SdkTracer
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 from opentelemetry.util import types
@@ -64,6 +66,10 @@ INTERVAL = 0.5
 
 _UNSET = Status(StatusCode.UNSET)
 
+
+def _zero(bits: int) -> int:
+    return 0
+
 class DeferredSpan(trace.Span):
     """A node span recorded on the run thread and built into an SDK span off it: once ended
     it is the queue's record (nothing changes it after), read by the drain thread."""
@@ -73,21 +79,35 @@ class DeferredSpan(trace.Span):
     """Attributes set after the start (``attributes`` is shared, never changed)."""
     _events: list[tuple[str, types.Attributes, int]] | None = None
     _status: Status | None = None
+    _context: SpanContext | None = None
+    _node_status: str | None = None
+    """``tether.node.status`` when nothing else was set after the start (no dict for it)."""
     _ended = False
     _end = 0
+    _name = "tether.node"
+    _links: Sequence[Link] | None = None
 
-    def __init__(self, pipe: Pipe, name: str, context: SpanContext, parent: SpanContext,
+    def __init__(self, pipe: Pipe, name: str, parent: SpanContext,
                  attributes: Mapping[str, Any], links: Sequence[Link] | None) -> None:
         self._pipe = pipe
-        self._name = name
-        self._context = context
+        if name != "tether.node":
+            self._name = name
+        self._id = pipe.random(64) or pipe.ids.generate_span_id()
         self._parent = parent
         self._attributes = attributes
-        self._links = links
+        if links:
+            self._links = links
         self._start = time.time_ns()
 
     def get_span_context(self) -> SpanContext:
-        return self._context
+        """Built when first asked (a task's own span, a log line; else by the drain thread):
+        the same value whichever thread builds it."""
+        context = self._context
+        if context is None:
+            parent = self._parent
+            context = self._context = SpanContext(parent.trace_id, self._id, False,
+                                                  parent.trace_flags, parent.trace_state)
+        return context
 
     def is_recording(self) -> bool:
         return not self._ended
@@ -98,6 +118,17 @@ class DeferredSpan(trace.Span):
         if self._extra is None:
             self._extra = {}
         self._extra[key] = value
+
+    def close(self, status: str) -> None:
+        """End the span with its ``tether.node.status`` (:meth:`set_attribute` and
+        :meth:`end` in one call, with no dict when nothing else was set)."""
+        if self._ended:
+            return
+        if self._extra is None:
+            self._node_status = status
+        else:
+            self._extra["tether.node.status"] = status
+        self.end()
 
     def set_attributes(self, attributes: Mapping[str, types.AnyValue]) -> None:
         for key, value in attributes.items():
@@ -178,6 +209,15 @@ class Pipe:
         self.tracer = tracer
         self.processor = multi
         self.ids = tracer.id_generator
+        self.random: Callable[[int], int] = random.getrandbits \
+            if type(self.ids) is RandomIdGenerator else _zero
+        """``random.getrandbits`` when the ids are the SDK's random ones (its
+        ``generate_span_id`` without its frame: 0, never a span id, asks it)."""
+        self.kind = DeferredSpan
+        """The class of the spans (``NodeSpan`` makes them without :meth:`span`)."""
+        self.parent: tuple[object, SpanContext | None] = (None, None)
+        """The span the last node span was made under and its context, if valid (most
+        nodes of a run have the run's span as their parent: asked once)."""
         info = tracer.instrumentation_info
         self.scope = InstrumentationScope(info.name, info.version, info.schema_url)
         self.limits = SpanLimits()
@@ -194,10 +234,8 @@ class Pipe:
              links: Sequence[Link] | None = None) -> DeferredSpan:
         """Start a span, a child of ``parent`` (a sampled span's context)."""
         if self.thread is None:
-            self._start_thread()
-        context = SpanContext(parent.trace_id, self.ids.generate_span_id(), False,
-                              parent.trace_flags, parent.trace_state)
-        return DeferredSpan(self, name, context, parent, attributes, links)
+            self.start_thread()
+        return DeferredSpan(self, name, parent, attributes, links)
 
     def flush(self) -> None:
         """Return once every span ended before the call has reached the processors: the
@@ -215,7 +253,7 @@ class Pipe:
         self.drain()
 
     # -- off the run thread ------------------------------------------------------------------
-    def _start_thread(self) -> None:
+    def start_thread(self) -> None:
         with self._started:
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._loop, name="tether-spans",
@@ -252,13 +290,15 @@ class Pipe:
         attributes = span._attributes
         if span._extra:
             attributes = {**attributes, **span._extra}
+        elif span._node_status is not None:
+            attributes = {**attributes, "tether.node.status": span._node_status}
         built: list[Event] = []
         for event, given, timestamp in (span._events or ())[:limits.max_events]:
             built.append(Event(event, BoundedAttributes(
                 limits.max_event_attributes, given, immutable=True,
                 max_value_len=limits.max_attribute_length), timestamp))
         return ReadableSpan(
-            name=span._name, context=span._context, parent=span._parent,
+            name=span._name, context=span.get_span_context(), parent=span._parent,
             resource=self.tracer.resource,
             attributes=BoundedAttributes(limits.max_span_attributes, attributes,
                                          immutable=True,

@@ -107,7 +107,8 @@ class RunObserver:
     async def unit(self, node: PlanNode, address: str,
                    coroutine: Coroutine[Any, Any, UnitResult]) -> UnitResult:
         """Run one unit's coroutine inside its node span, timing it for the metrics."""
-        started = time.perf_counter()
+        sink = self.sink
+        started = time.perf_counter() if sink is not None else 0.0
         status: str = UnitStatus.COMPLETED
         span = self.spans.node(node, address) if self.spans is not None else None
         try:
@@ -121,9 +122,9 @@ class RunObserver:
         finally:
             if span is not None:
                 span.close(status)
-            if self.sink is not None:
-                self.sink.node_finished(self.workflow, node.kind, status,
-                                        time.perf_counter() - started)
+            if sink is not None:
+                sink.node_finished(self.workflow, node.kind, status,
+                                   time.perf_counter() - started)
 
     def skipped(self, node: PlanNode, status: str, reason: str) -> None:
         """A node that did not run: a zero-length span with its skip reason, and a count."""
@@ -136,19 +137,22 @@ class RunObserver:
 _FINAL = frozenset({"completed", "failed", "cancelled"})
 
 
-def retried(node_id: str, attempt: int, exc: BaseException, backoff: float) -> None:
-    """A task attempt of ``node_id`` failed and is retried after ``backoff`` seconds: its
-    node span ends (with the backoff), when traced."""
+def retried(node_id: str, attempt: int, exc: BaseException | None, backoff: float) -> None:
+    """A task attempt of ``node_id`` failed (``exc``), or a poll's output did not satisfy
+    its ``until`` (``exc`` None), and another follows after ``backoff`` seconds: its node
+    span ends (with the backoff), when traced."""
     if tracing_enabled():
         from tether.observability.spans import retried as on_span
         on_span(node_id, attempt, exc, backoff)
 
 
-def next_attempt(node_id: str, attempt: int) -> None:
-    """Attempt ``attempt`` of a retried task starts: its own node span, when traced."""
+def next_attempt(node_id: str, attempt: int, *, resumed: bool = False) -> None:
+    """Attempt ``attempt`` of a retried task or poll starts: its own node span, when traced
+    (``resumed``: the first attempt of this process, the ones before were another's: the
+    unit's span is this attempt's)."""
     if tracing_enabled():
         from tether.observability.spans import next_attempt as on_span
-        on_span(node_id, attempt)
+        on_span(node_id, attempt, resumed)
 
 
 class Turn:

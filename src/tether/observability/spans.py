@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -99,7 +102,7 @@ class RunSpans:
             before = self._read(self.execution_id, attempt_key(self.attempt - 1)) \
                 if self.attempt > 1 else None
             link: dict[str, Any] = {"tether.link": "previous_attempt"}
-            if before is not None and self._paused(self.attempt - 1):
+            if self._paused(self.attempt - 1):  # (``before`` is None: the first attempt)
                 link["tether.wait"] = "paused"  # the wait for an answer (or a timer)
             links.append(Link(before or root, link))
             if caller.is_valid and caller.trace_id != root.trace_id:
@@ -173,9 +176,10 @@ class RunSpans:
             return
         text = _dump(span)
         try:
-            if first:
-                self.store.put_idempotent(self.execution_id, ROOT_KEY, text)
-            self.store.put_idempotent(self.execution_id, attempt_key(self.attempt), text)
+            # the first attempt's context is the root's (one write: its attempt key would
+            # hold the same; a later attempt finds no attempt key before it and takes the root)
+            self.store.put_idempotent(self.execution_id,
+                                      ROOT_KEY if first else attempt_key(self.attempt), text)
         except TetherError as exc:
             log.debug("storing the trace context of %s: %s", self.execution_id, exc)
 
@@ -202,8 +206,7 @@ class RunSpans:
         when the run's span is not sampled (its nodes would not be either: nothing built)."""
         if not self.recording:
             return None
-        return NodeSpan(self.tracer, self._attributes(node, address), str(node.kind),
-                        self.pipe)
+        return NodeSpan(self.tracer, self._attributes(node, address), node.kind, self.pipe)
 
     def skipped(self, node: PlanNode, status: str, reason: str) -> None:
         if not self.recording:
@@ -228,43 +231,91 @@ def _pipe_for(tracer: Tracer) -> Pipe | None:
     return pipe_for(tracer)
 
 
-_NODE: ContextVar[NodeSpan | None] = ContextVar("tether.node_span", default=None)
-"""The node span current in a unit's coroutine (for :func:`retried`)."""
+def _context_var() -> ContextVar[Context] | None:
+    """The context variable behind the API's runtime context, when it is the default one
+    (``contextvars_context``): set and reset directly, as ``attach`` and ``detach`` would
+    (two calls fewer each per node). PRIVATE API MEMBER: ``ContextVarsRuntimeContext
+    ._current_context`` (opentelemetry-api 1.45; tests/observability/test_deferred_spans.py
+    checks it); any other runtime context goes through ``attach`` and ``detach``."""
+    runtime = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+    var = getattr(runtime, "_current_context", None)
+    if type(runtime) is ContextVarsRuntimeContext and isinstance(var, ContextVar):
+        return var
+    return None
+
+
+def _detach(token: Any) -> None:
+    otel_context.detach(token)
+
+
+_VAR = _context_var()
+_GET: Callable[[], Context] = _VAR.get if _VAR is not None else otel_context.get_current
+_SET: Callable[[Context], Any] = _VAR.set if _VAR is not None else otel_context.attach
+_RESET: Callable[[Any], None] = _VAR.reset if _VAR is not None else _detach
+SPAN_KEY = next(iter(trace.set_span_in_context(trace.INVALID_SPAN, Context())))
+"""The key of the current span in a ``Context`` (the API's own, found through its API)."""
+NODE_KEY = otel_context.create_key("tether.node")
+"""The key of the unit's :class:`NodeSpan` in the context it runs in (for :func:`retried`)."""
 
 
 class NodeSpan:
     """A unit's open span (current in the unit's context while its coroutine runs): one
-    span per attempt of the unit (a retried task ends one and opens the next)."""
+    span per attempt of the unit (a retried task ends one and opens the next).
+
+    The context the unit runs in holds the span (so a task's own spans nest under it) and
+    this object (:data:`NODE_KEY`: a retry finds it); it is set with one context-variable
+    set and reset with one reset. Between a retried attempt and the next, the ended span's
+    context stays current (nothing but the backoff runs in it). A deferred span
+    (``deferred.py``) is made here, without the pipe's calls: this is the path of every
+    traced node."""
+
+    __slots__ = ("_parent_span", "_previous", "_token", "attributes", "kind", "node_id",
+                 "parent", "pipe", "span", "tracer")
 
     def __init__(self, tracer: Tracer, attributes: dict[str, Any], kind: str,
                  pipe: Pipe | None = None) -> None:
         self.tracer = tracer
-        self.parent = otel_context.get_current()
-        self.pipe = pipe
-        self._parent_span = trace.get_current_span(self.parent).get_span_context() \
-            if pipe is not None else None
+        self.parent = parent = _GET()
         self.attributes = attributes
         self.kind = kind
-        self.span: Span | None = None
-        self._token: object = None
+        self.node_id = attributes["tether.node.id"]
         self._previous: SpanContext | None = None
-        self._start(attributes, None)
-        self._mine = _NODE.set(self)
+        span: Any = None
+        if pipe is not None:  # deferred, under a valid (sampled) parent only
+            current = parent.get(SPAN_KEY)
+            last, found = pipe.parent
+            if current is not last:
+                try:
+                    found = current.get_span_context()  # type: ignore[attr-defined]
+                except AttributeError:
+                    found = None
+                if found is not None and not found.is_valid:
+                    found = None
+                pipe.parent = (current, found)
+            if found is not None:
+                if pipe.thread is None:
+                    pipe.start_thread()
+                span = pipe.kind(pipe, "tether.node", found, attributes, None)
+            else:
+                pipe = None
+        if span is None:
+            found = None
+            span = tracer.start_span("tether.node", parent, attributes=attributes)
+        self.pipe = pipe
+        self._parent_span = found
+        self.span = span
+        self._token = _SET(Context({**parent, SPAN_KEY: span, NODE_KEY: self}))
 
     def _start(self, attributes: dict[str, Any], links: list[Link] | None) -> None:
         span: Span
-        if self.pipe is not None and self._parent_span is not None:
+        if self.pipe is not None:
+            assert self._parent_span is not None
             span = self.pipe.span("tether.node", self._parent_span, attributes, links)
         else:
             span = self.tracer.start_span("tether.node", self.parent, attributes=attributes,
                                           links=links)
         self.span = span
-        self._token = otel_context.attach(trace.set_span_in_context(span, self.parent))
-
-    def _end(self, span: Span) -> None:
-        otel_context.detach(self._token)  # type: ignore[arg-type]
-        span.end()
-        self.span = None
+        self._token = _SET(Context({**self.parent, SPAN_KEY: span, NODE_KEY: self}))
 
     def failed(self, status: str, exc: BaseException) -> None:
         span = self.span
@@ -278,35 +329,48 @@ class NodeSpan:
             _failed(span, exc)
 
     def close(self, status: str) -> None:
-        _NODE.reset(self._mine)
+        _RESET(self._token)
         span = self.span
         if span is None:  # stopped during a retry's backoff: that attempt's span ended
             return
+        self.span = None
         if status == "completed" and self.kind == "approval":
             span.add_event("tether.approval", {"tether.approval.state": "answered"})
+        if self.pipe is not None:
+            span.close(status)  # (a DeferredSpan: the status and the end in one call)
+            return
         span.set_attribute("tether.node.status", status)
-        self._end(span)
+        span.end()
 
-    def retried(self, attempt: int, exc: BaseException, backoff: float) -> None:
-        """Attempt ``attempt`` failed and is retried after ``backoff`` seconds: its span
-        ends (status ``retried``, the backoff as an attribute and on a
-        ``tether.node.retry`` event) and the next opens after the backoff."""
+    def retried(self, attempt: int, exc: BaseException | None, backoff: float) -> None:
+        """Attempt ``attempt`` failed (or, ``exc`` None, returned an output its ``until``
+        does not accept) and is retried after ``backoff`` seconds: its span ends (status
+        ``retried``, the backoff as an attribute and on a ``tether.node.retry`` event) and
+        the next opens after the backoff."""
         span = self.span
         if span is None:
             return
-        span.add_event("tether.node.retry", {
-            "tether.node.attempt": attempt, "error.type": type(exc).__name__,
-            "tether.node.retry.backoff_seconds": backoff})
+        event: dict[str, Any] = {"tether.node.attempt": attempt}
+        if exc is not None:
+            event["error.type"] = type(exc).__name__
+        event["tether.node.retry.backoff_seconds"] = backoff
+        span.add_event("tether.node.retry", event)
         span.set_attributes({"tether.node.status": "retried",
                              "tether.node.retry.backoff_seconds": backoff})
-        _failed(span, exc)
+        if exc is not None:
+            _failed(span, exc)
         self._previous = span.get_span_context()
-        self._end(span)
+        span.end()  # (its context stays current until the next attempt: see the class)
+        self.span = None
 
-    def next_attempt(self, attempt: int) -> None:
-        """Attempt ``attempt`` starts: its own span, a sibling of the one before (linked)."""
+    def next_attempt(self, attempt: int, resumed: bool = False) -> None:
+        """Attempt ``attempt`` starts: its own span, a sibling of the one before (linked);
+        ``resumed``: the unit's span (still open) is this attempt's, the first here."""
         if self.span is not None:
+            if resumed:
+                self.span.set_attribute("tether.node.attempt", attempt)
             return
+        _RESET(self._token)
         attributes = dict(self.attributes)
         attributes["tether.node.attempt"] = attempt
         previous = self._previous
@@ -328,24 +392,24 @@ def _failed(span: Span, exc: BaseException) -> None:
 
 def _current(node_id: str) -> NodeSpan | None:
     """The node span of the unit running here, if it is ``node_id``'s."""
-    current = _NODE.get()
-    if current is None or current.attributes["tether.node.id"] != node_id:
+    current = _GET().get(NODE_KEY)
+    if not isinstance(current, NodeSpan) or current.node_id != node_id:
         return None
     return current
 
 
-def retried(node_id: str, attempt: int, exc: BaseException, backoff: float) -> None:
+def retried(node_id: str, attempt: int, exc: BaseException | None, backoff: float) -> None:
     """A task attempt failed and will be retried (:meth:`NodeSpan.retried`)."""
     current = _current(node_id)
     if current is not None:
         current.retried(attempt, exc, backoff)
 
 
-def next_attempt(node_id: str, attempt: int) -> None:
+def next_attempt(node_id: str, attempt: int, resumed: bool = False) -> None:
     """Attempt ``attempt`` of a retried task starts (:meth:`NodeSpan.next_attempt`)."""
     current = _current(node_id)
     if current is not None:
-        current.next_attempt(attempt)
+        current.next_attempt(attempt, resumed)
 
 
 def error_status(span: Span, exc: BaseException) -> None:

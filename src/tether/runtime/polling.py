@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tether.compiler.plan import TaskNode
+from tether.observability.observer import next_attempt, retried
 from tether.runtime.context import UnitScope
 from tether.runtime.invoke import NodeFailure, call_once, retryable
 from tether.runtime.render import NodesView, truthy
@@ -35,9 +36,11 @@ async def poll(unit: Unit, node: TaskNode, fn: Callable[..., Any], args: dict[st
     entry = level.state.at(unit.path)
     made = entry.attempts_made if entry.status == UnitStatus.RUNNING else 0
     last: BaseException | None = None
-    for attempt in range(made + 1, node.retry.max_attempts + 1):
+    bound = node.retry.max_attempts
+    for attempt in range(made + 1, bound + 1):
         if attempt > 1:
             await asyncio.sleep(node.retry.delay(attempt - 1))
+            next_attempt(node.id, attempt, resumed=attempt == made + 1)
         level.session.check()
         try:
             output, text = await call_once(fn, node, args, scope, semaphore,
@@ -45,9 +48,13 @@ async def poll(unit: Unit, node: TaskNode, fn: Callable[..., Any], args: dict[st
                                            poll=attempt)
         except BaseException as exc:
             last = retryable(exc)
+            if attempt < bound:  # (the last attempt's span ends with the node's failure)
+                retried(node.id, attempt, last, node.retry.delay(attempt))
             continue
         if _holds(unit, node, output):
             return UnitResult(output, text, stored)
+        if attempt < bound:  # polled: not an error, the next call follows the backoff
+            retried(node.id, attempt, None, node.retry.delay(attempt))
         masker = level.session.run.masker
         if masker is not None and (shown := masker.value(output)) is not output:
             output, text = shown, dumps(shown)
