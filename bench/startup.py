@@ -1,6 +1,6 @@
 """Start-up cost of the ``tether`` command, whole process, against ``python -c pass``.
 
-Run: .venv/bin/python bench/startup.py [--repeat 15]
+Run: .venv/bin/python bench/startup.py [--repeat 15] [--only submit ...]
 
 Each command runs ``--repeat`` times as a child process, interleaved with the baseline
 (``python -c pass``), so that the machine's drift hits both alike. CPU is user + system of the
@@ -102,14 +102,18 @@ def commands(workdir: Path, env: dict[str, str]) -> dict[str, tuple[list[str], t
     }
 
 
-def measure(repeat: int, workdir: Path, env: dict[str, str]) -> dict[str, list[Sample]]:
-    """Run every command ``repeat`` times, each run beside one of the baseline."""
+def measure(repeat: int, workdir: Path, env: dict[str, str],
+            only: tuple[str, ...] = ()) -> dict[str, list[Sample]]:
+    """Run every command (or those ``only`` names) ``repeat`` times, each run beside one of
+    the baseline."""
     table = commands(workdir, env)
+    if only:
+        table = {name: table[name] for name in only}
     db = f"sqlite:///{workdir / 'bench.db'}"
     samples: dict[str, list[Sample]] = {"python -c pass": [], **{name: [] for name in table}}
     baseline = [sys.executable, "-c", "pass"]
-    for name, (argv, expect) in table.items():  # warm-up: fills the bytecode cache
-        if name != "resume":
+    for name, (argv, expect) in commands(workdir, env).items():  # warm-up: fills the
+        if name != "resume":  # bytecode cache (and creates the database submit writes to)
             run_once(argv, env, expect)
     for _ in range(repeat):
         for name, (argv, expect) in table.items():
@@ -138,11 +142,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--only", action="append", default=[], metavar="COMMAND",
+                        help="Measure only this command (repeatable): --help, check, "
+                        "'check .flow', submit, resume.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tether-startup-") as tmp:
         workdir = Path(tmp)
         env = environment(str(workdir / "pycache"))
-        report(measure(args.repeat, workdir, env))
+        report(measure(args.repeat, workdir, env, tuple(args.only)))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -80,20 +82,66 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
     # Short and bounded (nothing executes here): the collector is paused throughout, as
     # importing the store and the runtime leaves no cyclic garbage for it to find.
     with paused_gc():
-        from tether.runtime.runner import Runner
+        done = None
+        if not tasks and not import_tasks:  # (signatures need the full store)
+            done = _submit_on_sqlite(source, pairs, inputs_file, queue, priority,
+                                     execution_id, db)
+        if done is None:
+            done = _submit(source, pairs, inputs_file, queue, priority, execution_id, db,
+                           checking_tasks(tasks, import_tasks) or {})
+    execution, created, status = done
+    click.echo(printable(execution))
+    if not created:
+        click.echo(f"run {printable(execution)} already existed ({status}); "
+                   "nothing was submitted", err=True)
+
+
+def _submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: str,
+            priority: int, execution_id: str | None, db: str,
+            registry: Mapping[str, Callable[..., Any]]) -> tuple[str, bool, str]:
+    """Submit through the full store and the Runner: (execution id, created, status)."""
+    from tether.runtime.runner import Runner
+    from tether.trigger import TriggerKind, local_trigger
+
+    store = open_store(db, create=True)
+    runner = Runner(source, store, registry)
+    assert runner.plan is not None
+    inputs = read_inputs(runner.plan, pairs, inputs_file)
+    done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue,
+                             priority=priority, trigger=local_trigger(TriggerKind.CLI))
+    return done.execution_id, done.created, done.status.value
+
+
+def _submit_on_sqlite(source: str, pairs: tuple[str, ...], inputs_file: str | None,
+                      queue: str, priority: int, execution_id: str | None,
+                      db: str) -> tuple[str, bool, str] | None:
+    """Submit to a current SQLite file with ``sqlite3`` (no SQLAlchemy, no runtime; see
+    ``stores/sqlite_submit.py``); None when the full store must do it. Writes the rows
+    :func:`_submit` writes, and raises the errors it raises."""
+    from tether.stores.sqlite_submit import insert_queued, open_current
+
+    connection = open_current(db)
+    if connection is None:
+        return None
+    try:
+        from tether.runtime.submission import queued_run
         from tether.trigger import TriggerKind, local_trigger
 
-        registry = checking_tasks(tasks, import_tasks) or {}
-        store = open_store(db, create=True)
-        runner = Runner(source, store, registry)
-        assert runner.plan is not None
-        inputs = read_inputs(runner.plan, pairs, inputs_file)
-        done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue,
-                                 priority=priority, trigger=local_trigger(TriggerKind.CLI))
-    click.echo(printable(done.execution_id))
-    if not done.created:
-        click.echo(f"run {printable(done.execution_id)} already existed ({done.status.value}); "
-                   "nothing was submitted", err=True)
+        if Path(source).suffix.lower() == ".json":
+            return None  # a plan file: read (and validated) by the Runner
+        from tether.compiler import compile as compile_workflow
+
+        plan: Plan = compile_workflow(Path(source))
+        if plan.concurrency is not None:
+            return None  # a concurrency key decides under the key's lock: the full store
+        inputs = read_inputs(plan, pairs, inputs_file)
+        run = queued_run(plan, inputs, execution_id=None, queue=queue, priority=priority,
+                         dedup_key=execution_id, trigger=local_trigger(TriggerKind.CLI))
+        done = insert_queued(connection, run, plan.to_json(),
+                             deduplicate=execution_id is not None)
+    finally:
+        connection.close()
+    return None if done is None else (done.execution_id, done.created, done.status)
 
 
 @click.command()
