@@ -170,7 +170,7 @@ NOT_FOR_RESUME = (
     "tether.compiler.compile", "tether.dsl.document", "yaml", "tether.agents",
     "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
     "fastapi", "starlette", "uvicorn", "openai", "anthropic", "httpx", "psycopg",
-    "opentelemetry", "tether.web",
+    "opentelemetry", "tether.web", "tether.workers.loop", "tether.workers.schedules",
 )
 
 
