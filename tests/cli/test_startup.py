@@ -203,9 +203,9 @@ def _submit_probe(db: str, cwd: Path) -> tuple[set[str], object]:
 # (stores/sqlite_submit.py), so neither SQLAlchemy nor the store classes nor the runtime.
 NOT_FOR_SQLITE_SUBMIT = (
     *NOT_FOR_SUBMIT, "sqlalchemy", "tether.stores.sql", "tether.stores.sqlite",
-    "tether.stores.base",
-    "tether.stores.queueing", "tether.runtime.runner", "tether.runtime.invoke",
-    "tether.runtime.concurrency", "tether.runtime.dedup", "asyncio",
+    "tether.stores.base", "tether.stores.queueing", "tether.stores.records",
+    "tether.runtime.runner", "tether.runtime.invoke", "tether.runtime.concurrency",
+    "tether.runtime.dedup", "asyncio",
 )
 
 

@@ -17,7 +17,7 @@ from tether.runtime.ids import check_execution_id, new_execution_id
 from tether.runtime.input_values import check_values
 from tether.runtime.values import to_json
 from tether.status import RunStatus
-from tether.stores.records import RunRecord, utc
+from tether.stores.run_record import RunRecord, utc
 from tether.trigger import Trigger, local_trigger
 
 if TYPE_CHECKING:

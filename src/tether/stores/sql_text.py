@@ -15,7 +15,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tether.stores.records import RunRecord
+    from tether.stores.run_record import RunRecord
 
 __all__ = ["PLAN_COLUMNS", "RUN_COLUMNS", "SCHEMA_VERSION", "SQLITE_INSERT_PLAN",
            "SQLITE_INSERT_RUN", "SQLITE_RUN_KIND", "SQLITE_SCHEMA_VERSION", "from_json",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound
-from tether.stores.records import RunRecord
+from tether.stores.run_record import RunRecord
 from tether.stores.sql_text import (
     PLAN_COLUMNS,
     RUN_COLUMNS,
