@@ -5,7 +5,9 @@ Used only when it writes exactly what the full store would (``SQLiteCheckpointer
 through ``dedup.create_once``): the URL is a plain ``sqlite:///PATH`` naming an existing file
 whose schema is this release's (the one SELECT the full store makes first), and the run has
 no concurrency key. Anything else, and any SQLite error before the insert is committed,
-returns None and the caller uses the full store, which creates, migrates or reports.
+returns None and the caller uses the full store, which creates, migrates or reports. A
+failed COMMIT is reported (a :class:`~tether.errors.StoreError` worded as the store's), never
+retried through the full store: the run may have been written.
 
 The statements are ``sql_text.py``'s (the text SQLAlchemy compiles for the SQLite store) and
 the row is ``sql_text.run_values``; the transaction is the store's (``BEGIN IMMEDIATE``, the
@@ -22,7 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound
+from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound, StoreError
 from tether.stores.run_record import RunRecord
 from tether.stores.sql_text import (
     PLAN_COLUMNS,
@@ -81,6 +83,15 @@ def open_current(url: str) -> sqlite3.Connection | None:
     return connection
 
 
+def _commit(connection: sqlite3.Connection, execution_id: str) -> None:
+    """COMMIT; a failure is the store's error, not a reason to try the full store: whether
+    the run was written is then unknown, and trying again could insert a second run."""
+    try:
+        connection.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise StoreError(f"creating run {execution_id}: {exc}") from exc
+
+
 def insert_queued(connection: sqlite3.Connection, run: RunRecord, plan_json: str, *,
                   deduplicate: bool) -> Inserted | None:
     """Insert the plan (unless stored) and the queued ``run`` (no concurrency key) in one
@@ -103,7 +114,7 @@ def insert_queued(connection: sqlite3.Connection, run: RunRecord, plan_json: str
         if created is None:
             connection.execute("ROLLBACK")
         else:
-            connection.execute("COMMIT")
+            _commit(connection, run.execution_id)
     except sqlite3.Error:
         return None
     if created is not None:
