@@ -102,6 +102,8 @@ def test_both_paths_write_the_same_rows_and_resume_alike(
         ("submit", str(REFUND), "--db", "DB", "-i", "account=ACC-42", "-i", "amount=20",
          "--queue", "slow", "--priority", "7"),
         ("submit", str(REFUND), "--db", "DB", "--inputs-file", "IN"),
+        ("submit", str(REFUND.with_suffix(".flow")), "--db", "DB", "-i", "account=ACC-42",
+         "-i", "amount=2"),
         # the same dedup key again: nothing is submitted, the first run is printed
         ("submit", str(REFUND), "--db", "DB", "-i", "account=ACC-42", "-i", "amount=1",
          "--id", "refund-1"),
