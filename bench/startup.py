@@ -1,6 +1,6 @@
 """Start-up cost of the ``tether`` command, whole process, against ``python -c pass``.
 
-Run: .venv/bin/python bench/startup.py [--repeat 15]
+Run: .venv/bin/python bench/startup.py [--repeat 15] [--only submit ...] [--against SRC]
 
 Each command runs ``--repeat`` times as a child process, interleaved with the baseline
 (``python -c pass``), so that the machine's drift hits both alike. CPU is user + system of the
@@ -61,12 +61,12 @@ def run_once(argv: list[str], env: dict[str, str], expect: tuple[int, ...] = (0,
     return Sample(cpu=cpu, wall=wall)
 
 
-def environment(cache: str) -> dict[str, str]:
-    """The children's environment: this checkout's sources, cached bytecode."""
+def environment(cache: str, src: Path = ROOT / "src") -> dict[str, str]:
+    """The children's environment: the sources ``src`` (this checkout's), cached bytecode."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = cache
-    env["PYTHONPATH"] = str(ROOT / "src")
+    env["PYTHONPATH"] = str(src)
     env["TETHER_EXAMPLE_LEDGER"] = str(Path(cache).parent / "ledger.jsonl")
     return env
 
@@ -87,10 +87,9 @@ def waiting_run(db: str, env: dict[str, str]) -> str:
     return str(result["execution_id"])
 
 
-def commands(workdir: Path, env: dict[str, str]) -> dict[str, tuple[list[str], tuple[int, ...]]]:
+def commands(db: str) -> dict[str, tuple[list[str], tuple[int, ...]]]:
     """Name -> (argv, accepted exit codes). ``resume`` gets a fresh waiting run each time
     (see :func:`measure`), so its argv here is a template."""
-    db = f"sqlite:///{workdir / 'bench.db'}"
     return {
         "--help": (tether("--help"), (0,)),
         "check": (tether("check", str(REFUND)), (0,)),
@@ -102,47 +101,85 @@ def commands(workdir: Path, env: dict[str, str]) -> dict[str, tuple[list[str], t
     }
 
 
-def measure(repeat: int, workdir: Path, env: dict[str, str]) -> dict[str, list[Sample]]:
-    """Run every command ``repeat`` times, each run beside one of the baseline."""
-    table = commands(workdir, env)
-    db = f"sqlite:///{workdir / 'bench.db'}"
-    samples: dict[str, list[Sample]] = {"python -c pass": [], **{name: [] for name in table}}
+BASELINE = "python -c pass"
+
+
+def measure(repeat: int, workdir: Path, sources: dict[str, Path],
+            only: tuple[str, ...] = ()) -> dict[str, dict[str, list[Sample]]]:
+    """Run every command (or those ``only`` names) ``repeat`` times per tree of ``sources``
+    (label -> its ``src``), each run beside one of the baseline; with two trees their runs
+    alternate in ABBA order. Each tree has its own database (and bytecode cache)."""
+    dirs = {label: workdir / f"tree{index}" for index, label in enumerate(sources)}
+    for directory in dirs.values():
+        directory.mkdir()
+    envs = {label: environment(str(dirs[label] / "pycache"), src)
+            for label, src in sources.items()}
+    dbs = {label: f"sqlite:///{dirs[label] / 'bench.db'}" for label in sources}
+    names = only or tuple(commands("x"))
+    samples = {label: {BASELINE: [], **{name: [] for name in names}} for label in sources}
     baseline = [sys.executable, "-c", "pass"]
-    for name, (argv, expect) in table.items():  # warm-up: fills the bytecode cache
-        if name != "resume":
-            run_once(argv, env, expect)
-    for _ in range(repeat):
-        for name, (argv, expect) in table.items():
-            if name == "resume":
-                argv = [waiting_run(db, env) if a == "RUN" else a for a in argv]
-            samples["python -c pass"].append(run_once(baseline, env))
-            samples[name].append(run_once(argv, env, expect))
+    for label, env in envs.items():  # warm-up: fills the bytecode cache (and creates the
+        for name, (argv, expect) in commands(dbs[label]).items():  # database submit uses)
+            if name != "resume":
+                run_once(argv, env, expect)
+    order = list(sources)
+    for index in range(repeat):
+        for name in names:
+            for label in (order if index % 2 == 0 else order[::-1]):
+                argv, expect = commands(dbs[label])[name]
+                if name == "resume":
+                    run = waiting_run(dbs[label], envs[label])
+                    argv = [run if a == "RUN" else a for a in argv]
+                samples[label][BASELINE].append(run_once(baseline, envs[label]))
+                samples[label][name].append(run_once(argv, envs[label], expect))
     return samples
 
 
-def report(samples: dict[str, list[Sample]]) -> None:
-    """Print the medians, the CPU above the baseline, the ratios and the targets."""
-    base = statistics.median(s.cpu for s in samples["python -c pass"])
+def report(samples: dict[str, dict[str, list[Sample]]]) -> None:
+    """Print the medians, the CPU above the baseline, the ratios and the targets; with two
+    trees, also each command's CPU in the second over the first."""
     print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"{'command':16} {'cpu s':>7} {'wall s':>7} {'cpu-base':>9} {'ratio':>7}  target")
-    for name, runs in samples.items():
-        cpu = statistics.median(s.cpu for s in runs)
-        wall = statistics.median(s.wall for s in runs)
-        target = TARGETS.get(name)
-        verdict = "" if target is None else (
-            f"<= {target:.2f} s cpu: {'met' if cpu <= target else 'MISSED'}")
-        print(f"{name:16} {cpu:7.3f} {wall:7.3f} {cpu - base:9.3f} {cpu / base:6.1f}x  {verdict}")
+    medians: dict[str, dict[str, float]] = {}
+    for label, table in samples.items():
+        base = statistics.median(s.cpu for s in table[BASELINE])
+        medians[label] = {}
+        print(f"{label}:")
+        print(f"  {'command':16} {'cpu s':>7} {'wall s':>7} {'cpu-base':>9} {'ratio':>7}  "
+              "target")
+        for name, runs in table.items():
+            cpu = statistics.median(s.cpu for s in runs)
+            medians[label][name] = cpu
+            wall = statistics.median(s.wall for s in runs)
+            target = TARGETS.get(name)
+            verdict = "" if target is None else (
+                f"<= {target:.2f} s cpu: {'met' if cpu <= target else 'MISSED'}")
+            print(f"  {name:16} {cpu:7.3f} {wall:7.3f} {cpu - base:9.3f} {cpu / base:6.1f}x  "
+                  f"{verdict}")
+    if len(medians) == 2:
+        first, second = medians
+        print(f"cpu of {second} / {first}:")
+        for name, cpu in medians[first].items():
+            if name != BASELINE:
+                print(f"  {name:16} {medians[second][name] / cpu:6.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--only", action="append", default=[], metavar="COMMAND",
+                        help="Measure only this command (repeatable): --help, check, "
+                        "'check .flow', submit, resume.")
+    parser.add_argument("--against", type=Path, default=None, metavar="SRC",
+                        help="Also measure the sources at SRC (e.g. an older checkout's src "
+                        "directory), alternating with this checkout's (ABBA), and print "
+                        "this checkout's CPU over theirs.")
     args = parser.parse_args()
+    sources = {"this checkout": ROOT / "src"}
+    if args.against is not None:
+        sources = {f"against {args.against}": args.against.resolve(), **sources}
     with tempfile.TemporaryDirectory(prefix="tether-startup-") as tmp:
-        workdir = Path(tmp)
-        env = environment(str(workdir / "pycache"))
-        report(measure(args.repeat, workdir, env))
+        report(measure(args.repeat, Path(tmp), sources, tuple(args.only)))
 
 
 if __name__ == "__main__":

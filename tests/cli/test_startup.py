@@ -170,7 +170,7 @@ NOT_FOR_RESUME = (
     "tether.compiler.compile", "tether.dsl.document", "yaml", "tether.agents",
     "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
     "fastapi", "starlette", "uvicorn", "openai", "anthropic", "httpx", "psycopg",
-    "opentelemetry", "tether.web",
+    "opentelemetry", "tether.web", "tether.workers.loop", "tether.workers.schedules",
 )
 
 
@@ -188,8 +188,7 @@ def _waiting_run(db: str, cwd: Path) -> str:
     return str(result["execution_id"])
 
 
-def test_submitting_imports_no_driver_and_no_agents(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+def _submit_probe(db: str, cwd: Path) -> tuple[set[str], object]:
     body = (
         "import gc\n"
         "from tether.cli.main import main\n"
@@ -197,10 +196,35 @@ def test_submitting_imports_no_driver_and_no_agents(tmp_path: Path) -> None:
         " '-i', 'amount=20'])\n"
         "extra = [code, gc.isenabled()]\n"
     )
-    modules, extra = _probe(body, tmp_path)
+    return _probe(body, cwd)
+
+
+# What a submit to a current SQLite file has no use for: it inserts with sqlite3
+# (stores/sqlite_submit.py), so neither SQLAlchemy nor the store classes nor the runtime.
+NOT_FOR_SQLITE_SUBMIT = (
+    *NOT_FOR_SUBMIT, "sqlalchemy", "tether.stores.sql", "tether.stores.sqlite",
+    "tether.stores.base", "tether.stores.queueing", "tether.stores.records",
+    "tether.runtime.runner", "tether.runtime.invoke", "tether.runtime.concurrency",
+    "tether.runtime.dedup", "asyncio",
+)
+
+
+def test_submitting_to_a_new_database_uses_the_full_store(tmp_path: Path) -> None:
+    """The file does not exist yet: the store creates and migrates it."""
+    modules, extra = _submit_probe(f"sqlite:///{tmp_path / 'runs.db'}", tmp_path)
     assert "tether.runtime.runner" in modules and "sqlalchemy" in modules
     assert _loaded(modules, NOT_FOR_SUBMIT) == []
     assert extra == [0, True]  # submitted, and the collector is on again afterwards
+
+
+def test_submitting_to_a_current_sqlite_file_imports_no_store_and_no_runtime(
+        tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    _submit_probe(db, tmp_path)  # creates the database
+    modules, extra = _submit_probe(db, tmp_path)
+    assert "tether.stores.sqlite_submit" in modules and "tether.compiler.compile" in modules
+    assert _loaded(modules, NOT_FOR_SQLITE_SUBMIT) == []
+    assert extra == [0, True]
 
 
 def test_resuming_a_run_without_agents_imports_no_agents(tmp_path: Path) -> None:

@@ -86,12 +86,13 @@ def assert_inert(result: subprocess.CompletedProcess[str]) -> None:
 
 def stored_by_an_older_tether(project: Path, execution_id: str) -> None:
     """Start a run (it pauses) with an id only the rule of an older tether accepted."""
-    from tether.runtime import runner as runner_module
+    from tether.runtime import submission as submission_module
     from tether.runtime.ids import check_id
     from tether.runtime.runner import Runner
 
-    saved = runner_module.check_execution_id
-    runner_module.check_execution_id = lambda text: check_id(text, "an execution id")
+    saved = submission_module.check_execution_id  # (the check of a new run's id)
+    submission_module.check_execution_id = lambda text, what="": check_id(
+        text, "an execution id")
     try:
         with SQLiteCheckpointer(project / "t.db") as store:
             tasks = {"t.hostile": lambda: HOSTILE, "t.fail": lambda: None}
@@ -99,7 +100,7 @@ def stored_by_an_older_tether(project: Path, execution_id: str) -> None:
                 {}, execution_id=execution_id)
             assert result.status == "paused"
     finally:
-        runner_module.check_execution_id = saved
+        submission_module.check_execution_id = saved
 
 
 def hint_arguments(line: str, prefix: str) -> list[str]:

@@ -11,8 +11,11 @@ when nothing executes it, else at its holder's next node boundary). See ``docs/w
 from __future__ import annotations
 
 import signal
+import sys
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -33,6 +36,10 @@ from tether.gc_pause import paused_gc
 if TYPE_CHECKING:  # annotations only: the CLI imports the compiler when a command needs it
     from tether.compiler.plan import Plan
     from tether.stores.base import Checkpointer
+
+# What a submission did: (execution id, created, status, why a run that cancel_new stored
+# cancelled was dropped, or None).
+Submitted = tuple[str, bool, str, str | None]
 
 queue_option = click.option("--queue", default="default", show_default=True, metavar="NAME",
                             help="The workers' queue.")
@@ -80,28 +87,79 @@ def submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: 
     # Short and bounded (nothing executes here): the collector is paused throughout, as
     # importing the store and the runtime leaves no cyclic garbage for it to find.
     with paused_gc():
-        from tether.runtime.runner import Runner
-        from tether.trigger import TriggerKind, local_trigger
-
-        registry = checking_tasks(tasks, import_tasks) or {}
-        store = open_store(db, create=True)
-        runner = Runner(source, store, registry)
-        assert runner.plan is not None
-        inputs = read_inputs(runner.plan, pairs, inputs_file)
-        done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue,
-                                 priority=priority, trigger=local_trigger(TriggerKind.CLI))
-        dropped = store.get_run(done.execution_id) if done.created and \
-            done.status == "cancelled" else None
-    click.echo(printable(done.execution_id))
-    if not done.created:
-        click.echo(f"run {printable(done.execution_id)} already existed ({done.status.value}); "
+        done = None
+        if not tasks and not import_tasks:  # (signatures need the full store)
+            done = _submit_on_sqlite(source, pairs, inputs_file, queue, priority,
+                                     execution_id, db)
+        if done is None:
+            done = _submit(source, pairs, inputs_file, queue, priority, execution_id, db,
+                           checking_tasks(tasks, import_tasks) or {})
+    execution, created, status, dropped = done
+    click.echo(printable(execution))
+    if not created:
+        click.echo(f"run {printable(execution)} already existed ({status}); "
                    "nothing was submitted", err=True)
     elif dropped is not None:  # cancel_new: stored cancelled, as `tether run` exits 6
+        click.echo(f"error: run {printable(execution)} was {printable(dropped)}", err=True)
+        raise click.exceptions.Exit(EXIT_CANCELLED)
+
+
+def _submit(source: str, pairs: tuple[str, ...], inputs_file: str | None, queue: str,
+            priority: int, execution_id: str | None, db: str,
+            registry: Mapping[str, Callable[..., Any]]) -> Submitted:
+    """Submit through the full store and the Runner: (execution id, created, status, why
+    a run cancel_new stored cancelled was dropped)."""
+    from tether.runtime.runner import Runner
+    from tether.trigger import TriggerKind, local_trigger
+
+    store = open_store(db, create=True)
+    runner = Runner(source, store, registry)
+    assert runner.plan is not None
+    inputs = read_inputs(runner.plan, pairs, inputs_file)
+    done = runner.submit_run(inputs, dedup_key=execution_id, queue=queue,
+                             priority=priority, trigger=local_trigger(TriggerKind.CLI))
+    dropped = store.get_run(done.execution_id) if done.created and \
+        done.status == "cancelled" else None
+    reason = None
+    if dropped is not None:
         error = dropped.error if isinstance(dropped.error, dict) else {}
         reason = str(error.get("message") or "cancelled by its concurrency key")
-        click.echo(f"error: run {printable(done.execution_id)} was {printable(reason)}",
-                   err=True)
-        raise click.exceptions.Exit(EXIT_CANCELLED)
+    return done.execution_id, done.created, done.status.value, reason
+
+
+def _submit_on_sqlite(source: str, pairs: tuple[str, ...], inputs_file: str | None,
+                      queue: str, priority: int, execution_id: str | None,
+                      db: str) -> Submitted | None:
+    """Submit to a current SQLite file with ``sqlite3`` (no SQLAlchemy, no runtime; see
+    ``stores/sqlite_submit.py``); None when the full store must do it. Writes the rows
+    :func:`_submit` writes, and raises the errors it raises."""
+    from tether.stores.sqlite_submit import insert_queued, open_current
+
+    if "opentelemetry.trace" in sys.modules:
+        return None  # the Runner stores the submitter's span when one is active
+    connection = open_current(db)
+    if connection is None:
+        return None
+    try:
+        from tether.runtime.submission import queued_run
+        from tether.trigger import TriggerKind, local_trigger
+
+        if Path(source).suffix.lower() == ".json":
+            return None  # a plan file: read (and validated) by the Runner
+        from tether.compiler import compile as compile_workflow
+
+        plan: Plan = compile_workflow(Path(source))
+        if plan.concurrency is not None:
+            return None  # a concurrency key decides under the key's lock: the full store
+        inputs = read_inputs(plan, pairs, inputs_file)
+        run = queued_run(plan, inputs, execution_id=None, queue=queue, priority=priority,
+                         dedup_key=execution_id, trigger=local_trigger(TriggerKind.CLI))
+        done = insert_queued(connection, run, plan.to_json(),
+                             deduplicate=execution_id is not None)
+    finally:
+        connection.close()
+    # (no concurrency key here, so never a run cancel_new dropped)
+    return None if done is None else (done.execution_id, done.created, done.status, None)
 
 
 @click.command()

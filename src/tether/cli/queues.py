@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from tether.cli.operator import json_option
 from tether.cli.options import db_option, open_store
 from tether.cli.terminal import console, dumps, printable, text
-from tether.stores.queueing import QueueCounts, QueueRecord
+
+if TYPE_CHECKING:  # (submit registers these commands: it imports no store module)
+    from tether.stores.queueing import QueueCounts, QueueRecord
 
 _RATE = re.compile(r"^(\d{1,9}(?:\.\d{1,9})?)\s*/\s*(s|m|h)$")
 _PERIODS = {"s": 1.0, "m": 60.0, "h": 3600.0}
@@ -128,6 +131,8 @@ def set_queue(name: str, concurrency: int | None, per_workflow: int | None,
     """Configure a queue's limits (replacing any it had: an option left out is no limit)."""
     if not name.strip():
         raise click.BadParameter("a queue name cannot be empty", param_hint="NAME")
+    from tether.stores.queueing import QueueRecord
+
     rate, window = rate_limit if rate_limit is not None else (None, None)
     record = QueueRecord(name, concurrency, per_workflow, rate, window, start_timeout,
                          time.time())

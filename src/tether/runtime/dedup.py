@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from tether.compiler.plan import Plan
 from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound
 from tether.runtime.concurrency import start_keyed
-from tether.runtime.ids import check_execution_id
+from tether.runtime.submission import check_dedup_key as check_dedup_key
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer
 from tether.stores.records import RunRecord
@@ -31,13 +31,6 @@ class Submitted:
     execution_id: str
     created: bool
     status: RunStatus
-
-
-def check_dedup_key(key: str) -> str:
-    """``key`` when it can serve as a new run's execution id; raises
-    :class:`~tether.errors.InvalidId` (a usage error) saying why not."""
-    check_execution_id(key, "a dedup key")
-    return key
 
 
 def create_once(store: Checkpointer, run: RunRecord, plan_json: str,

@@ -18,18 +18,18 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import json
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from tether.compiler.plan import PlanInput, TaskNode
+from tether.compiler.plan import TaskNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable
-from tether.jsontypes import article, json_type_name, matches_type
 from tether.observability.observer import next_attempt, retried
 from tether.runtime.context import UNIT, UnitScope
 from tether.runtime.idempotent import cached_call
+from tether.runtime.input_values import Problem as Problem
+from tether.runtime.input_values import check_values as check_values
 from tether.runtime.state import NodeError
 from tether.runtime.values import to_json
 
@@ -44,57 +44,6 @@ class NodeFailure(Picklable, Exception):
         self.tries = tries
         super().__init__(error.message)
 
-
-class Problem(str):
-    """One problem :func:`check_values` found: its message, which also names ``field``, the
-    value's name (so a form can show each message by its field)."""
-
-    field: str
-
-    def __new__(cls, field: str, message: str) -> Problem:
-        problem = super().__new__(cls, message)
-        problem.field = field
-        return problem
-
-
-def check_values(specs: tuple[PlanInput, ...], given: dict[str, Any] | None,
-                 what: str) -> tuple[dict[str, Any], list[Problem]]:
-    """Values completed with defaults, and the problems found (missing, unknown, mistyped)."""
-    given = dict(given or {})
-    problems: list[Problem] = []
-    result: dict[str, Any] = {}
-    declared = {spec.name: spec for spec in specs}
-    for name in given:
-        if name not in declared:
-            problems.append(Problem(name, f"unknown {what} '{name}'" + (
-                f" (declared: {', '.join(declared)})" if declared else "")))
-    for spec in specs:
-        if spec.name in given:
-            value = given[spec.name]
-            if value is not None and not matches_type(value, spec.type):
-                problems.append(Problem(spec.name, f"{what} '{spec.name}' must be "
-                                        f"{article(spec.type)}, not {json_type_name(value)}"))
-            elif value is not None and spec.enum is not None and not _listed(value, spec.enum):
-                problems.append(Problem(spec.name, f"{what} '{spec.name}' must be one of "
-                                        f"{_choices(spec.enum)}"))
-            result[spec.name] = value
-        elif spec.required:
-            problems.append(Problem(spec.name, f"missing required {what} '{spec.name}'"))
-        else:
-            result[spec.name] = spec.default
-    return result, problems
-
-
-def _listed(value: Any, allowed: tuple[Any, ...]) -> bool:
-    """Whether ``value`` is one of ``allowed`` (``True`` is not ``1``)."""
-    if isinstance(value, bool):
-        return any(a is value for a in allowed)
-    return any(value == a and not isinstance(a, bool) for a in allowed)
-
-
-def _choices(allowed: tuple[Any, ...]) -> str:
-    shown = [json.dumps(a, ensure_ascii=False)[:60] for a in allowed[:20]]
-    return ", ".join(shown) + (", ..." if len(allowed) > 20 else "")
 
 _ASYNC: dict[Any, bool] = {}
 """:func:`is_async` of the task functions seen (inspecting a function costs more than calling

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from tether.compiler.plan import Plan
@@ -22,7 +21,6 @@ from tether.errors import (
     InputError,
     RunNotFound,
     TetherError,
-    UsageError,
 )
 from tether.observability.observer import remember_caller
 from tether.runtime.attempt import Attempt
@@ -33,11 +31,11 @@ from tether.runtime.concurrency import (
     start_in_place,
 )
 from tether.runtime.context import Resume
-from tether.runtime.dedup import Submitted, check_dedup_key, create_once
+from tether.runtime.dedup import Submitted, create_once
 from tether.runtime.events import Event
 from tether.runtime.fork_patch import check_patch_effect, merge_patch
-from tether.runtime.ids import check_execution_id, new_execution_id
-from tether.runtime.invoke import check_values
+from tether.runtime.ids import new_execution_id
+from tether.runtime.input_values import check_values
 from tether.runtime.journal import SNAPSHOT_EVERY, Journal
 from tether.runtime.lifecycle import DEFAULT_QUEUE, Answer, route, run_queue
 from tether.runtime.pinning import check_compatible, check_same_plan
@@ -48,12 +46,13 @@ from tether.runtime.results import RunResult
 from tether.runtime.run_events import record_forked
 from tether.runtime.signatures import record_signatures
 from tether.runtime.state import RunState
+from tether.runtime.submission import check_queue, queued_run, start_values, utc_now
 from tether.runtime.timer_answers import due_approval, fired_answer
 from tether.runtime.values import max_value_bytes as value_cap
 from tether.runtime.values import to_json
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 from tether.stores.base import Checkpointer
-from tether.stores.records import Checkpoint, PendingInterrupt, RunRecord, utc
+from tether.stores.records import Checkpoint, PendingInterrupt, RunRecord
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
 from tether.trigger import UNKNOWN_TRIGGER, Trigger, local_trigger
 
@@ -165,9 +164,9 @@ class Runner:
         templates as ``trigger.*`` (default: kind ``python`` by the OS user)."""
         trigger = trigger or local_trigger()
         plan = self._own_plan()
-        _check_queue(queue)
+        check_queue(queue)
         check_tasks(plan, frozenset(self.tasks))
-        values, execution_id = self._start_values(plan, inputs, execution_id)
+        values, execution_id = start_values(plan, inputs, execution_id)
         state = RunState.new(values)
         store = self.checkpointer
         attempt = Attempt(store, execution_id, self.lease_seconds)
@@ -204,19 +203,6 @@ class Runner:
             raise TetherError("this Runner has no plan: pass a plan or workflow file to start runs")
         return self.plan
 
-    @staticmethod
-    def _start_values(plan: Plan, inputs: Mapping[str, Any] | None,
-                      execution_id: str | None) -> tuple[Any, str]:
-        """The checked, JSON-ready inputs, and the run's execution id."""
-        values, problems = check_values(plan.inputs, dict(inputs or {}), "input")
-        if problems:
-            raise InputError(problems)
-        # run inputs are data the caller chose, never secret-derived: stored as given
-        values, _ = to_json(values, "the run's inputs")
-        if execution_id is not None:
-            check_execution_id(execution_id)
-        return values, execution_id or new_execution_id()
-
     # -- submit ------------------------------------------------------------------------------
     def submit(self, inputs: Mapping[str, Any] | None = None, *,
                execution_id: str | None = None, queue: str = "default",
@@ -243,20 +229,10 @@ class Runner:
         """:meth:`submit`, saying also whether this call created the run (see
         :class:`~tether.runtime.dedup.Submitted`)."""
         plan = self._own_plan()
-        if dedup_key is not None:
-            if execution_id is not None:
-                raise UsageError("give a dedup key or an execution id, not both (the key "
-                                 "is the run's execution id)")
-            execution_id = check_dedup_key(dedup_key)
-        values, execution_id = self._start_values(plan, inputs, execution_id)
-        _check_queue(queue)
-        now = utc_now()
-        submitted = create_once(self._store(), keyed(plan, RunRecord(
-            execution_id=execution_id, workflow=plan.name, plan_fingerprint=plan.fingerprint,
-            status=RunStatus.QUEUED, inputs=values, created_at=now, updated_at=now,
-            attempt=0, queue=queue, priority=int(priority),
-            trigger=trigger or local_trigger())), plan.to_json(),
-            deduplicate=dedup_key is not None, plan=plan)
+        run = queued_run(plan, inputs, execution_id=execution_id, queue=queue,
+                         priority=priority, dedup_key=dedup_key, trigger=trigger)
+        submitted = create_once(self._store(), keyed(plan, run), plan.to_json(),
+                                deduplicate=dedup_key is not None, plan=plan)
         if submitted.created:  # the caller's active span is the new run's parent
             remember_caller(self._store(), submitted.execution_id)
         self._sign(self._store(), plan)
@@ -490,14 +466,5 @@ class Runner:
         if self.plan is not None:
             check_same_plan(run.execution_id, stored, self.plan)
         return stored
-
-
-def _check_queue(queue: str) -> None:
-    if not queue or not isinstance(queue, str) or not queue.strip():
-        raise TetherError("a queue name must be a non-empty string")
-
-
-def utc_now() -> datetime:
-    return utc(time.time())
 
 

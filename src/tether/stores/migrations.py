@@ -29,6 +29,8 @@ from sqlalchemy import (
     text,
 )
 
+from tether.stores.sql_text import SCHEMA_VERSION as SQL_TEXT_SCHEMA_VERSION
+
 
 @dataclass(frozen=True)
 class MigrationContext:
@@ -316,3 +318,6 @@ MIGRATIONS: list[Migration] = [_v1, _v2, _v3_timers, _v4_schedules, _v5_workers,
                                _v9_run_triggers, _v10_plan_tasks, _v11_concurrency_keys]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+if SCHEMA_VERSION != SQL_TEXT_SCHEMA_VERSION:  # the SQLAlchemy-free submit reads that one
+    raise AssertionError(f"{len(MIGRATIONS)} migrations, but sql_text.SCHEMA_VERSION is "
+                         f"{SQL_TEXT_SCHEMA_VERSION}: update it")

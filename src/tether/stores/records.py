@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from tether.errors import StoreError
@@ -22,11 +22,11 @@ from tether.status import (
     CheckpointStatus,
     CheckpointStatusName,
     RunStatus,
-    RunStatusName,
     StepType,
     StepTypeName,
 )
-from tether.trigger import Trigger
+from tether.stores.run_record import RunRecord as RunRecord
+from tether.stores.run_record import utc as utc
 
 __all__ = [
     "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
@@ -34,10 +34,6 @@ __all__ = [
     "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "readdress_rows", "readdressed",
     "utc",
 ]
-
-
-def utc(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(timestamp, tz=UTC)
 
 
 class CheckpointRow(NamedTuple):
@@ -163,36 +159,6 @@ def fold(rows: list[CheckpointRow], inputs: Any) -> list[Checkpoint]:
 
 LIVE_STATUSES: tuple[str, ...] = ("queued", "running", "paused", "failed")
 """The statuses of runs a new plan may still concern (``tether compat``, ``upgrade``)."""
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One run: what it executes, how it stands, who holds it."""
-
-    execution_id: str
-    workflow: str
-    plan_fingerprint: str
-    status: RunStatus | RunStatusName
-    inputs: Any
-    created_at: datetime
-    updated_at: datetime
-    parent_execution_id: str | None = None
-    parent_checkpoint_id: str | None = None
-    error: Any = None
-    owner: str | None = None  # the token of the attempt holding the lease (see owners.py)
-    lease_until: float | None = None
-    attempt: int = 1  # 1 for the first execution, +1 each time another attempt takes it
-    queue: str | None = None  # the workers' queue serving it (every run has one since
-    # issue 21; None only in rows stored before: treated as ``default``)
-    priority: int = 0  # higher first within a queue
-    available_at: float | None = None  # a queued run may start from then (Unix time)
-    cancel_requested_at: float | None = None  # tether cancel asked for it (Unix time)
-    started_at: float | None = None  # a worker first claimed it, queued (Unix time)
-    blocked_reason: str | None = None  # why a claimable run is not taken (see queueing.py)
-    recovery_failures: int = 0  # drives that failed for a reason other than fencing
-    trigger: Trigger | None = None  # what started it (None: stored before triggers were)
-    concurrency_key: str | None = None  # the workflow's concurrency key, rendered (keys.py)
-    concurrency_limit: int | None = None  # at most this many runs of the key running at once
 
 
 @dataclass(frozen=True)

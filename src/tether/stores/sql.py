@@ -96,6 +96,7 @@ from tether.stores.schema import (
 )
 from tether.stores.sql_events import SQLEvents
 from tether.stores.sql_rows import SQLRows, row_written
+from tether.stores.sql_text import run_values
 from tether.stores.statements import Statements, from_json, to_json
 from tether.trigger import Trigger
 
@@ -301,22 +302,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         self._execute(cursor, "store_plan", lambda: self._insert_or_ignore(plans),
                       fingerprint=fingerprint, plan=plan_json, created_at=time.time(), tasks=None)
 
-    @staticmethod
-    def _run_values(run: RunRecord) -> dict[str, Any]:
-        return {
-            "execution_id": run.execution_id, "workflow": run.workflow,
-            "plan_fingerprint": run.plan_fingerprint, "status": run.status,
-            "inputs": to_json(run.inputs) or "null", "created_at": run.created_at.timestamp(),
-            "updated_at": run.updated_at.timestamp(),
-            "parent_execution_id": run.parent_execution_id,
-            "parent_checkpoint_id": run.parent_checkpoint_id, "error": to_json(run.error),
-            "owner": run.owner, "lease_until": run.lease_until, "attempt": run.attempt,
-            "queue": run.queue, "priority": run.priority, "available_at": run.available_at,
-            "cancel_requested_at": run.cancel_requested_at, "started_at": run.started_at,
-            "blocked_reason": run.blocked_reason, "recovery_failures": run.recovery_failures,
-            "triggered_by": to_json(run.trigger.as_dict()) if run.trigger else None,
-            "concurrency_key": run.concurrency_key, "concurrency_limit": run.concurrency_limit,
-        }
+    _run_values = staticmethod(run_values)
 
     @staticmethod
     def _to_run(row: Any) -> RunRecord:

@@ -21,11 +21,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import time
-import urllib.parse
 from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import Connection, Insert, Table, create_engine
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -34,65 +31,10 @@ from sqlalchemy.pool import StaticPool
 from tether.errors import StoreError, StoreUnavailable
 from tether.stores.records import CheckpointRow, Decision
 from tether.stores.sql import SQLCheckpointer
-
-Durability = Literal["normal", "full"]
-
-
-def _make_private(path: str) -> None:
-    """Create the database file ``0600`` and its missing directories ``0700`` (exactly: the
-    umask does not loosen them); leave whatever exists as it is."""
-    target = Path(path).absolute()
-    for directory in reversed([d for d in target.parents if not d.exists()]):
-        with contextlib.suppress(FileExistsError):  # another process made it just now
-            directory.mkdir(mode=0o700)
-            os.chmod(directory, 0o700)
-    try:
-        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    os.fchmod(descriptor, 0o600)
-    os.close(descriptor)
-
-
-def _existing(path: str) -> str:
-    """A URI that opens ``path`` read-write without creating it (``mode=rw``)."""
-    if not Path(path).is_file():
-        raise StoreError(f"no database at {path} (nothing was created; check --db or "
-                         "TETHER_DB)")
-    return f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=rw"
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    """The (device, inode) of the file at ``path``; None for ``:memory:`` or no file."""
-    if path == ":memory:":
-        return None
-    try:
-        found = os.stat(path)
-    except OSError:
-        return (-1, -1)
-    return (found.st_dev, found.st_ino)
-
-
-def _connect(path: str, timeout: float, durability: Durability,
-             create: bool = True) -> sqlite3.Connection:
-    if path == ":memory:" or create:
-        connection = sqlite3.connect(path, timeout=timeout, isolation_level=None,
-                                     check_same_thread=False)
-    else:
-        connection = sqlite3.connect(_existing(path), timeout=timeout, isolation_level=None,
-                                     check_same_thread=False, uri=True)
-    connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            break
-        except sqlite3.OperationalError as exc:  # another process is switching it right now
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-    connection.execute(f"PRAGMA synchronous = {durability.upper()}")
-    return connection
+from tether.stores.sqlite_file import Durability
+from tether.stores.sqlite_file import connect as _connect
+from tether.stores.sqlite_file import identity as _identity
+from tether.stores.sqlite_file import make_private as _make_private
 
 
 class SQLiteCheckpointer(SQLCheckpointer):

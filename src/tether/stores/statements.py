@@ -11,7 +11,6 @@ JSON payloads go in and come out as the text their columns hold (:func:`to_json`
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -20,18 +19,10 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from tether.stores.sql_text import from_json as from_json
+from tether.stores.sql_text import to_json as to_json
+
 _NAMED = re.compile(r"%\(([^)]+)\)s")
-
-
-def to_json(value: Any) -> str | None:
-    """The text a JSON-holding TEXT column stores (see ``schema.py``): compact, non-ASCII as is."""
-    return None if value is None else json.dumps(value, ensure_ascii=False,
-                                                  separators=(",", ":"))
-
-
-def from_json(text: str | None) -> Any:
-    """The value a JSON-holding TEXT column stores, parsed (None stays None)."""
-    return None if text is None else json.loads(text)
 
 
 class Statement:
