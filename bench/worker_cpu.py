@@ -335,6 +335,10 @@ def main() -> None:
     if args.in_process_child:
         child(args.in_process_child, args.runs, args.nodes)
         return
+    if not w.PG_URL:
+        print("worker CPU bench skipped: set TETHER_BENCH_POSTGRES_URL or "
+              "TETHER_TEST_POSTGRES_URL")
+        return
     trees: list[str | None] = [t.strip() for t in args.src.split(",") if t.strip()] or [None]
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
     started = wb.load()
