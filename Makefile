@@ -34,6 +34,7 @@ bench: $(BIN)/tether
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/workers.py
 	$(BIN)/python bench/concurrency_claim.py
+	$(BIN)/python bench/worker_cpu.py
 
 bench-peers: $(BIN)/tether
 	$(BIN)/python bench/peers.py

@@ -1,19 +1,40 @@
 """Where a worker drain's time goes: CPU per node step of each worker process and of
-PostgreSQL, and what PostgreSQL's backends wait for (issue 11, scaling).
+PostgreSQL, what PostgreSQL's backends wait for (issue 11, scaling), and the worker's CPU per
+step against the in-process runner's on the same runs (issue 26).
 
-Run: .venv/bin/python bench/worker_cpu.py [--runs 300] [--workers 1] [--concurrency 4]
-     [--py-spy DIR]
+Run: .venv/bin/python bench/worker_cpu.py [--runs 300] [--workers 1] [--concurrency 1,4]
+     [--repeat 3] [--src TREE,TREE] [--py-spy DIR] [--metrics] [--detail]
 
-The drain is bench/workers.py's (``drain``'s set-up: a backlog moved into the served queue by
-one UPDATE); meanwhile the CPU time (utime + stime, ``/proc/<pid>/stat``) of every process of
-the machine is read before and after (one started during the drain, such as a worker slot's
-connection and its backend, counts whole), with the machine's busy time (``/proc/stat``, less
-idle, iowait and steal) and PostgreSQL's commit count, so the per-step figures add up:
-workers + PostgreSQL (every ``postgres`` process: backends, WAL writer, checkpointer, ...) +
-the rest = the machine's busy time; the rest is listed by process (kernel threads, this
-script, other jobs) and by kind (interrupts). ``pg_stat_activity`` is sampled every 20 ms for
-the wait events of the drain's backends (every client backend of the database opened since
-the runs were submitted, as they appear).
+The drain is bench/workers.py's (``drain``'s set-up: a backlog of ``--runs`` 10-node runs of
+plain ``def`` tasks moved into the served queue by one UPDATE); meanwhile the CPU time (utime
++ stime, ``/proc/<pid>/stat``) of every process of the machine is read before and after (one
+started during the drain, such as a worker slot's connection and its backend, counts whole),
+with the machine's busy time (``/proc/stat``, less idle, iowait and steal) and PostgreSQL's
+commit count, so the per-step figures add up: workers + PostgreSQL (every ``postgres``
+process: backends, WAL writer, checkpointer, ...) + the rest = the machine's busy time; the
+rest is listed by process (kernel threads, this script, other jobs) and by kind
+(interrupts). ``pg_stat_activity`` is sampled every 20 ms for the wait events of the drain's
+backends (every client backend of the database opened since the runs were submitted, as they
+appear). These details are printed with ``--detail``.
+
+**Like for like** (issue 26: "worker process CPU per node step at most 1.5x the in-process
+runner's CPU per node on the same workload"): each drain is paired with the in-process
+runner doing the same work as a user would: a fresh process (``--in-process-child``) on its
+own schema of the same PostgreSQL runs ``Runner(plan, store).run({})`` on the same 10-node
+chain of the same ``def`` task (``worker_tasks.bench_step``), ``--runs`` times one after the
+other (after 20 warm-up runs); its CPU per step is the process's CPU (``getrusage``: user +
+system, every thread) over those runs / their steps. The worker's CPU per step is its
+process's over the drain / the drain's steps; both include everything their process does
+(the worker: claims, history events, logging, heartbeats; the runner: creating each run).
+The same child also runs a 200-node chain of the same task (as W0 of bench/run.py and
+bench/tracing.py do) for the old comparison, the worker's CPU per step against the in-process
+CPU per node of a long chain.
+
+``--concurrency 1,4``: each concurrency in turn; ``--repeat N``: each measurement N times,
+medians reported; ``--src A,B``: the ``src`` trees to compare (the workers and the in-process
+children import tether from each; default: the one this script imports), measured
+alternately (A B B A ...), with the ratios of B to A. Each figure comes from this one
+invocation.
 ``--py-spy DIR``: each worker runs under ``py-spy record`` (on-CPU samples, flame graph and
 speedscope profile per worker in DIR).
 """
@@ -22,14 +43,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -42,6 +66,7 @@ import tether  # noqa: E402
 import workers as wb  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
+W0_NODES = 200
 
 
 def cpu_seconds(pid: int) -> float:
@@ -96,25 +121,25 @@ def tree(pid: int) -> list[int]:
     return found
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=300)
-    parser.add_argument("--nodes", type=int, default=10)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--py-spy", default=None)
-    parser.add_argument("--metrics", action="store_true",
-                        help="workers serve Prometheus metrics (--metrics-port 0): their cost")
-    args = parser.parse_args()
+def worker_env(src: str | None) -> dict[str, str]:
+    """The environment of a worker or child: ``bench/`` and ``src`` (default: the tree this
+    script imports) on ``PYTHONPATH``."""
+    tree = src or str(Path(tether.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), tree])}
+
+
+def drain(args: argparse.Namespace, src: str | None, concurrency: int) -> dict[str, float]:
+    """One drain by ``--workers`` worker processes (see the module docstring); the details
+    printed with ``--detail``. Returns steps/s and the workers' CPU per step."""
     schema = wb.Schema()
     workdir = Path(tempfile.mkdtemp(prefix="worker-cpu-"))
     procs: list[subprocess.Popen[bytes]] = []
+    say = print if args.detail else (lambda *_: None)
     try:
         runner = tether.Runner(wb.chain(args.nodes, "bench_step"), schema.store)
         for _ in range(args.runs):
             runner.submit({}, queue=wb.HOLD)
         (since,), = schema.sql("SELECT now()")
-        path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
         prefix = []
         for i in range(args.workers):
             if args.py_spy:
@@ -122,12 +147,14 @@ def main() -> None:
                           "-r", "250", "-f", "raw", "-o", f"{args.py_spy}/worker-{i}.txt", "--"]
             procs.append(subprocess.Popen(
                 [*prefix, sys.executable, "-m", "tether", "worker", "--db", schema.url,
-                 "--tasks", "worker_tasks", "--concurrency", str(args.concurrency),
+                 "--tasks", "worker_tasks", "--concurrency", str(concurrency),
                  "--queue", wb.SERVED, *(["--metrics-port", "0"] if args.metrics else [])],
-                env={**os.environ, "PYTHONPATH": path}, cwd=workdir,
+                env=worker_env(src), cwd=workdir,
                 stdout=open(workdir / f"worker-{i}.log", "wb"),  # noqa: SIM115
                 stderr=subprocess.STDOUT))
         while len(schema.store.list_workers()) < args.workers:
+            if any(proc.poll() is not None for proc in procs):
+                raise SystemExit(f"a worker exited; see {workdir}")
             time.sleep(0.05)
         time.sleep(0.5)
         import psycopg
@@ -163,7 +190,8 @@ def main() -> None:
         schema.sql(f"UPDATE %S.runs SET queue = '{wb.SERVED}' WHERE queue = '{wb.HOLD}'; "
                    f'NOTIFY "{schema.store.notify_channel}"')
         sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        if args.detail:
+            sampler.start()
         while True:
             (done,), = schema.sql("SELECT count(*) FILTER (WHERE status = 'completed') "
                                   "FROM %S.runs", connection=poll)
@@ -180,41 +208,43 @@ def main() -> None:
         busy = sum(v for k, v in machine.items() if k not in ("idle", "iowait", "steal"))
         queued = {p: waited_seconds(p) - queued.get(p, 0.0) for p in everyone}
         stop.set()
-        sampler.join()
+        if args.detail:
+            sampler.join()
         end = schema.sql("SELECT max(updated_at) FROM %S.runs")[0][0]
         seconds = end - wall
         steps = args.runs * args.nodes
-        print(f"{args.workers} worker(s) x{args.concurrency}: {steps} steps in {seconds:.2f} s "
-              f"= {steps / seconds:,.0f} steps/s; load {wb.load()}")
+        mine = sum(after[p] - before[p] for p in pids)
+        say(f"{args.workers} worker(s) x{concurrency}: {steps} steps in {seconds:.2f} s "
+            f"= {steps / seconds:,.0f} steps/s; load {wb.load()}")
         for p in pids:
             used = after[p] - before[p]
-            print(f"  worker pid {p}: {used:.2f} s CPU = {used / steps * 1e6:,.0f} µs/step "
-                  f"({used / seconds * 100:.0f}% of a core); runnable, not running: "
-                  f"{queued[p]:.2f} s (all threads)")
-        print(f"  PostgreSQL processes runnable, not running: "
-              f"{sum(queued[p] for p in server):.2f} s")
+            say(f"  worker pid {p}: {used:.2f} s CPU = {used / steps * 1e6:,.0f} µs/step "
+                f"({used / seconds * 100:.0f}% of a core); runnable, not running: "
+                f"{queued[p]:.2f} s (all threads)")
+        say(f"  PostgreSQL processes runnable, not running: "
+            f"{sum(queued[p] for p in server):.2f} s")
         everything = sum(after[p] - before[p] for p in server)
         commits = commits_after - commits
-        print(f"  PostgreSQL commits: {commits:,} = {commits / steps:.2f} per step (this "
-              "script's polls included; group commit batches a worker's writes)")
-        mine = sum(after[p] - before[p] for p in pids)
+        say(f"  PostgreSQL commits: {commits:,} = {commits / steps:.2f} per step (the "
+            "database's: this script's polls and other jobs' commits included)")
         rest = busy - mine - everything
-        print(f"  all {len(server)} PostgreSQL processes: {everything:.2f} s CPU = "
-              f"{everything / steps * 1e6:,.0f} µs/step ({everything / seconds * 100:.0f}% of a "
-              "core)")
-        print(f"  the machine: {busy:.2f} s busy ({busy / seconds * 100:.0f}% of a core); "
-              f"besides workers and PostgreSQL {rest:.2f} s = {rest / steps * 1e6:,.0f} "
-              "µs/step (kernel threads, this script, other jobs)")
-        print("  the machine by kind: " + ", ".join(
+        say(f"  all {len(server)} PostgreSQL processes: {everything:.2f} s CPU = "
+            f"{everything / steps * 1e6:,.0f} µs/step ({everything / seconds * 100:.0f}% of a "
+            "core)")
+        say(f"  the machine: {busy:.2f} s busy ({busy / seconds * 100:.0f}% of a core); "
+            f"besides workers and PostgreSQL {rest:.2f} s = {rest / steps * 1e6:,.0f} "
+            "µs/step (kernel threads, this script, other jobs)")
+        say("  the machine by kind: " + ", ".join(
             f"{k} {v:.2f} s" for k, v in machine.items() if k != "idle"))
         others = sorted(((after[p] - before[p], p) for p in everyone
                          if p not in pids and p not in server), reverse=True)
-        print("  the rest by process: " + ", ".join(
+        say("  the rest by process: " + ", ".join(
             f"{everyone[p]} ({p}) {used:.2f} s" for used, p in others[:6] if used > 0))
-        total = sum(waits.values()) or 1
-        print(f"  backend states over {samples[0]} samples:")
-        for key, n in waits.most_common(12):
-            print(f"    {key:45} {n / total * 100:5.1f}%")
+        if args.detail:
+            total = sum(waits.values()) or 1
+            say(f"  backend states over {samples[0]} samples:")
+            for key, n in waits.most_common(12):
+                say(f"    {key:45} {n / total * 100:5.1f}%")
         watch.close()
         poll.close()
         for proc in procs:
@@ -224,7 +254,9 @@ def main() -> None:
         for i in range(len(procs)):  # each worker's group commit, logged as it stops
             for line in (workdir / f"worker-{i}.log").read_text().splitlines():
                 if "checkpoint writes:" in line:
-                    print(f"  worker {i}: {line.split('checkpoint writes: ', 1)[1]}")
+                    say(f"  worker {i}: {line.split('checkpoint writes: ', 1)[1]}")
+        return {"steps_per_second": steps / seconds, "cpu_per_step": mine / steps,
+                "postgres_per_step": everything / steps}
     finally:
         for proc in procs:  # (an error above leaves no worker running)
             if proc.poll() is None:
@@ -233,6 +265,127 @@ def main() -> None:
         schema.drop()
         shutil.rmtree(workdir, ignore_errors=True)
 
+
+def in_process(args: argparse.Namespace, src: str | None) -> dict[str, float]:
+    """The in-process runner on the same runs, in a fresh process (``child``)."""
+    schema = f"bench_ip_{uuid.uuid4().hex[:10]}"
+    try:
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--in-process-child", schema,
+             "--runs", str(args.runs), "--nodes", str(args.nodes)],
+            env=worker_env(src), capture_output=True, text=True, check=False, timeout=900)
+        if done.returncode != 0:
+            raise SystemExit(f"the in-process child failed:\n{done.stderr}")
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    finally:
+        w.drop_schema(schema)
+
+
+def child(schema: str, runs: int, nodes: int) -> None:
+    """In this process: ``runs`` runs of the chain one after the other with ``Runner.run``,
+    then a 200-node chain; prints their CPU per step (process user + system) as JSON."""
+    import resource
+
+    import worker_tasks  # noqa: F401 - registers bench_step, as the workers import it
+
+    from tether.stores.postgres import PostgresCheckpointer
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    store = PostgresCheckpointer(w.PG_URL, schema=schema)
+    try:
+        result = {}
+        for label, length, count in (("per_step", nodes, runs),
+                                     ("w0_per_node", W0_NODES, max(5, runs * nodes // W0_NODES))):
+            runner = tether.Runner(wb.chain(length, "bench_step"), store)
+            for _ in range(max(2, 200 // length)):  # warm-up: caches, connections, plan
+                runner.run({})
+            start, wall = cpu(), time.perf_counter()
+            for _ in range(count):
+                outcome = runner.run({})
+                assert outcome.status == "completed", outcome.error
+            result[label] = (cpu() - start) / (count * length)
+            result[label + "_wall"] = (time.perf_counter() - wall) / (count * length)
+    finally:
+        store.close()
+    print(json.dumps(result))
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--nodes", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--concurrency", default="1,4", help="comma-separated slot counts")
+    parser.add_argument("--repeat", type=int, default=3, help="measurements of each")
+    parser.add_argument("--src", default="", help="comma-separated src trees (A/B)")
+    parser.add_argument("--py-spy", default=None)
+    parser.add_argument("--metrics", action="store_true",
+                        help="workers serve Prometheus metrics (--metrics-port 0): their cost")
+    parser.add_argument("--detail", action="store_true", help="print each drain's details")
+    parser.add_argument("--in-process-child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.in_process_child:
+        child(args.in_process_child, args.runs, args.nodes)
+        return
+    if not w.PG_URL:
+        print("worker CPU bench skipped: set TETHER_BENCH_POSTGRES_URL or "
+              "TETHER_TEST_POSTGRES_URL")
+        return
+    trees: list[str | None] = [t.strip() for t in args.src.split(",") if t.strip()] or [None]
+    concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    started = wb.load()
+    figures: dict[tuple[int, int], dict[str, list[float]]] = {}
+    for repetition in range(args.repeat):
+        order = list(range(len(trees)))
+        if repetition % 2:
+            order.reverse()  # A B, B A, A B, ...
+        for index in order:
+            inside = in_process(args, trees[index])
+            for concurrency in concurrencies:
+                drained = drain(args, trees[index], concurrency)
+                row = figures.setdefault((index, concurrency), {})
+                for key, value in {**inside, **drained}.items():
+                    row.setdefault(key, []).append(value)
+                ratio = drained["cpu_per_step"] / inside["per_step"]
+                row.setdefault("ratio", []).append(ratio)
+                row.setdefault("w0_ratio", []).append(
+                    drained["cpu_per_step"] / inside["w0_per_node"])
+                print(f"[{repetition + 1}/{args.repeat}] {trees[index] or 'this tree'} "
+                      f"x{concurrency}: worker {drained['cpu_per_step'] * 1e6:,.0f} µs/step "
+                      f"({drained['steps_per_second']:,.0f} steps/s), in process "
+                      f"{inside['per_step'] * 1e6:,.0f} µs/step: {ratio:.2f}x; load "
+                      f"{wb.load()[0]:.1f}", flush=True)
+    print(f"\nWorker CPU per step against the in-process runner's, {args.runs} runs of "
+          f"{args.nodes} `def` nodes, {args.workers} worker(s), PostgreSQL, medians of "
+          f"{args.repeat} (load average before {started}, after {wb.load()}; "
+          f"{os.cpu_count()} cores)")
+    print(f"  {'tree':30} {'slots':>5} {'steps/s':>8} {'worker':>9} {'in proc':>9} "
+          f"{'ratio':>6} {'W0-like':>9} {'ratio':>6}  (µs of CPU per step)")
+    for (index, concurrency), row in sorted(figures.items(), key=lambda kv: kv[0][::-1]):
+        print(f"  {trees[index] or 'this tree':30} {concurrency:5} "
+              f"{median(row['steps_per_second']):8,.0f} "
+              f"{median(row['cpu_per_step']) * 1e6:9,.0f} {median(row['per_step']) * 1e6:9,.0f} "
+              f"{median(row['ratio']):5.2f}x {median(row['w0_per_node']) * 1e6:9,.0f} "
+              f"{median(row['w0_ratio']):5.2f}x")
+    if len(trees) == 2:
+        for concurrency in concurrencies:
+            a, b = figures[(0, concurrency)], figures[(1, concurrency)]
+            print(f"  x{concurrency}: worker CPU per step {trees[1]} / {trees[0]}: "
+                  f"{median(b['cpu_per_step']) / median(a['cpu_per_step']):.2f}; steps/s "
+                  f"{median(b['steps_per_second']) / median(a['steps_per_second']):.2f}; "
+                  f"like-for-like ratio {median(a['ratio']):.2f}x -> {median(b['ratio']):.2f}x "
+                  f"(target <= 1.5x)")
+    print("  ratio: worker CPU per step / in-process CPU per step on the same 10-node runs "
+          "(target <= 1.5x); W0-like: in-process CPU per node of a 200-node chain, and the "
+          "worker's against it (the old comparison)")
 
 if __name__ == "__main__":
     main()

@@ -16,7 +16,7 @@ import tether
 from tether.errors import LeaseLost
 from tether.runtime.attempt import StopAtBoundary
 from tether.runtime.bridge import run_sync
-from tether.runtime.resume import Claimed
+from tether.runtime.resume import Claimed, first_claim
 from tether.stores.base import Checkpointer
 from tether.stores.queueing import CancelOutcome, ClaimReason
 
@@ -37,11 +37,13 @@ def counted(calls: Calls, name: str, body: Any) -> Any:
 
 
 def _claim(store: Checkpointer, eid: str, reason: ClaimReason) -> Claimed:
+    """The claim, as a worker holds it (``fresh`` by the worker's rule)."""
     sent = time.monotonic()
     now = time.time()
     [claim] = store.claim_runs("worker-1", ["default"], 1, now, now + LEASE)
     assert (claim.run.execution_id, claim.reason) == (eid, reason)
-    return Claimed(claim.owner, claim.run, sent + LEASE)
+    return Claimed(claim.owner, claim.run, sent + LEASE,
+                   fresh=first_claim(claim.reason, claim.run))
 
 
 def _resume(runner: tether.Runner, held: Claimed, boundary: Any = None) -> Any:
@@ -61,6 +63,30 @@ def test_a_claimed_queued_run_runs_as_attempt_1_and_completes(
     assert run is not None
     assert (run.status, run.attempt, run.owner) == ("completed", 1, None)
     assert dict(calls.counts) == {"ask": 1, "after": 1}
+    assert held.fresh  # a submitted run's first claim: nothing to read before it starts
+
+
+def test_only_a_submitted_runs_first_claim_is_fresh(store: Checkpointer, tmp_path: Path) -> None:
+    """A claim that takes a run some attempt held before reads what that attempt wrote: a
+    failed run queued again, a run recovered after its holder's lease ran out."""
+    runner = _runner(tmp_path, store, lambda: 1, lambda x: x)
+    eid = runner.submit()
+    assert _claim(store, eid, ClaimReason.QUEUED).fresh
+    later = time.time() + 2 * LEASE  # its lease ran out: recovered by the next claim
+    [again] = store.claim_runs("worker-2", ["default"], 1, later, later + LEASE)
+    assert (again.reason, again.run.attempt) == (ClaimReason.RECOVERED, 2)
+    assert not first_claim(again.reason, again.run)
+    failing = tether.Runner(write_workflow(tmp_path, ASK_THEN_AFTER), store, tasks={
+        "t.ask": lambda: 1, "t.after": counted(Calls(), "x", _fail)})
+    failed = failing.run()
+    assert failed.status == "failed"
+    assert store.enqueue_run(failed.execution_id, "default")
+    held = _claim(store, failed.execution_id, ClaimReason.QUEUED)
+    assert held.run.attempt == 2 and not held.fresh
+
+
+def _fail(x: int) -> int:
+    raise RuntimeError("always")
 
 
 def test_a_failed_run_queued_again_continues_from_its_checkpoint_as_attempt_2(

@@ -18,10 +18,11 @@ A worker's claimed run (:class:`Claimed`) is decided by the same table from fewe
 claim's ``UPDATE ... RETURNING`` already wrote the lease (owner = the claim's token), counted
 the attempt and returned the run row, so the run row is not read again, the lease is not
 taken again, and the attempt number comes from that row; the pending rows are read once (for
-a due approval and for the decision). Nobody else writes the run's checkpoints, pending rows
-or status while the claim's lease holds (every such write is fenced on its token), so the
-checkpoint rows read after the claim answer "finished?" as the acquire-then-check of an
-unclaimed resume does.
+a due approval and for the decision), and a submitted run's first claim (``Claimed.fresh``)
+reads no checkpoints, pending rows or decisions at all: it has none. Nobody else writes the
+run's checkpoints, pending rows or status while the claim's lease holds (every such write is
+fenced on its token), so the checkpoint rows read after the claim answer "finished?" as the
+acquire-then-check of an unclaimed resume does.
 
 A value given for a unit that no longer waits is matched against what happened: the same
 answer a claimer recorded before it died recovers the run (as without a value); a unit that
@@ -81,6 +82,11 @@ class Claimed:
         on_lost: called with the reason, from whichever thread finds it out, once the
             attempt's lease is lost (``Attempt.watch_lost``).
         worker: the claiming worker's id (``tether workers``), for the run's history.
+        fresh: the claim took the run from the queue before any attempt ever held it (its
+            row's ``attempt`` was 0: a submitted run's first claim). No attempt has written
+            for it, so it has no checkpoints, pending rows or decisions, and nobody else
+            can write one while the claim holds it (every such write is fenced on the
+            holder's token, and answers need a pending row): resume reads none of them.
     """
 
     token: str
@@ -88,6 +94,15 @@ class Claimed:
     valid_until: float
     on_lost: Callable[[str], None] | None = None
     worker: str | None = None
+    fresh: bool = False
+
+
+def first_claim(reason: str, run: RunRecord) -> bool:
+    """Whether a claim (its ``reason`` and the run row it returned) took a submitted run
+    that no attempt ever held: taken from the queue, its ``attempt`` counted from 0 to 1
+    (every other way to hold a run counts its attempt: ``run``, ``fork``, a lease's
+    takeover, an earlier claim). Its claim is :attr:`Claimed.fresh`."""
+    return reason == "queued" and run.attempt == 1
 
 
 @dataclass
@@ -157,6 +172,7 @@ class Resumption:
             "claimed" if claimed is not None else "resumed")
         self.attempt.worker = claimed.worker if claimed is not None else None
         self.claimed = claimed is not None  # a worker's claim already holds the run
+        self.fresh = claimed is not None and claimed.fresh  # nothing to read (Claimed)
         self.pending: list[PendingInterrupt] = []
         self._pending_read = pending  # the pending rows, when the caller read them already
 
@@ -169,7 +185,8 @@ class Resumption:
         if self.run.status == RunStatus.CANCELLED:
             raise ResumeError(eid, "it was cancelled; a cancelled run never runs again "
                               "(fork it to start over from a checkpoint)")
-        last, checkpoint = store.resume_point(eid, self.run.inputs)
+        last, checkpoint = store.resume_point(eid, self.run.inputs) if not self.fresh \
+            else (None, None)
         if last is not None and last.node_id == RUN_END and last.status == "completed":
             raise AlreadyResumed(eid)
         plan = self.runner.plan_for(self.run, self.explicit_plan)
@@ -182,7 +199,7 @@ class Resumption:
         pending = self._pending_read if self._pending_read is not None else \
             store.list_pending(eid)
         self.pending = pending
-        decisions = store.decisions(eid)
+        decisions = store.decisions(eid) if not self.fresh else []
         adopt_waits(plan, state, pending, decisions)
         if self.answer is not None:
             outcome = self._answer(plan, state, pending, decisions)

@@ -274,7 +274,8 @@ class Runner:
         store = self._store()
         run = claimed.run if claimed is not None else self._run(store, execution_id)
         execution_id = run.execution_id  # (a prefix given: the run's whole id from here on)
-        pending = store.list_pending(execution_id) if claimed is not None else None
+        pending = None if claimed is None else [] if claimed.fresh else \
+            store.list_pending(execution_id)
         if claimed is None:
             routed = route(self, store, run, Answer(resume, node, resolver, comment, channel),
                            plan=plan, leave=leave, queue=queue)

@@ -16,6 +16,7 @@ and causes are masked (libpq can quote the connection string in its messages).
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -54,6 +55,7 @@ from tether.stores.sql_events import event_values
 from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
+_PLACEHOLDER = re.compile(r"%([s%])")
 _SEEN_LIMIT = 256
 _ROW_FIELDS = [c.name for c in checkpoints.columns]
 _SEEN_NAMES = ("eid", "owner", *_ROW_FIELDS)
@@ -117,6 +119,23 @@ def finish_fenced() -> ClauseElement:
                   select(func.count()).select_from(upd).scalar_subquery())
 
 
+def server_placeholders(sql: str) -> str:
+    """``sql`` with psycopg's client-side placeholders (``%s``, and ``%%`` for a literal
+    ``%``) written as PostgreSQL's own (``$1``, ``$2``, ...), for a ``RawCursor``: psycopg
+    then sends the text as it is, instead of parsing it again at every execution (it
+    caches that parse only for statements under 4,096 characters and 50 parameters, which
+    the claim and a write group's batch are not: the parse was a third of a claim's CPU)."""
+    count = 0
+
+    def number(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group(1) == "%":
+            return "%"
+        count += 1
+        return f"${count}"
+    return _PLACEHOLDER.sub(number, sql)
+
+
 def normalise_url(url: str) -> str:
     """``postgresql://`` and ``postgres://`` URLs select the psycopg 3 driver."""
     for prefix in ("postgres://", "postgresql://"):
@@ -178,6 +197,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         self._seen: dict[str, tuple[float, float | None]] = {}  # take_cancel_seen's readings
         self._hot_lock = threading.Lock()
         self._batch_sql: dict[int, str] = {}  # fenced_batch_sql by row count
+        self._server_sql: dict[str, str] = {}  # _text's conversions
         self._starts = ConnectionPool(self._connect, pool_size)
         """Connections for creating runs (``pg_starts.py``), as many as ``pool_size``."""
         super().__init__(engine)
@@ -211,8 +231,17 @@ class PostgresCheckpointer(SQLCheckpointer):
     def _hot(self) -> Any:
         if self._hot_connection is None or self._hot_connection.closed:
             self._hot_connection = self._connect()
-            self._hot_cursor = self._hot_connection.cursor()
+            self._hot_cursor = self._new_cursor(self._hot_connection)
         return self._hot_connection
+
+    def _new_cursor(self, connection: Any) -> Any:
+        return self._psycopg.RawCursor(connection)
+
+    def _text(self, sql: str) -> str:
+        text = self._server_sql.get(sql)
+        if text is None:
+            text = self._server_sql[sql] = server_placeholders(sql)
+        return text
 
     def _insert_run(self, run: RunRecord, plan_json: str) -> None:
         """The plan, the run and (queued) the NOTIFY in one statement on a connection of the
@@ -239,8 +268,8 @@ class PostgresCheckpointer(SQLCheckpointer):
         as much CPU as the rest of a checkpoint INSERT's client side). Callers hold
         ``_lock``, as every use of the hot connection does."""
         cursor = self._hot_cursor if connection is self._hot_connection else \
-            connection.cursor()
-        return cursor.execute(sql, params, prepare=True)
+            self._new_cursor(connection)
+        return cursor.execute(self._text(sql), params, prepare=True)
 
     def _reset_hot(self) -> None:
         connection, self._hot_connection, self._hot_cursor = self._hot_connection, None, None

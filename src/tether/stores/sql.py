@@ -168,6 +168,15 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
     def _notify(self, cursor: Any) -> None:
         """Inside a write transaction: wake idle workers at commit (PostgreSQL NOTIFY)."""
 
+    def _new_cursor(self, connection: Any) -> Any:
+        """A driver cursor on ``connection`` for :meth:`_text`'s SQL."""
+        return connection.cursor()
+
+    def _text(self, sql: str) -> str:
+        """The SQL text a cursor of :meth:`_new_cursor` runs for a compiled statement's
+        ``sql`` (PostgreSQL: with server-side placeholders, converted once)."""
+        return sql
+
     _can_drop_columns = True  # ALTER TABLE ... DROP COLUMN (SQLite since 3.35)
 
     claims_in_one_statement = False
@@ -213,7 +222,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         """A driver cursor; with ``write``, inside one transaction (committed on success)."""
         with self._errors(what), self._lock:
             connection = self._hot()
-            cursor = connection.cursor()
+            cursor = self._new_cursor(connection)
             try:
                 if write:
                     with self._transaction(connection):
@@ -226,7 +235,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
     def _execute(self, cursor: Any, name: str, build: Callable[[], ClauseElement], /,
                  **values: Any) -> Any:
         statement = self._sql.get(name, build)
-        cursor.execute(statement.sql, statement.params(values))
+        cursor.execute(self._text(statement.sql), statement.params(values))
         return cursor
 
     @contextlib.contextmanager

@@ -104,6 +104,9 @@ class SQLRows(SQLIds):
     def _insert_or_ignore(self, table: Table) -> Insert:
         raise NotImplementedError
 
+    def _text(self, sql: str) -> str:
+        raise NotImplementedError
+
     def _set_status(self, cursor: Any, execution_id: str, status: str, owner: str | None,
                     error: str | None) -> None:
         raise NotImplementedError
@@ -149,7 +152,7 @@ class SQLRows(SQLIds):
 
     def _insert_row(self, cursor: Any, row: CheckpointRow) -> None:
         statement = self._sql.get("put", lambda: insert(checkpoints))
-        cursor.execute(statement.sql, statement.params(row._asdict())
+        cursor.execute(self._text(statement.sql), statement.params(row._asdict())
                        if statement.names is None else row)
 
     @transient()

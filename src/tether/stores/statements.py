@@ -36,9 +36,9 @@ class Statement:
         self.sql = str(compiled)
         self.names: tuple[str, ...] | None = (
             tuple(compiled.positiontup or ()) if compiled.positional else None)
-        if self.names is None and _NAMED.search(self.sql):  # pyformat: make it positional,
-            self.names = tuple(_NAMED.findall(self.sql))   # so rows go in as tuples
-            self.sql = _NAMED.sub("%s", self.sql)
+        if self.names is None and (_NAMED.search(self.sql) or dialect.paramstyle == "pyformat"):
+            self.names = tuple(_NAMED.findall(self.sql))  # pyformat: make it positional, so
+            self.sql = _NAMED.sub("%s", self.sql)          # rows go in as tuples (even none)
         # literals written into the statement (LIMIT 1, status = 'running') become binds too
         self.defaults = {name: bind.effective_value for name, bind in compiled.binds.items()
                          if not bind.required}

@@ -37,10 +37,10 @@ from tether.observability import observer
 from tether.runtime.attempt import StopAtBoundary
 from tether.runtime.drift import task_drift
 from tether.runtime.plans import task_names
-from tether.runtime.resume import Claimed
+from tether.runtime.resume import Claimed, first_claim
 from tether.runtime.runner import Runner
 from tether.runtime.signatures import loads, record_signatures
-from tether.stores.base import Checkpointer
+from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
 from tether.stores.records import CheckpointRow
@@ -365,19 +365,22 @@ class Worker:
         if claim.run.cancel_requested_at is not None:
             self._cancel.add(execution_id)
         self._tokens[execution_id] = claim.owner
+        fresh = first_claim(claim.reason, claim.run)
+        read_at = valid_until - self.lease_seconds  # before the claim was sent
         slots = self._slots
         if slots is None:
             store.take_cancel_seen(execution_id, 0.0)  # an earlier attempt's reading
-            held = Claimed(claim.owner, claim.run, valid_until, worker=self.worker_id)
-            self._track(execution_id,
-                        asyncio.create_task(self._drive(runner, store, claim, held)), None)
+            held = Claimed(claim.owner, claim.run, valid_until, worker=self.worker_id,
+                           fresh=fresh)
+            self._track(execution_id, asyncio.create_task(
+                self._drive(runner, store, claim, held, read_at)), None)
             return
         slot = slots.take()
         slot.store.take_cancel_seen(execution_id, 0.0)
         held = Claimed(claim.owner, claim.run, valid_until, self._lost_hook(claim),
-                       worker=self.worker_id)
+                       worker=self.worker_id, fresh=fresh)
         future = asyncio.wrap_future(slot.submit(
-            self._drive(slot.runner, slot.store, claim, held)))
+            self._drive(slot.runner, slot.store, claim, held, read_at)))
         self._track(execution_id, future, lambda: slots.give(slot))
 
     def _track(self, execution_id: str, future: asyncio.Future[None],
@@ -435,17 +438,28 @@ class Worker:
             self._reported_lost.add(claim.owner)
         log.warning("%s", exc)
 
-    def _boundary(self, store: Checkpointer, execution_id: str) -> Callable[[], None]:
+    def _boundary(self, store: Checkpointer, claim: ClaimedRun,
+                  read_at: float) -> Callable[[], None]:
         """Before each unit: a cancel request (the run row's ``cancel_requested_at``) or this
         worker stopping. The run row is read here, one primary-key read of one column,
         unless the run's checkpoint write that just ended the previous node read it in its
         own statement (PostgreSQL; :data:`SEEN_FRESH_SECONDS`): in a chain that write is the
         run's last store contact before this boundary, so a request is never missed between
-        two nodes either way (docs/workers.md, "Cancelling")."""
+        two nodes either way (docs/workers.md, "Cancelling"). Before the first node the claim
+        is that contact: its ``UPDATE ... RETURNING`` read the run row (``read_at``: the
+        monotonic time from before the claim was sent), and that reading stands in for the
+        read while as fresh."""
+        execution_id = claim.run.execution_id
+        claimed: SeenCancel | None = SeenCancel(claim.run.cancel_requested_at)  # used once
+
         def check() -> None:
+            nonlocal claimed
             if execution_id in self._cancel:
                 raise StopAtBoundary(execution_id, cancel=True)
             seen = store.take_cancel_seen(execution_id, SEEN_FRESH_SECONDS)
+            if seen is None and time.monotonic() - read_at <= SEEN_FRESH_SECONDS:
+                seen = claimed
+            claimed = None
             requested = seen.requested_at if seen is not None else \
                 store.cancel_requested_at(execution_id)
             if requested is not None:
@@ -456,11 +470,11 @@ class Worker:
         return check
 
     async def _drive(self, runner: Runner, store: Checkpointer, claim: ClaimedRun,
-                     held: Claimed) -> None:
+                     held: Claimed, read_at: float) -> None:
         execution_id = claim.run.execution_id
         try:
             result = await runner.aresume(execution_id, claimed=held,
-                                          boundary=self._boundary(store, execution_id))
+                                          boundary=self._boundary(store, claim, read_at))
             log.info("run %s (%s): %s", execution_id, claim.reason, result.status)
         except LeaseLost as exc:
             self._report_lost(claim, exc)
