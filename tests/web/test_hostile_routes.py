@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from web_support import Project, Server, served
 
-from tether.runtime import runner as runner_module
+from tether.runtime import submission as submission_module
 from tether.runtime.ids import check_id
 from tether.web.urls import approval_url, routing_path, run_url
 
@@ -30,14 +30,15 @@ def hostile(module_project: Project) -> Iterator[tuple[Server, dict[str, str]]]:
     for eid in ("x", "p"):
         result = module_project.runner().run({"amount": 5}, execution_id=eid)
         made[eid] = result.pending[0].checkpoint_id
-    saved = runner_module.check_execution_id
-    runner_module.check_execution_id = lambda text: check_id(text, "an execution id")
+    saved = submission_module.check_execution_id  # (the check of a new run's id)
+    submission_module.check_execution_id = lambda text, what="": check_id(
+        text, "an execution id")
     try:  # the rule of an older tether: any printable id
         for eid in OLD_IDS:
             made[eid] = module_project.runner().run({"amount": 7},
                                                     execution_id=eid).pending[0].checkpoint_id
     finally:
-        runner_module.check_execution_id = saved
+        submission_module.check_execution_id = saved
     yield from ((server, made) for server in served(module_project, auth=True))
 
 
