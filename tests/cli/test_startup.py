@@ -41,8 +41,11 @@ NOT_FOR_CHECK = (
     "openai", "anthropic", "httpx", "psycopg", "opentelemetry", "tether.stores",
     "tether.runtime.runner", "tether.runtime.driver", "tether.web", "tether.workers",
     "tether.agents.providers", "tether.cli.operator", "tether.cli.fleet", "tether.cli.inspect",
-    "tether.cli.serve", "tether.cli.schedules", "tether.cli.queues",
+    "tether.cli.serve", "tether.cli.schedules", "tether.cli.queues", "tomllib",
 )
+# A .flow file whose statements the fast reader reads (tether.dsl.flow_direct) loads no parser
+# tables and imports neither Lark nor PyYAML.
+NOT_FOR_FLOW_CHECK = (*NOT_FOR_CHECK, "lark", "lark_cython", "yaml")
 
 _PROBE = """
 import json, sys
@@ -89,6 +92,38 @@ def test_checking_a_yaml_file_imports_only_the_checker(tmp_path: Path) -> None:
     assert _loaded(modules, NOT_FOR_CHECK) == []
     # exit 0, and the plan's validators were never built (check builds no plan)
     assert extra == [0, False]
+
+
+def test_checking_a_small_flow_file_imports_no_parser(tmp_path: Path) -> None:
+    body = (
+        "import os\n"
+        "from tether.cli.main import main\n"
+        f"code = main(['check', {str(REFUND.with_suffix('.flow'))!r}])\n"
+        "extra = [code, 'PYDANTIC_DISABLE_PLUGINS' in os.environ]\n"
+    )
+    modules, extra = _probe(body, tmp_path)
+    assert "tether.dsl.flow_direct" in modules and "tether.compiler.compile" in modules
+    assert _loaded(modules, NOT_FOR_FLOW_CHECK) == []
+    assert extra == [0, False]  # checked; pydantic's plugin switch is as it was
+
+
+def test_the_fast_check_turns_pydantic_plugins_off_only_while_it_runs() -> None:
+    from tether.cli.fast import PLUGINS_SWITCH, pydantic_plugins_off
+
+    saved = os.environ.pop(PLUGINS_SWITCH, None)
+    try:
+        with pydantic_plugins_off():
+            inside = os.environ.get(PLUGINS_SWITCH)
+        after = os.environ.get(PLUGINS_SWITCH)
+        os.environ[PLUGINS_SWITCH] = "logfire"  # the user's own choice is kept
+        with pydantic_plugins_off():
+            kept = os.environ.get(PLUGINS_SWITCH)
+        assert (inside, after, kept, os.environ.get(PLUGINS_SWITCH)) == (
+            "__all__", None, "logfire", "logfire")
+    finally:
+        os.environ.pop(PLUGINS_SWITCH, None)
+        if saved is not None:
+            os.environ[PLUGINS_SWITCH] = saved
 
 
 def test_a_plan_still_validates_when_first_used(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from lark import Token, Tree
 
-from tether.dsl.flow_direct import read_task
+from tether.dsl.flow_direct import read_statement, read_task
 from tether.dsl.flow_reader import read_flow
 from tether.dsl.flow_syntax import parse_statement, split_statements
 
@@ -152,7 +152,7 @@ def _mutations(statement: str) -> list[str]:
 def test_the_fast_reader_declines_what_the_lexer_reads_otherwise() -> None:
     for statement in ("task a = b\n  after null\n", "task a = b\n  afterr a\n",
                       "task a = b\n  trigger null\n", "task a = b\n  timeout30s\n",
-                      "task a = b(true: 1)\n", "task a = b\n  idempotent\n",
+                      "task a = b(true: 1)\n", "task a = b\n  idempotent null\n",
                       "task null = b\n", "task a = null\n"):
         assert read_task(statement, "f.flow", 0) is None, statement
         _same_as_grammar(f"workflow w\n{statement}", "declined.flow")
@@ -215,3 +215,38 @@ def test_the_direct_reader_leaves_problems_to_the_tree_walk() -> None:
                       "task a = b\n  after a, null\n"):
         assert read_task(statement, "f.flow", 0) is None, statement
         _same_as_grammar(f"workflow w\n{statement}", "problem.flow")
+
+
+# -- the other common statements, read straight into data too (no parser tables for them) --
+
+_STATEMENT_SHAPES = [
+    'workflow "other name"  # a comment\n',
+    'description "A \\"quoted\\" text"\n',
+    'input amount: number = 3 enum [1, 3] description "d\\n"\n',
+    'input note: string\n',
+    'output refund_id = {{ nodes.b.output.id }}\n',
+    'output "k q" = [1, {a: null, "b": -2.5}]\n',
+    'approval review after b, "c" when {{ inputs.x > 0 }}\n    reason manager_approval\n'
+    '    context {amount: {{ inputs.amount }}, "k": [1]}\n'
+    '    form (approved: boolean, note: string = "" description "n", level: integer enum '
+    '[1, 2],)\n    trigger all_done\n    title "T"\n',
+    'approval a\n  reason "why"\n  form ()\n  idempotent\n',
+]
+
+
+@pytest.mark.parametrize("statement", _STATEMENT_SHAPES)
+def test_the_direct_reader_reads_each_statement_shape_or_declines_like_the_tree_walk(
+        statement: str) -> None:
+    """Headers, inputs, output lines and approvals: every mutation reads as the grammar and
+    the tree walk read it, or is declined to them."""
+    if "idempotent" not in statement:
+        assert read_statement(statement, "f.flow", 0) is not None
+    for mutated in [statement, *_mutations(statement)]:
+        _same_as_grammar(f"workflow w\ntask b = x.y\n{mutated}", "statement.flow")
+
+
+def test_a_small_flow_file_needs_no_parser_tables() -> None:
+    """The refund example is read with no statement left to the grammar."""
+    text = (ROOT / "examples" / "refund" / "refund.flow").read_text(encoding="utf-8")
+    assert all(read_statement(statement, "refund.flow", 0) is not None
+               for statement in _statements(text))

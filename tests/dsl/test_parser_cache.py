@@ -164,7 +164,7 @@ def test_loaded_tables_build_the_very_trees_built_tables_do(
     from tether.dsl import flow_syntax
     from tether.dsl.flow_syntax import split_statements
 
-    if compiled and flow_syntax._lark_cython is None:
+    if compiled and flow_syntax.compiled_lark() is None:
         pytest.skip("lark-cython is not installed")
     monkeypatch.setenv("TETHER_CACHE_DIR", str(tmp_path))
     built = flow_syntax._build(compiled=compiled)  # saves the tables

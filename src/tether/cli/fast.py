@@ -15,9 +15,10 @@ prints (no bytes, no colour to strip: colour is only ever added when it is wante
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,7 +102,27 @@ def run_fast(argv: Sequence[str]) -> int | None:
     args = parse_check(argv[1:])
     if args is None:
         return None
-    return run_check(args, lambda: None)
+    with pydantic_plugins_off():
+        return run_check(args, lambda: None)
+
+
+PLUGINS_SWITCH = "PYDANTIC_DISABLE_PLUGINS"
+
+
+@contextlib.contextmanager
+def pydantic_plugins_off() -> Iterator[None]:
+    """No pydantic plugin observes the check (docs/decisions.md, "check without pydantic's
+    plugins"): pydantic reads ``PYDANTIC_DISABLE_PLUGINS`` each time it makes a validator,
+    and the fast path validates only tether's own document models (it imports no task
+    module, no user code). A value the user set is kept; the variable is as it was after."""
+    if PLUGINS_SWITCH in os.environ:
+        yield
+        return
+    os.environ[PLUGINS_SWITCH] = "__all__"
+    try:
+        yield
+    finally:
+        os.environ.pop(PLUGINS_SWITCH, None)
 
 
 # --------------------------------------------------------------------------- check itself

@@ -12,7 +12,6 @@ the machine checking it.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 from tether.diagnostics import Diagnostic
@@ -37,6 +36,8 @@ def project_root(start: Path) -> Path | None:
 def _configured_root(pyproject: Path) -> Path:
     """``[tool.tether] root`` of ``pyproject`` (relative to it), else its directory; an
     unreadable file or a root that is not a string counts as absent."""
+    import tomllib  # (only a workflow naming a sub-workflow reads it)
+
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):

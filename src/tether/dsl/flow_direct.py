@@ -37,7 +37,7 @@ from tether.dsl.flow_syntax import (
 from tether.dsl.source import MAX_DEPTH, SURROGATE, Path
 from tether.kinds import KINDS, NodeKind
 
-__all__ = ["TaskRecord", "read_task"]
+__all__ = ["StatementRecord", "TaskRecord", "read_statement", "read_task"]
 
 
 _CONSTANTS = {"true": "TRUE", "false": "FALSE", "null": "NULL"}
@@ -68,13 +68,38 @@ class TaskRecord(NamedTuple):
     values: dict[Path, Span]
 
 
+class StatementRecord(NamedTuple):
+    """One ``workflow NAME``, ``description``, ``input``, ``output KEY = VALUE`` or
+    ``approval`` statement read: what the tree walk makes of its tree."""
+
+    kind: str
+    """The grammar's rule: ``header``, ``description_stmt``, ``input_stmt``, ``output_item``
+    or ``approval_stmt``."""
+    name: str
+    """The input's name, the output's key, the approval's node id ("" for the others)."""
+    key: Span
+    """The span recorded as the statement's key (the name, the key, the node id; the keyword
+    of a ``workflow``/``description`` header)."""
+    head: Span
+    """The statement's keyword."""
+    span: Span
+    """The whole statement."""
+    value: Any
+    """The header's value, the input's spec, the output's value, the approval's node."""
+    keys: dict[Path, Span]
+    values: dict[Path, Span]
+
+
 _TAKEN = frozenset(
     CLAUSE_KEYS.get(word, word)
-    for word in (*_VALUE_CLAUSES, *_WORD_CLAUSES, "after", "retry", "loop")
+    for word in (*_VALUE_CLAUSES, *_WORD_CLAUSES, "after", "retry", "loop", "idempotent")
     if KINDS[NodeKind.TASK].takes(CLAUSE_KEYS.get(word, word))
     and CLAUSE_KEYS.get(word, word) not in (*APPROVAL_PARTS, *AGENT_PARTS, *SWITCH_PARTS)
 )
 """The clause keys read here that a task takes (the others are left to the tree walk)."""
+_APPROVAL_TAKEN = frozenset(
+    CLAUSE_KEYS.get(word, word) for word in ("after", "when", "trigger", "title"))
+"""The settings of an ``approval`` statement read here (its parts are read apart)."""
 _PARTS = {word: key for key, word in CLAUSE_PARTS.values()}
 """A loop's (and a retry's) part keyword -> its document key."""
 _BLANK_STARTS = " \t\r\n\f#"
@@ -203,6 +228,10 @@ class _Reader(_Scanner):
         """A STRING, or a word of terminal ``kind`` that is no constant."""
         if self.peek() == '"':
             return self.string()
+        return self.name(kind)
+
+    def name(self, kind: str) -> tuple[Span, str]:
+        """A word of terminal ``kind`` that is no constant."""
         span, word = self.match(kind)
         if word in _CONSTANTS:
             raise _Decline
@@ -391,13 +420,13 @@ class _Reader(_Scanner):
             return CONSTANTS[_CONSTANTS[text]]
         return _number(text)
 
-    def setting(self, node: dict[str, Any], path: Path) -> Span:
-        """One clause into ``node``; its end."""
+    def setting(self, node: dict[str, Any], path: Path, taken: frozenset[str] = _TAKEN) -> Span:
+        """One clause of those ``taken`` into ``node``; its end."""
         word = self.word()
         if word is None:
             raise _Decline
         name = CLAUSE_KEYS.get(word, word)
-        if name not in _TAKEN or name in node:
+        if name not in taken or name in node:
             raise _Decline
         key = self.mark(word)
         here: Path = (*path, name)
@@ -408,6 +437,16 @@ class _Reader(_Scanner):
             kind = _WORD_CLAUSES[word]
             span, value = self.string() if kind is None else self.name_or_string(kind)
             node[name] = self.scalar(here, key, span, value)
+            return span
+        if word == "idempotent":  # bare (true), or `true`/`false` (`null` is the walk's)
+            constant = self.word()
+            if constant == "null":
+                raise _Decline
+            if constant not in ("true", "false"):
+                node[name] = self.scalar(here, key, key, True)
+                return key
+            span, _ = self.here(self.pos + len(constant))
+            node[name] = self.scalar(here, key, span, constant == "true")
             return span
         self.record(here, key, _UNSET)
         if word == "after" and self.quick and (quick := self.quick_after(here)) is not None:
@@ -481,6 +520,150 @@ class _Reader(_Scanner):
     def id_item(self, path: Path, index: int) -> str:
         span, value = self.name_or_string("ID")
         return str(self.scalar((*path, index), None, span, value))
+
+
+    # -- the other common statements (what the tree walk records, in its order) -----------
+
+    def statement(self) -> StatementRecord:
+        word = self.word()
+        if word in ("workflow", "description"):
+            return self.header(word)
+        if word == "input":
+            return self.input()
+        if word == "output":
+            return self.output()
+        if word == "approval":
+            return self.approval()
+        raise _Decline
+
+    def end(self) -> None:
+        """Nothing may follow: anything else is the grammar's to read."""
+        if self.pos < len(self.text):
+            raise _Decline
+
+    def whole(self, start: Span, end: Span) -> Span:
+        return _span((self.file, start.line, start.col, end.end_line, end.end_col))
+
+    def header(self, word: str) -> StatementRecord:
+        """``workflow NAME`` (not a ``workflow`` node) or ``description STRING``."""
+        head = self.mark(word)
+        if word == "workflow":
+            path: Path = ("name",)
+            span, value = self.name_or_string("ID")
+        else:
+            path = ("description",)
+            span, value = self.string()
+        self.end()
+        self.record(path, head, span)
+        kind = "header" if word == "workflow" else "description_stmt"
+        return StatementRecord(kind, "", head, head, self.whole(head, span), value, self.keys,
+                               self.values)
+
+    def spec(self, path: Path, start: Span) -> dict[str, Any]:
+        """``TYPE [= VALUE] [enum VALUE] [description STRING]`` of an input or a form field
+        (after its ``NAME:``; ``start`` is where its span starts)."""
+        span, kind = self.name("NAME")
+        spec: dict[str, Any] = {"type": self.scalar((*path, "type"), span, span, kind)}
+        end = span
+        for part, word in (("default", "="), ("enum", "enum"), ("description", "description")):
+            if not (self.peek() == "=" if word == "=" else self.word() == word):
+                continue
+            key = self.mark(word)
+            here = (*path, part)
+            if part == "description":
+                span, text = self.string()
+                spec[part] = self.scalar(here, key, span, text)
+            else:
+                spec[part] = self.data(here, key)
+            end = self.values[here]
+        self.values[path] = self.whole(start, end)
+        return spec
+
+    def input(self) -> StatementRecord:
+        head = self.mark("input")
+        key, name = self.name("NAME")
+        path: Path = ("inputs", name)
+        self.record(path, key, _UNSET)
+        self.mark(":")
+        spec = self.spec(path, head)
+        self.end()
+        return StatementRecord("input_stmt", name, key, head, self.values[path], spec,
+                               self.keys, self.values)
+
+    def output(self) -> StatementRecord:
+        """``output KEY = VALUE`` (a whole ``output VALUE`` is the grammar's)."""
+        head = self.mark("output")
+        key, name = self.name_or_string("NAME")
+        self.mark("=")
+        value = self.data(("output", name), key)
+        self.end()
+        span = self.whole(head, self.values[("output", name)])
+        return StatementRecord("output_item", name, key, head, span, value, self.keys,
+                               self.values)
+
+    def approval(self) -> StatementRecord:
+        """``approval ID`` with settings and its parts (``reason``, ``context``, ``form``)."""
+        head = self.mark("approval")
+        key, node_id = self.name("ID")
+        path: Path = ("nodes", node_id)
+        self.record(path, key, _UNSET)
+        self.record((*path, "approval"), head, self.whole(head, key))
+        parts: dict[str, Any] = {}
+        node: dict[str, Any] = {"approval": parts}
+        end = key
+        while self.pos < len(self.text):
+            word = self.word()
+            if word in ("reason", "context", "form"):
+                end = self.approval_part(word, parts, (*path, "approval", word))
+            else:
+                end = self.setting(node, path, _APPROVAL_TAKEN)
+        self.values[path] = self.whole(head, end)
+        return StatementRecord("approval_stmt", node_id, key, head, self.values[path], node,
+                               self.keys, self.values)
+
+    def approval_part(self, word: str, parts: dict[str, Any], path: Path) -> Span:
+        if word in parts:
+            raise _Decline
+        key = self.mark(word)
+        if word == "reason":
+            parts[word] = self.scalar(path, key, *self.name_or_string("NAME"))
+        elif word == "context":
+            parts[word] = self.data(path, key)
+        else:
+            parts[word] = self.form(path, key)
+        return self.values[path]
+
+    def form(self, path: Path, key: Span) -> dict[str, Any]:
+        """``(NAME: TYPE ..., ...)``: the fields, each an input's spec."""
+        self.record(path, key, _UNSET)
+        first = self.mark("(")
+        fields: dict[str, Any] = {}
+        while self.peek() != ")":
+            start, name = self.name("NAME")
+            if name in fields:
+                raise _Decline
+            here = (*path, name)
+            self.record(here, start, _UNSET)
+            self.mark(":")
+            fields[name] = self.spec(here, start)
+            if self.peek() != ",":
+                break
+            self.mark(",")
+        self.values[path] = self.whole(first, self.mark(")"))
+        return fields
+
+
+def read_statement(text: str, file: str, offset: int) -> TaskRecord | StatementRecord | None:
+    """The statement ``text`` (starting on line ``offset + 1`` of ``file``) read into data and
+    spans when it is a ``task`` (:func:`read_task`) or one of the other common shapes
+    (``workflow NAME``, ``description``, ``input``, ``output KEY = VALUE``, ``approval``),
+    else None: the grammar reads it."""
+    if text.startswith("task"):
+        return read_task(text, file, offset)
+    try:
+        return _Reader(text, file, offset).statement()
+    except _Decline:
+        return None
 
 
 def _number(text: str) -> int | float:

@@ -16,14 +16,11 @@ import contextlib
 import gc
 import json
 import math
-from typing import Any, assert_never
-
-from lark import Token, Tree
-from lark.exceptions import UnexpectedInput
+from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.document import FORMAT_VERSION
-from tether.dsl.flow_direct import TaskRecord, read_task
+from tether.dsl.flow_direct import StatementRecord, TaskRecord, read_statement
 from tether.dsl.flow_syntax import (
     AGENT_LISTS,
     AGENT_PARTS,
@@ -59,9 +56,12 @@ from tether.dsl.source import (
 from tether.kinds import KINDS, NodeKind
 from tether.suggest import did_you_mean
 
-Node = Tree[Token] | Token
-Parsed = Tree[Token] | TaskRecord
-"""A statement read: its parse tree, or a ``task`` read straight into data."""
+if TYPE_CHECKING:  # Lark is imported only when a statement needs the grammar; in the tree
+    from lark import Token, Tree  # walk below, a token is a `str` and a tree is not
+
+Node: TypeAlias = "Tree[Token] | Token"
+Parsed: TypeAlias = "Tree[Token] | TaskRecord | StatementRecord"
+"""A statement read: its parse tree, or read straight into data (:mod:`~tether.dsl.flow_direct`)."""
 
 class _Failed(Exception):
     """A statement that cannot be read further (the diagnostic is already recorded)."""
@@ -84,7 +84,7 @@ class _Reader:
 
     def span(self, node: Node) -> Span:
         """The span of a token or a rule (Lark's end column is exclusive, ours inclusive)."""
-        where: Any = node if isinstance(node, Token) else node.meta
+        where: Any = node if isinstance(node, str) else node.meta
         return Span(self.file, where.line + self.offset, where.column,
                     where.end_line + self.offset, where.end_column - 1)
 
@@ -131,7 +131,7 @@ class _Reader:
             self.error("E103", TOO_DEEP, span, help="flatten the document")
             raise _Failed
         self.record(path, key, span)
-        if isinstance(node, Token):
+        if isinstance(node, str):
             return self.scalar(node)
         if node.data == "list":
             return [self.value(item, (*path, i)) for i, item in enumerate(node.children)]
@@ -142,9 +142,9 @@ class _Reader:
         result: dict[str, Any] = {}
         seen: dict[Path, tuple[Span, str]] = {}
         for pair in pairs:
-            assert isinstance(pair, Tree)
+            assert not isinstance(pair, str)
             key_node, value_node = pair.children
-            assert isinstance(key_node, Token)
+            assert isinstance(key_node, str)
             name, key = self.scalar(key_node), self.span(key_node)
             if self.once((name,), key, f"duplicate {what} `{name}`", f"`{name}` is first given",
                          seen):
@@ -231,8 +231,8 @@ class _Reader:
 
     def inputs_stmt(self, tree: Tree[Token]) -> None:
         key, node = self.keyword(tree, "inputs"), tree.children[0]
-        empty = isinstance(node, Tree) and node.data == "map" and not node.children
-        if not empty and not (isinstance(node, Token) and node.type == "NULL"):
+        empty = not isinstance(node, str) and node.data == "map" and not node.children
+        if not empty and not (isinstance(node, str) and node.type == "NULL"):
             self.error("E102", "`inputs` takes only `{}` or `null`", self.span(node),
                        help="declare each input on its own line: `input NAME: TYPE`")
         elif self.section("inputs", key, whole=True):
@@ -245,7 +245,7 @@ class _Reader:
             return
         children = tree.children
         self.record(("secrets",), key, self.span(tree))
-        if len(children) == 1 and isinstance(children[0], Token) and children[0].type == "NULL":
+        if len(children) == 1 and isinstance(children[0], str) and children[0].type == "NULL":
             self.data["secrets"] = None
             return
         if children:
@@ -261,7 +261,7 @@ class _Reader:
         self.record(path, self.span(name), self.span(tree))
         spec = {"type": self.value(type_token, (*path, "type"), self.span(type_token))}
         for part in rest:
-            assert isinstance(part, Tree)
+            assert not isinstance(part, str)
             key = str(part.data)
             word = "=" if key == "default" else key
             spec[key] = self.value(part.children[0], (*path, key), self.keyword(part, word))
@@ -275,7 +275,7 @@ class _Reader:
     def output_item(self, tree: Tree[Token]) -> None:
         key = self.keyword(tree, "output")
         name_token, value = tree.children
-        assert isinstance(name_token, Token)
+        assert isinstance(name_token, str)
         name, name_span = self.scalar(name_token), self.span(name_token)
         if self.section("output", key, whole=False) and self.once(
                 ("output", name), name_span, f"duplicate output key `{name}`",
@@ -311,7 +311,7 @@ class _Reader:
             case _:
                 assert_never(kind)
         for clause in rest:
-            assert isinstance(clause, Tree)
+            assert not isinstance(clause, str)
             self.clause(clause, node, path, kind)
 
     def new_node(self, path: Path, key: Span, head: Span, kind: NodeKind, span: Span) -> bool:
@@ -336,6 +336,34 @@ class _Reader:
             self.source.keys.update(record.keys)
             self.source.values.update(record.values)
             self.data.setdefault("nodes", {})[record.node_id] = record.node
+
+    def statement_record(self, record: StatementRecord) -> None:
+        """Another statement read straight into data: what :meth:`statement` makes of its
+        tree (the same checks, in the same order, then the record's spans)."""
+        name, kind = record.name, record.kind
+        if kind == "approval_stmt":
+            path: Path = ("nodes", name)
+            if not self.new_node(path, record.key, record.head, NodeKind.APPROVAL, record.span):
+                return
+            self.data.setdefault("nodes", {})[name] = record.value
+        elif kind in HEADER_STATEMENTS:
+            path, _, message, first = HEADER_STATEMENTS[kind]
+            if not self.once(path, record.head, message, first):
+                return
+            self.data[str(path[0])] = record.value
+        else:
+            section = "inputs" if kind == "input_stmt" else "output"
+            key, message, first = (("inputs", name), f"duplicate input `{name}`",
+                                   f"`{name}` is first defined") if section == "inputs" else (
+                ("output", name), f"duplicate output key `{name}`", f"`{name}` is first given")
+            where = record.key if section == "inputs" else record.head
+            if not (self.section(section, where, whole=False)
+                    and self.once(key, record.key, message, first)):
+                return
+            self.extend((section,), record.head, record.span)
+            self.data.setdefault(section, {})[name] = record.value
+        self.source.keys.update(record.keys)
+        self.source.values.update(record.values)
 
     def clause(self, tree: Tree[Token], node: dict[str, Any], path: Path,
                kind: NodeKind) -> None:
@@ -409,7 +437,7 @@ class _Reader:
         if not self.switch_part(kind, "`case`", span):
             return
         key_token, *members = tree.children
-        assert isinstance(key_token, Token)
+        assert isinstance(key_token, str)
         key = self.scalar(key_token)
         key = key if isinstance(key, str) else json.dumps(key)
         cases_path: Path = (*path, "switch", "cases")
@@ -429,7 +457,7 @@ class _Reader:
     def clause_value(self, tree: Tree[Token], path: Path, key: Span) -> Any:
         """The data of a clause; ``null`` stands for YAML's explicit ``key: null``."""
         children, name = tree.children, str(tree.data)
-        if children and isinstance(children[0], Token) and children[0].type == "NULL":
+        if children and isinstance(children[0], str) and children[0].type == "NULL":
             return self.value(children[0], path, key)
         if name == "args":
             self.record(path, key, key)
@@ -463,18 +491,18 @@ class _Reader:
         """The parts of a `loop` (or the `backoff` of a `retry`), each with its keyword."""
         parts: dict[str, Any] = {}
         for part in children:
-            assert isinstance(part, Tree)
+            assert not isinstance(part, str)
             name, word = CLAUSE_PARTS[str(part.data)]
             parts[name] = self.value(part.children[0], (*path, name), self.keyword(part, word))
         return parts
 
     def cl_form(self, children: list[Node], path: Path, key: Span) -> Any:
         fields = children[0]
-        assert isinstance(fields, Tree)
+        assert not isinstance(fields, str)
         self.source.values[path] = self.span(fields)
         form: dict[str, Any] = {}
         for item in fields.children:
-            assert isinstance(item, Tree)
+            assert not isinstance(item, str)
             name_token = item.children[0]
             name = str(name_token)
             if self.once((*path, name), self.span(name_token), f"duplicate form field `{name}`",
@@ -497,9 +525,11 @@ def _parse_chunk(reader: _Reader, chunk: Chunk) -> Parsed | None:
         return None
     text = reader.text[chunk.start:chunk.end]
     if reader.fast:
-        record = read_task(text, reader.file, chunk.line - 1)
+        record = read_statement(text, reader.file, chunk.line - 1)
         if record is not None:
             return record
+    from lark.exceptions import UnexpectedInput
+
     try:
         tree = parse_statement(text, pure=reader.pure)
     except UnexpectedInput as exc:
@@ -519,7 +549,8 @@ def _parse_chunk(reader: _Reader, chunk: Chunk) -> Parsed | None:
 def _check_order(reader: _Reader, parsed: list[tuple[Chunk, Parsed | None]]) -> None:
     """``tether N`` may only come first, and ``workflow NAME`` right after it."""
     kinds = [(chunk.line, None if tree is None else "task_stmt" if isinstance(
-        tree, TaskRecord) else str(tree.data)) for chunk, tree in parsed]
+        tree, TaskRecord) else tree.kind if isinstance(tree, StatementRecord)
+        else str(tree.data)) for chunk, tree in parsed]
     for line, kind in kinds[1:]:
         if kind == "tether_stmt":
             reader.error("E102", "`tether` must be the first statement",
@@ -578,6 +609,8 @@ def _read(reader: _Reader) -> None:
     for chunk, tree in parsed:
         if isinstance(tree, TaskRecord):
             reader.task_record(tree)
+        elif isinstance(tree, StatementRecord):
+            reader.statement_record(tree)
         elif tree is not None:
             reader.offset = chunk.line - 1
             with contextlib.suppress(_Failed):

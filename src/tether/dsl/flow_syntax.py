@@ -20,16 +20,17 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, NamedTuple, Protocol, assert_never
-
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, assert_never
 
 from tether.diagnostics import Span
 from tether.dsl.parser_cache import table_file
 from tether.dsl.source import MAX_DEPTH, Path, position
 from tether.kinds import NodeKind
 from tether.suggest import did_you_mean
+
+if TYPE_CHECKING:  # Lark is imported when a statement needs the grammar (flow_direct reads
+    from lark import Lark, Token, Tree  # the common ones), not before
+    from lark.exceptions import UnexpectedInput
 
 
 class Reporter(Protocol):
@@ -101,44 +102,50 @@ TOO_DEEP = f"the document is nested more than {MAX_DEPTH} levels deep"
 _BLANK = re.compile(r"[ \t\r\f]*(?:#[^\n]*)?(?:\n|\Z)")
 
 
-try:  # the LALR lexer and parser compiled (CPython); Lark's own when it is not installed
-    import lark_cython as _lark_cython  # type: ignore[import-untyped, unused-ignore]
-
-    _COMPILED_TOKEN: type | None = _lark_cython.lark_cython.Token
-except ImportError:  # pragma: no cover - PyPy, or lark-cython absent
-    _lark_cython, _COMPILED_TOKEN = None, None
-
-
-class _Tree(Tree[Token]):
-    """A parse tree whose tokens are Lark's own, whichever parser built it (and whether its
-    tables were built or loaded from the cache).
-
-    lark-cython's tokens are not ``str`` (``json.loads`` and ``isinstance(x, Token)`` refuse
-    them): each is turned into a :class:`lark.Token` with the same positions as the rule
-    that holds it is built, so both parsers give equal trees with equal positions.
-    """
-
-    __slots__ = ()
-
-    def __init__(self, data: Any, children: list[Any], meta: Any = None) -> None:
-        compiled = _COMPILED_TOKEN
-        for i, child in enumerate(children):
-            if type(child) is compiled:
-                children[i] = _lark_token(child)
-        if type(data) is compiled:
-            data = _lark_rule(data)
-        elif type(data) is str:  # tables loaded from the cache name rules by plain strings
-            data = Token("RULE", data)
-        super().__init__(data, children, meta)
+@functools.cache
+def compiled_lark() -> Any:
+    """lark-cython (the LALR lexer and parser compiled, CPython), or None when it is not
+    installed (PyPy): then Lark's own parser reads every statement."""
+    try:
+        import lark_cython  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:  # pragma: no cover - PyPy, or lark-cython absent
+        return None
+    return lark_cython
 
 
-def _lark_rule(token: Any) -> Token:
-    return Token(token.type, token.value)  # a rule's name: no position, as Lark gives it
+@functools.cache
+def _tree_class() -> type[Tree[Token]]:
+    """The class of the parse trees both parsers build (made on first use: it is Lark's)."""
+    from lark import Token, Tree
 
+    compiled_lark_module = compiled_lark()
+    compiled = None if compiled_lark_module is None else compiled_lark_module.lark_cython.Token
 
-def _lark_token(token: Any) -> Token:
-    return Token(token.type, token.value, token.start_pos, token.line, token.column,
-                 token.end_line, token.end_column, token.end_pos)
+    class _Tree(Tree[Token]):
+        """A parse tree whose tokens are Lark's own, whichever parser built it (and whether
+        its tables were built or loaded from the cache).
+
+        lark-cython's tokens are not ``str`` (``json.loads`` and ``isinstance(x, Token)``
+        refuse them): each is turned into a :class:`lark.Token` with the same positions as
+        the rule that holds it is built, so both parsers give equal trees with equal
+        positions.
+        """
+
+        __slots__ = ()
+
+        def __init__(self, data: Any, children: list[Any], meta: Any = None) -> None:
+            for i, child in enumerate(children):
+                if type(child) is compiled:
+                    children[i] = Token(child.type, child.value, child.start_pos, child.line,
+                                        child.column, child.end_line, child.end_column,
+                                        child.end_pos)
+            if type(data) is compiled:  # a rule's name: no position, as Lark gives it
+                data = Token(data.type, data.value)
+            elif type(data) is str:  # tables loaded from the cache name rules by plain strings
+                data = Token("RULE", data)
+            super().__init__(data, children, meta)
+
+    return _Tree
 
 
 @functools.cache
@@ -158,11 +165,14 @@ def terminal_pattern(name: str) -> str:
 def _build(*, compiled: bool) -> Lark:
     """A parser of one statement; its tables are loaded from the user's cache when they are
     there (:mod:`tether.dsl.parser_cache`), else built and saved."""
+    from lark import Lark
+
     grammar = resources.files("tether.dsl").joinpath("flow.lark").read_text(encoding="utf-8")
     # Both parsers build _Tree: the same rule and token types whether the tables were built
     # here or loaded from the cache.
-    options: dict[str, Any] = {"_plugins": _lark_cython.plugins, "tree_class": _Tree} \
-        if compiled else {"tree_class": _Tree}
+    options: dict[str, Any] = {"_plugins": compiled_lark().plugins,
+                               "tree_class": _tree_class()} \
+        if compiled else {"tree_class": _tree_class()}
     cache = table_file("flow-compiled" if compiled else "flow")
     if cache is not None:
         options["cache"] = cache
@@ -179,7 +189,7 @@ def parser() -> Lark:
 
 @functools.cache
 def _compiled_parser() -> Lark | None:
-    return None if _lark_cython is None else _build(compiled=True)
+    return None if compiled_lark() is None else _build(compiled=True)
 
 
 def grammar() -> Lark:
@@ -196,6 +206,8 @@ def parse_statement(text: str, *, pure: bool = False) -> Tree[Token]:
     is always Lark's :class:`UnexpectedInput` (with its interactive parser) and is reported
     the same way with or without lark-cython.
     """
+    from lark.exceptions import UnexpectedInput
+
     compiled = None if pure else _compiled_parser()
     if compiled is not None:
         try:
@@ -355,6 +367,8 @@ def shorten(value: str) -> str:
 
 def report_syntax_error(reader: Reporter, chunk: Chunk, exc: UnexpectedInput) -> None:
     """Report a Lark error as E102, or the scanner's better explanation of it."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
+
     interactive = getattr(exc, "interactive_parser", None)
     accepts_of: Callable[[], set[str]] | None = getattr(interactive, "accepts", None)
     accepts = accepts_of() if accepts_of else set(getattr(exc, "expected", ()) or ())
@@ -455,6 +469,8 @@ def split_keyword(text: str, tree: Tree[Token]) -> tuple[int, str] | None:
     only keywords, ``afterr a`` lexes as ``after`` then the id ``r``. Such a split shows as a
     token of the tree that starts right where a keyword inside one word ends.
     """
+    from lark import Token
+
     starts = {token.start_pos for token in tree.scan_values(lambda v: isinstance(v, Token))}
     for match in _KEYWORD_PREFIX.finditer(text):
         if match.start(2) in starts and not _in_literal(text, match.start()):
@@ -485,6 +501,7 @@ __all__ = [
     "TOO_DEEP",
     "Chunk",
     "Reporter",
+    "compiled_lark",
     "describe_terminal",
     "grammar",
     "parse_statement",
