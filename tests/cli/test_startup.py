@@ -42,6 +42,7 @@ NOT_FOR_CHECK = (
     "tether.runtime.runner", "tether.runtime.driver", "tether.web", "tether.workers",
     "tether.agents.providers", "tether.cli.operator", "tether.cli.fleet", "tether.cli.inspect",
     "tether.cli.serve", "tether.cli.schedules", "tether.cli.queues", "tomllib",
+    "importlib.metadata",  # (pydantic's plugin loader's: tether.cli.fast.pydantic_plugins_off)
 )
 # A .flow file whose statements the fast reader reads (tether.dsl.flow_direct) loads no parser
 # tables and imports neither Lark nor PyYAML.
@@ -105,6 +106,22 @@ def test_checking_a_small_flow_file_imports_no_parser(tmp_path: Path) -> None:
     assert "tether.dsl.flow_direct" in modules and "tether.compiler.compile" in modules
     assert _loaded(modules, NOT_FOR_FLOW_CHECK) == []
     assert extra == [0, False]  # checked; pydantic's plugin switch is as it was
+
+
+def test_pydantic_loads_its_plugins_again_after_the_fast_check(tmp_path: Path) -> None:
+    """The stand-in loader is gone after the check: a plan compiled next in the same process
+    gets pydantic's own loader (and the plugins it finds)."""
+    body = (
+        "from tether.cli.main import main\n"
+        f"code = main(['check', {str(REFUND)!r}])\n"
+        "during = 'pydantic.plugin._loader' in sys.modules\n"
+        "from tether.compiler import compile\n"
+        f"compile({str(REFUND)!r})\n"
+        "loader = sys.modules['pydantic.plugin._loader']\n"
+        "extra = [code, during, loader.__file__ is not None, 'importlib.metadata' in sys.modules]\n"
+    )
+    _, extra = _probe(body, tmp_path)
+    assert extra == [0, False, True, True]
 
 
 def test_the_fast_check_turns_pydantic_plugins_off_only_while_it_runs() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,22 +108,40 @@ def run_fast(argv: Sequence[str]) -> int | None:
 
 
 PLUGINS_SWITCH = "PYDANTIC_DISABLE_PLUGINS"
+PLUGIN_LOADER = "pydantic.plugin._loader"
+
+
+def _no_plugins() -> tuple[()]:
+    return ()
 
 
 @contextlib.contextmanager
 def pydantic_plugins_off() -> Iterator[None]:
-    """No pydantic plugin observes the check (docs/decisions.md, "check without pydantic's
-    plugins"): pydantic reads ``PYDANTIC_DISABLE_PLUGINS`` each time it makes a validator,
-    and the fast path validates only tether's own document models (it imports no task
-    module, no user code). A value the user set is kept; the variable is as it was after."""
+    """No pydantic plugin observes the check (docs/decisions.md, "The fast check without
+    pydantic's plugins"): the fast path validates only tether's own document models (it
+    imports no task module, no user code).
+
+    ``PYDANTIC_DISABLE_PLUGINS=__all__`` is pydantic's own switch: each validator it makes
+    while the switch is on gets no plugin. Its plugin loader, imported for the first
+    validator whatever the switch says, imports ``importlib.metadata`` (a twentieth of the
+    check's start-up); while the check runs, a loader that gives no plugins (what pydantic's
+    gives with the switch on) stands in its place, when pydantic has not loaded its own yet.
+    A switch the user set is kept, and the loader is pydantic's again afterwards."""
     if PLUGINS_SWITCH in os.environ:
         yield
         return
     os.environ[PLUGINS_SWITCH] = "__all__"
+    stand_in = None
+    if PLUGIN_LOADER not in sys.modules:
+        stand_in = types.ModuleType(PLUGIN_LOADER, "No pydantic plugins (tether.cli.fast).")
+        setattr(stand_in, "get_plugins", _no_plugins)  # noqa: B010 (a module's attribute)
+        sys.modules[PLUGIN_LOADER] = stand_in
     try:
         yield
     finally:
         os.environ.pop(PLUGINS_SWITCH, None)
+        if stand_in is not None and sys.modules.get(PLUGIN_LOADER) is stand_in:
+            del sys.modules[PLUGIN_LOADER]
 
 
 # --------------------------------------------------------------------------- check itself
