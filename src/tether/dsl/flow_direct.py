@@ -1,6 +1,9 @@
-"""The one fast reader of ``.flow``: ``task`` statements read straight into document data.
+"""The one fast reader of ``.flow``: the common statements read straight into document data.
 
-Most statements of a large file are ``task ID = NAME(args)`` with clauses. The grammar
+Most statements of a large file are ``task ID = NAME(args)`` with clauses; a small file is
+mostly ``workflow``, ``description``, ``input``, ``output KEY = VALUE`` and ``approval``
+statements, read here too (:func:`read_statement`), so that checking it loads no parser
+tables and imports no Lark. The grammar
 (``flow.lark``, the specification) parses every statement into a Lark tree that the reader
 (:mod:`tether.dsl.flow_reader`) walks into data and spans; :func:`read_task` does both at once
 for the common task shapes, giving the node's data and the spans of its keys and values under
