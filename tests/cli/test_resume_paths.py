@@ -26,6 +26,7 @@ from test_submit_paths import REFUND, ROOT, TASKS, _said, dump, tether
 
 from tether.errors import AlreadyResumed, ResumeError
 from tether.runtime.runner import Runner
+from tether.stores.queueing import WorkerRecord
 from tether.stores.sqlite import SQLiteCheckpointer
 from tether.stores.sqlite_answer import record_answer
 
@@ -262,3 +263,46 @@ def test_a_worker_continues_a_run_answered_on_either_path(pair: Pair,
     assert _status(pair[0], "refund-w") == _status(pair[2], "refund-w") == "completed"
     shown = [json.loads(end.stdout) for end in ends]
     assert shown[0].get("output") == shown[1].get("output"), shown
+
+
+def _register_worker(db: Path, queue: str) -> None:
+    """A worker of ``queue`` heard from just now, as ``tether worker`` registers itself."""
+    store = SQLiteCheckpointer(db)
+    now = time.time()
+    store.register_worker(WorkerRecord("w-test", "host-a", 4242, (queue,), 4, now, now))
+    store.close()
+
+
+def test_without_task_modules_both_paths_leave_the_run_alike(pair: Pair,
+                                                             tmp_path: Path) -> None:
+    """No --tasks and no pyproject.toml: the answer is recorded and the run left to a live
+    worker (exit 0), or, with none live, the command says what to run (exit 5); a plan that
+    calls no task is continued here. Alike on both paths, in the same rows."""
+    fast_db, _, full_db, _ = pair
+    assert not any((p / "pyproject.toml").is_file() for p in (tmp_path, *tmp_path.parents))
+    for run_id in ("lone-0001", "lone-0002"):
+        _start(pair, tmp_path, run_id)
+    waits = tmp_path / "waits.yaml"
+    waits.write_text(WAITS)
+    code, _, err = _both(pair, "run", str(waits), "--db", "DB", "-q", "--execution-id",
+                         "w-2", cwd=tmp_path)
+    assert code == 4, err
+    code, out, err = _both(pair, "resume", "lone-0001", "--db", "DB", "--value",
+                           '{"approved": true}', cwd=tmp_path)
+    assert code == 5 and "continue it with: tether worker" in err, (out, err)
+    assert dump(fast_db) == dump(full_db)
+    for db in (fast_db, full_db):
+        _register_worker(db, "default")
+    for argv in (("lone-0002", "--value", '{"approved": true}'),
+                 ("lone-0002", "--value", '{"approved": true}'),  # answered already
+                 ("w-2", "--node", "ask", "--value", "{}")):  # no task: continued here
+        code, out, err = _both(pair, "resume", *argv, "--db", "DB", cwd=tmp_path)
+        assert dump(fast_db) == dump(full_db), argv
+    code, out, err = _both(pair, "resume", "lone-0002", "--db", "DB", "--json", "--value",
+                           '{"note": "x", "approved": false}', cwd=tmp_path)
+    assert code == 1, (out, err)
+    _start(pair, tmp_path, "lone-0003")
+    code, out, err = _both(pair, "resume", "lone-0003", "--db", "DB", "--value",
+                           '{"approved": true}', cwd=tmp_path)
+    assert code == 0 and "(1 live: host-a/4242)" in out, (out, err)
+    assert dump(fast_db) == dump(full_db)

@@ -277,8 +277,8 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
     if enqueue and plan_source is not None:
         raise click.UsageError("--plan cannot be used when the workers continue the run")
-    if enqueue and given is not None:
-        _answer_on_sqlite(db, execution_id, given, node, queue, as_json)
+    if given is not None and plan_source is None and (enqueue or not (tasks or _configured())):
+        _answer_on_sqlite(db, execution_id, given, node, queue, as_json, leave=enqueue)
     from tether.errors import NotContinued, TimerNotDue
     from tether.runtime.context import Resume
 
@@ -304,20 +304,35 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     report(result, as_json, store, hint_options(tasks, db))
 
 
+def _configured() -> bool:
+    """Whether the nearest pyproject.toml lists task modules (or cannot be read: the full
+    path says why)."""
+    from tether.cli.options import configured_tasks, find_pyproject
+
+    pyproject = find_pyproject()
+    try:
+        return pyproject is not None and bool(configured_tasks(pyproject))
+    except TetherError:
+        return True
+
+
 def _answer_on_sqlite(db: str, execution_id: str, answer: dict[str, Any], node: str | None,
-                      queue: str | None, as_json: bool) -> None:
+                      queue: str | None, as_json: bool, *, leave: bool) -> None:
     """Record the answer and leave the run to the workers on a current SQLite file with
     ``sqlite3`` (no SQLAlchemy, no runtime: ``stores/sqlite_answer.py``), printing what the
-    full path prints and exiting 0; return (writing nothing) when the full path must act."""
+    full path prints and exiting as it does; return (writing nothing) when the full path
+    must act. ``leave``: --enqueue; else this process has no task modules."""
     import sys
 
     if "opentelemetry.trace" in sys.modules:
         return  # the full path records its spans
     from tether.stores.sqlite_answer import record_answer
 
-    done = record_answer(db, execution_id, answer, node, queue)
+    done = record_answer(db, execution_id, answer, node, queue, leave=leave)
     if done is None:
         return
+    if done.not_continued is not None:
+        _report_not_continued(done.not_continued, hint_options((), db))
     if as_json:
         click.echo(dumps({"status": done.status, "execution_id": done.execution_id,
                           "output": None, "pending_interrupt": None, "pending": [],

@@ -10,7 +10,10 @@ of 8 or more characters, ``paused`` and held by nobody; one pending row at the t
 the plan (not in a ``for_each``, a sub-workflow or an agent), picked as the full path picks
 it (the only one, or the one ``--node`` names in a plan that renames nothing), with no
 deadline; the node an approval of the current plan format, and the answer valid for its
-form (the full path's own check, ``input_values.check_values``). Anything else returns
+form (the full path's own check, ``input_values.check_values``). Without ``--enqueue`` and
+without task modules it also takes the case the full path leaves to the workers: a plan
+whose only tasks are its top-level task nodes, a live worker of the run's queue. Anything
+else returns
 None *before anything is written*, and the caller runs the full path, which then answers,
 refuses or reports exactly as it always did (the same messages and exit codes).
 
@@ -60,11 +63,14 @@ _LEASE_ENV, _DEFAULT_LEASE = "TETHER_LEASE_SECONDS", 30.0  # workers/claims.py's
 @dataclass(frozen=True)
 class Recorded:
     """The answer recorded: the run's whole id, ``queued`` (left on its queue) or
-    ``running`` (a live attempt holds it and applies the answer), and what to print."""
+    ``running`` (a live attempt holds it and applies the answer), and what to print; or,
+    when the run was not left to the workers (``leave=False``) and none of its queue is live
+    any more, the error the full path raises then (``not_continued``, exit 5)."""
 
     execution_id: str
     status: str
     message: str
+    not_continued: NotContinued | None = None
 
 
 class _Field(NamedTuple):
@@ -110,12 +116,28 @@ def _target(connection: sqlite3.Connection, execution_id: str, node: str | None,
     return next((r for r in rows if names_place(r["agent_path"], r["node_id"], node)), None)
 
 
-def _form_accepts(plan_text: str, node_id: str, answer: dict[str, Any]) -> bool:
+def _plan(plan_text: str) -> dict[str, Any] | None:
+    plan = json.loads(plan_text)
+    return plan if isinstance(plan, dict) and plan.get("tether_plan") == PLAN_FORMAT else None
+
+
+_FLAT = frozenset({"task", "approval", "switch", "noop", "fail", "sleep", "sleep_until"})
+"""Node kinds that call no task other than their own ``task``."""
+
+
+def _tasks(plan: dict[str, Any]) -> list[str] | None:
+    """The tasks the plan calls, sorted (``plans.task_names``); None when it may call more
+    than its top-level task nodes (agents' tools, sub-workflows)."""
+    nodes = plan.get("nodes") or ()
+    if plan.get("agents") or any(n.get("kind") not in _FLAT for n in nodes):
+        return None
+    return sorted({str(n["task"]) for n in nodes if n.get("kind") == "task"})
+
+
+
+def _form_accepts(plan: dict[str, Any], node_id: str, answer: dict[str, Any]) -> bool:
     """Whether ``node_id`` is a top-level approval of the plan whose form (if any) takes
     ``answer`` as the full path's check does."""
-    plan = json.loads(plan_text)
-    if not isinstance(plan, dict) or plan.get("tether_plan") != PLAN_FORMAT:
-        return False
     node = next((n for n in plan.get("nodes") or () if n.get("id") == node_id), None)
     if node is None or node.get("kind") != "approval":
         return False
@@ -156,9 +178,14 @@ def _held(run: dict[str, Any], now: float) -> bool:
 
 
 def record_answer(url: str, text_id: str, answer: dict[str, Any], node: str | None,
-                  queue: str | None) -> Recorded | None:
+                  queue: str | None, *, leave: bool = True) -> Recorded | None:
     """Claim the pending row ``answer`` is for and leave the run on its queue (see the
-    module docstring); None when nothing was written and the full path must act."""
+    module docstring); None when nothing was written and the full path must act.
+
+    ``leave=False``: this process has no task modules (``tether resume`` without
+    ``--tasks`` or a pyproject's), so the full path leaves the run to the workers only when
+    its plan calls a task and a worker of its queue is live; otherwise (a plan without
+    tasks runs here, no live worker makes it exit 5) this returns None first."""
     lease = _lease_seconds()
     value = _value_text(answer)
     if lease is None or value is None:
@@ -167,7 +194,7 @@ def record_answer(url: str, text_id: str, answer: dict[str, Any], node: str | No
     if connection is None:
         return None
     try:
-        return _record(connection, text_id, answer, value, node, queue, lease)
+        return _record(connection, text_id, answer, value, node, queue, lease, leave)
     except sqlite3.Error:
         if connection.in_transaction:
             connection.execute("ROLLBACK")
@@ -176,21 +203,34 @@ def record_answer(url: str, text_id: str, answer: dict[str, Any], node: str | No
         connection.close()
 
 
+def _live(connection: sqlite3.Connection, queue: str, lease: float) -> list[str]:
+    """``lifecycle.live_workers`` of ``queue``, as ``host/pid``."""
+    since = time.time() - 2 * lease
+    rows = (dict(zip(WORKER_COLUMNS, r, strict=True)) for r in connection.execute(
+        SQLITE_ANSWER["list_workers"][0], (since,)))
+    return [f"{w['host']}/{int(w['pid'])}" for w in rows if queue in json.loads(w["queues"])]
+
+
 def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any],
-            value: str, node: str | None, queue: str | None,
-            lease: float) -> Recorded | None:
+            value: str, node: str | None, queue: str | None, lease: float,
+            leave: bool) -> Recorded | None:
     run = _resolve(connection, text_id)
     if run is None or run["status"] != "paused" or run["owner"] is not None:
         return None
     eid = run["execution_id"]
+    where = queue or run["queue"] or "default"
     plan_row = connection.execute(SQLITE_ANSWER["get_plan"][0],
                                   (run["plan_fingerprint"],)).fetchone()
-    if plan_row is None:
+    plan = _plan(plan_row[0]) if plan_row is not None else None
+    if plan is None:
         return None
+    missing = _tasks(plan) if not leave else []
+    if missing is None or (not leave and (not missing or not _live(connection, where, lease))):
+        return None  # not left to the workers here, or no worker to leave it to
     target = _target(connection, eid, node, plan_row[0])
     if target is None or target["due_at"] is not None or target["agent_path"] \
             or "/" in target["node_id"] \
-            or not _form_accepts(plan_row[0], target["node_id"], answer):
+            or not _form_accepts(plan, target["node_id"], answer):
         return None
     address = target["node_id"]  # (records.place of a top-level row)
     connection.execute("BEGIN IMMEDIATE")
@@ -220,16 +260,13 @@ def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any]
         _commit(connection, eid)
         return Recorded(eid, "running", held_message(eid, address,
                                                      describe_owner(fresh["owner"])))
-    where = queue or run["queue"] or "default"
     connection.execute(SQLITE_ANSWER["enqueue_run"][0],
                        ("failed", "queued", where, run["priority"], None, eid))
     _commit(connection, eid)
-    since = time.time() - 2 * lease
-    live = [f"{w['host']}/{int(w['pid'])}" for w in (
-        dict(zip(WORKER_COLUMNS, r, strict=True)) for r in connection.execute(
-            SQLITE_ANSWER["list_workers"][0], (since,))) if where in json.loads(w["queues"])]
-    advice = NotContinued(eid, where, ()).advice
-    return Recorded(eid, "queued", left_message(eid, address, where, live, advice))
+    live = _live(connection, where, lease)
+    error = NotContinued(eid, where, missing, address)
+    message = left_message(eid, address, where, live, error.advice)
+    return Recorded(eid, "queued", message, None if live or leave else error)
 
 
 def _commit(connection: sqlite3.Connection, execution_id: str) -> None:
