@@ -326,8 +326,8 @@ def _answer_on_sqlite(db: str, execution_id: str, answer: dict[str, Any], node: 
 
     if "opentelemetry.trace" in sys.modules:
         return  # the full path records its spans
-    from tether.stores.sqlite_answer import record_answer
-
+    with paused_gc():
+        from tether.stores.sqlite_answer import record_answer
     done = record_answer(db, execution_id, answer, node, queue, leave=leave)
     if done is None:
         return
