@@ -117,3 +117,18 @@ def test_it_records_the_answer_and_queues_the_run(tmp_path: Path) -> None:
     assert rows["pending_interrupts"] == []
     assert [r[4] for r in rows["decisions"]] == ['{"approved":true}']
     assert [r[2] for r in rows["run_events"]][-1] == "answered"
+
+
+@pytest.mark.parametrize("plan_text", [
+    "{not json", '{"tether_plan": 1, "nodes": [{"id": "review", "kind": "approval", '
+    '"approval": {"form": [{"type": "boolean"}]}}]}',  # a form field without a name
+    '{"tether_plan": 2, "nodes": []}',  # a plan format this path does not read
+])
+def test_a_plan_it_cannot_read_goes_to_the_full_path(tmp_path: Path, plan_text: str) -> None:
+    db = _paused(tmp_path)
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE plans SET plan = ?", (plan_text,))
+    before = _rows(db)
+    assert sqlite_answer.record_answer(f"sqlite:///{db}", "run-0001", {"approved": True},
+                                       None, None) is None
+    assert _rows(db) == before

@@ -134,7 +134,6 @@ def _tasks(plan: dict[str, Any]) -> list[str] | None:
     return sorted({str(n["task"]) for n in nodes if n.get("kind") == "task"})
 
 
-
 def _form_accepts(plan: dict[str, Any], node_id: str, answer: dict[str, Any]) -> bool:
     """Whether ``node_id`` is a top-level approval of the plan whose form (if any) takes
     ``answer`` as the full path's check does."""
@@ -195,10 +194,6 @@ def record_answer(url: str, text_id: str, answer: dict[str, Any], node: str | No
         return None
     try:
         return _record(connection, text_id, answer, value, node, queue, lease, leave)
-    except sqlite3.Error:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        return None
     finally:
         connection.close()
 
@@ -211,13 +206,24 @@ def _live(connection: sqlite3.Connection, queue: str, lease: float) -> list[str]
     return [f"{w['host']}/{int(w['pid'])}" for w in rows if queue in json.loads(w["queues"])]
 
 
-def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any],
-            value: str, node: str | None, queue: str | None, lease: float,
-            leave: bool) -> Recorded | None:
+class _Decided(NamedTuple):
+    """What the reads decided: the run row, its pending row to claim, the queue to leave
+    it on, and the tasks this process lacks (``leave=False``)."""
+
+    run: dict[str, Any]
+    target: dict[str, Any]
+    where: str
+    missing: list[str]
+
+
+def _decide(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any],
+            node: str | None, queue: str | None, lease: float,
+            leave: bool) -> _Decided | None:
+    """Read the run, its plan and its pending rows; None unless this is the common case
+    (see the module docstring). Writes nothing."""
     run = _resolve(connection, text_id)
     if run is None or run["status"] != "paused" or run["owner"] is not None:
         return None
-    eid = run["execution_id"]
     where = queue or run["queue"] or "default"
     plan_row = connection.execute(SQLITE_ANSWER["get_plan"][0],
                                   (run["plan_fingerprint"],)).fetchone()
@@ -227,12 +233,46 @@ def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any]
     missing = _tasks(plan) if not leave else []
     if missing is None or (not leave and (not missing or not _live(connection, where, lease))):
         return None  # not left to the workers here, or no worker to leave it to
-    target = _target(connection, eid, node, plan_row[0])
+    target = _target(connection, run["execution_id"], node, plan_row[0])
     if target is None or target["due_at"] is not None or target["agent_path"] \
             or "/" in target["node_id"] \
             or not _form_accepts(plan, target["node_id"], answer):
         return None
-    address = target["node_id"]  # (records.place of a top-level row)
+    return _Decided(run, target, where, missing)
+
+
+def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any],
+            value: str, node: str | None, queue: str | None, lease: float,
+            leave: bool) -> Recorded | None:
+    try:
+        decided = _decide(connection, text_id, answer, node, queue, lease, leave)
+        holder = _claim(connection, decided, value) if decided is not None else None
+    except (sqlite3.Error, ValueError, KeyError, TypeError, AttributeError):
+        # (a SQLite error, or a stored row this path does not read as the full one would)
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        return None
+    if decided is None or holder is None:
+        return None  # nothing written
+    eid, address = decided.run["execution_id"], decided.target["node_id"]
+    _commit(connection, eid)
+    if holder:
+        return Recorded(eid, "running", held_message(eid, address, describe_owner(holder)))
+    try:  # committed: from here on a failure is the store's error, never a second try
+        live = _live(connection, decided.where, lease)
+    except sqlite3.Error as exc:
+        raise StoreError(f"listing workers: {exc}") from exc
+    error = NotContinued(eid, decided.where, decided.missing, address)
+    message = left_message(eid, address, decided.where, live, error.advice)
+    return Recorded(eid, "queued", message, None if live or leave else error)
+
+
+def _claim(connection: sqlite3.Connection, decided: _Decided, value: str) -> str | None:
+    """In one write transaction, left open for the caller to commit: claim the pending
+    row, record the decision and the ``answered`` event, read the run again and, unless a
+    live attempt holds it, enqueue it. The holder's owner token when one holds it, ``""``
+    when the run was enqueued, None (rolled back) when another answerer was first."""
+    eid, target = decided.run["execution_id"], decided.target
     connection.execute("BEGIN IMMEDIATE")
     connection.execute(SQLITE_ANSWER["lock_run"][0], (eid,))
     claimed = connection.execute(SQLITE_ANSWER["claim"][0],
@@ -241,32 +281,25 @@ def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any]
         connection.execute("ROLLBACK")
         return None
     row = dict(zip(PENDING_COLUMNS, claimed, strict=True))
-    now = time.time()
     decision = {**{c: row[c] for c in ("execution_id", "checkpoint_id", "node_id",
                                        "agent_path")},
-                "value": value, "resolver": None, "comment": None, "created_at": now}
+                "value": value, "resolver": None, "comment": None, "created_at": time.time()}
     connection.execute(SQLITE_ANSWER["insert_decision"][0],
                        tuple(decision[c] for c in DECISION_COLUMNS))
     event_at = time.time()
     event = {"execution_id": eid, "event_id": new_event_id(event_at),
              "kind": str(RunEventKind.ANSWERED), "created_at": event_at, "owner": None,
              "actor": None, "channel": str(AnswerChannel.CLI),
-             "data": to_json({"address": address, "checkpoint_id": row["checkpoint_id"],
+             "data": to_json({"address": row["node_id"], "checkpoint_id": row["checkpoint_id"],
                               "reason": row["reason"]})}
     connection.execute(SQLITE_ANSWER["insert_event"][0],
                        tuple(event[c] for c in EVENT_COLUMNS))
-    fresh = _run(connection, eid) or run
+    fresh = _run(connection, eid) or decided.run
     if _held(fresh, time.time()):
-        _commit(connection, eid)
-        return Recorded(eid, "running", held_message(eid, address,
-                                                     describe_owner(fresh["owner"])))
-    connection.execute(SQLITE_ANSWER["enqueue_run"][0],
-                       ("failed", "queued", where, run["priority"], None, eid))
-    _commit(connection, eid)
-    live = _live(connection, where, lease)
-    error = NotContinued(eid, where, missing, address)
-    message = left_message(eid, address, where, live, error.advice)
-    return Recorded(eid, "queued", message, None if live or leave else error)
+        return str(fresh["owner"])
+    connection.execute(SQLITE_ANSWER["enqueue_run"][0], (
+        "failed", "queued", decided.where, decided.run["priority"], None, eid))
+    return ""
 
 
 def _commit(connection: sqlite3.Connection, execution_id: str) -> None:
