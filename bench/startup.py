@@ -15,7 +15,9 @@ cache goes to a temporary ``PYTHONPYCACHEPREFIX``; one warm-up run fills it): a 
 The commands: ``tether --help``, ``tether check`` of examples/refund/refund.yaml (and of
 refund.flow: the ``.flow`` parser's tables come from the user's cache after the warm-up run,
 as they do for a user), ``tether submit`` of it to a SQLite file, and ``tether resume`` of a
-run waiting at its approval.
+run waiting at its approval, twice: continuing the run here to its end (``resume``: it also
+runs the run), and recording the answer only, leaving the run to the workers (``resume
+--enqueue``: the command's own start-up).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ REFUND = ROOT / "examples" / "refund" / "refund.yaml"
 TASKS = ROOT / "examples" / "refund" / "tasks.py"
 
 TARGETS: dict[str, float] = {"check": 0.15, "check .flow": 0.15, "submit": 0.25,
-                             "resume": 0.25}
+                             "resume": 0.25, "resume --enqueue": 0.25}
+RESUMES = ("resume", "resume --enqueue")
+"""The commands that answer a run: each run gets a fresh waiting run (its argv holds RUN)."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +92,9 @@ def waiting_run(db: str, env: dict[str, str]) -> str:
 
 
 def commands(db: str) -> dict[str, tuple[list[str], tuple[int, ...]]]:
-    """Name -> (argv, accepted exit codes). ``resume`` gets a fresh waiting run each time
-    (see :func:`measure`), so its argv here is a template."""
+    """Name -> (argv, accepted exit codes). ``resume`` (continues the run here, to its end)
+    and ``resume --enqueue`` (records the answer, leaves the run to the workers) get a fresh
+    waiting run each time (see :func:`measure`), so their argv here is a template."""
     return {
         "--help": (tether("--help"), (0,)),
         "check": (tether("check", str(REFUND)), (0,)),
@@ -98,10 +103,20 @@ def commands(db: str) -> dict[str, tuple[list[str], tuple[int, ...]]]:
                           "-i", "amount=20"), (0,)),
         "resume": (tether("resume", "RUN", "--tasks", str(TASKS), "--db", db,
                           "--value", '{"approved": true}'), (0,)),
+        "resume --enqueue": (tether("resume", "RUN", "--enqueue", "--db", db,
+                                    "--value", '{"approved": true}'), (0,)),
     }
 
 
 BASELINE = "python -c pass"
+
+
+def with_run(name: str, argv: list[str], db: str, env: dict[str, str]) -> list[str]:
+    """``argv`` of command ``name``; a resume's with a fresh run waiting at its approval."""
+    if name not in RESUMES:
+        return argv
+    run = waiting_run(db, env)
+    return [run if a == "RUN" else a for a in argv]
 
 
 def measure(repeat: int, workdir: Path, sources: dict[str, Path],
@@ -120,16 +135,13 @@ def measure(repeat: int, workdir: Path, sources: dict[str, Path],
     baseline = [sys.executable, "-c", "pass"]
     for label, env in envs.items():  # warm-up: fills the bytecode cache (and creates the
         for name, (argv, expect) in commands(dbs[label]).items():  # database submit uses)
-            if name != "resume":
-                run_once(argv, env, expect)
+            run_once(with_run(name, argv, dbs[label], env), env, expect)
     order = list(sources)
     for index in range(repeat):
         for name in names:
             for label in (order if index % 2 == 0 else order[::-1]):
                 argv, expect = commands(dbs[label])[name]
-                if name == "resume":
-                    run = waiting_run(dbs[label], envs[label])
-                    argv = [run if a == "RUN" else a for a in argv]
+                argv = with_run(name, argv, dbs[label], envs[label])
                 samples[label][BASELINE].append(run_once(baseline, envs[label]))
                 samples[label][name].append(run_once(argv, envs[label], expect))
     return samples
@@ -169,7 +181,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--only", action="append", default=[], metavar="COMMAND",
                         help="Measure only this command (repeatable): --help, check, "
-                        "'check .flow', submit, resume.")
+                        "'check .flow', submit, resume, 'resume --enqueue'.")
     parser.add_argument("--against", type=Path, default=None, metavar="SRC",
                         help="Also measure the sources at SRC (e.g. an older checkout's src "
                         "directory), alternating with this checkout's (ABBA), and print "

@@ -326,3 +326,66 @@ def test_the_compiler_package_imports_its_parts_on_use(tmp_path: Path) -> None:
     )
     _, extra = _probe(body, tmp_path)
     assert extra == [False, True, True, True, "tether.compiler.compile"]
+
+
+# What recording an answer on a current SQLite file has no use for (--enqueue: the workers
+# continue the run): it claims with sqlite3 (stores/sqlite_answer.py), so neither SQLAlchemy
+# nor the store classes, the plan models or the runtime.
+NOT_FOR_SQLITE_ANSWER = (
+    "sqlalchemy", "pydantic", "asyncio", "yaml", "jinja2", "lark", "tether.compiler",
+    "tether.dsl", "tether.templating", "tether.agents", "tether.stores.sql",
+    "tether.stores.sqlite", "tether.stores.base", "tether.stores.open",
+    "tether.stores.queueing", "tether.runtime.runner", "tether.runtime.resume",
+    "tether.runtime.lifecycle", "tether.runtime.context", "tether.runtime.execution",
+    "tether.runtime.driver", "tether.runtime.invoke", "tether.workers", "opentelemetry",
+    "tether.web", "click.testing",
+)
+
+
+def _answer_probe(db: str, run_id: str, cwd: Path, *options: str) -> tuple[set[str], object]:
+    body = (
+        "import gc\n"
+        "from tether.cli.main import main\n"
+        f"code = main(['resume', {run_id!r}, *{list(options or ['--enqueue'])!r}, '--db', {db!r},"
+        " '--value', '{\"approved\": true}'])\n"
+        "extra = [code, gc.isenabled()]\n"
+    )
+    return _probe(body, cwd)
+
+
+def test_answering_on_a_current_sqlite_file_imports_no_store_and_no_runtime(
+        tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    modules, extra = _answer_probe(db, _waiting_run(db, tmp_path), tmp_path)
+    assert "tether.stores.sqlite_answer" in modules
+    assert _loaded(modules, NOT_FOR_SQLITE_ANSWER) == []
+    assert extra == [0, True]  # recorded and left to the workers; the collector is on
+
+
+def test_answering_on_another_store_uses_the_full_path(tmp_path: Path) -> None:
+    """Not a plain URL (here: a query): the full store and the runtime record it."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}?durability=normal"
+    modules, extra = _answer_probe(db, _waiting_run(db, tmp_path), tmp_path)
+    assert "tether.runtime.lifecycle" in modules and "sqlalchemy" in modules
+    assert extra == [0, True]
+
+
+def test_answering_without_tasks_for_a_live_worker_imports_no_store_and_no_runtime(
+        tmp_path: Path) -> None:
+    """No --tasks (and no pyproject.toml): the run is left to the live worker of its queue,
+    as with --enqueue."""
+    import time
+
+    from tether.stores.queueing import WorkerRecord
+    from tether.stores.sqlite import SQLiteCheckpointer
+
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _waiting_run(db, tmp_path)
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    store.register_worker(WorkerRecord("w", "host", 1, ("default",), 1, time.time(),
+                                       time.time()))
+    store.close()
+    modules, extra = _answer_probe(db, run_id, tmp_path, "--quiet")
+    assert "tether.stores.sqlite_answer" in modules
+    assert _loaded(modules, NOT_FOR_SQLITE_ANSWER) == []
+    assert extra == [0, True]

@@ -271,16 +271,18 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     When none is live, says what to run and exits 5. With --enqueue the run is always left
     to the workers (exit 0).
     """
-    from tether.errors import NotContinued, TimerNotDue
-    from tether.runtime.context import Resume
-
-    answer = None
-    if value is not None:
-        answer = Resume(**parse_object(value, "--value", '\'{"approved": true}\''))
+    given = parse_object(value, "--value", '\'{"approved": true}\'') \
+        if value is not None else None
     if queue is not None and not queue.strip():
         raise click.BadParameter("a queue name cannot be empty", param_hint="--queue")
     if enqueue and plan_source is not None:
         raise click.UsageError("--plan cannot be used when the workers continue the run")
+    if given is not None and plan_source is None and (enqueue or not (tasks or _configured())):
+        _answer_on_sqlite(db, execution_id, given, node, queue, as_json, leave=enqueue)
+    from tether.errors import NotContinued, TimerNotDue
+    from tether.runtime.context import Resume
+
+    answer = Resume(**given) if given is not None else None
     # The start-up (imports, opening the store) with the collector paused: importing leaves
     # no cyclic garbage. The resume's own modules are imported here for that reason.
     with paused_gc():
@@ -300,6 +302,44 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     except NotContinued as exc:
         _report_not_continued(exc, hint_options(tasks, db))
     report(result, as_json, store, hint_options(tasks, db))
+
+
+def _configured() -> bool:
+    """Whether the nearest pyproject.toml lists task modules (or cannot be read: the full
+    path says why)."""
+    from tether.cli.options import configured_tasks, find_pyproject
+
+    pyproject = find_pyproject()
+    try:
+        return pyproject is not None and bool(configured_tasks(pyproject))
+    except TetherError:
+        return True
+
+
+def _answer_on_sqlite(db: str, execution_id: str, answer: dict[str, Any], node: str | None,
+                      queue: str | None, as_json: bool, *, leave: bool) -> None:
+    """Record the answer and leave the run to the workers on a current SQLite file with
+    ``sqlite3`` (no SQLAlchemy, no runtime: ``stores/sqlite_answer.py``), printing what the
+    full path prints and exiting as it does; return (writing nothing) when the full path
+    must act. ``leave``: --enqueue; else this process has no task modules."""
+    import sys
+
+    if "opentelemetry.trace" in sys.modules:
+        return  # the full path records its spans
+    with paused_gc():
+        from tether.stores.sqlite_answer import record_answer
+    done = record_answer(db, execution_id, answer, node, queue, leave=leave)
+    if done is None:
+        return
+    if done.not_continued is not None:
+        _report_not_continued(done.not_continued, hint_options((), db))
+    if as_json:
+        click.echo(dumps({"status": done.status, "execution_id": done.execution_id,
+                          "output": None, "pending_interrupt": None, "pending": [],
+                          "error": None, "message": done.message}, indent=2))
+    else:
+        click.echo(printable(done.message))
+    raise click.exceptions.Exit(0)
 
 
 def _report_not_continued(exc: NotContinued, extra: str) -> NoReturn:

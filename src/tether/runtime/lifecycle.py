@@ -36,6 +36,7 @@ from tether.errors import NotContinued, ResumeError
 from tether.runtime.context import Resume
 from tether.runtime.plans import PlanSource, task_names
 from tether.runtime.results import RunResult
+from tether.runtime.route_text import held_message, left_message
 from tether.runtime.timer_rules import not_due
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer
@@ -101,24 +102,15 @@ def route(runner: Runner, store: Checkpointer, run: RunRecord, answer: Answer, *
     address = _record(runner, store, run, answer)
     fresh = store.get_run(eid) or run
     if _held(fresh):
-        return RunResult(RunStatus.RUNNING, eid, message=(
-            f"answer recorded for '{address}'; " if address else "") +
-            f"run {eid} is being executed by {describe_owner(fresh.owner)}"
-            + (", which applies it" if address else ""))
+        return RunResult(RunStatus.RUNNING, eid, message=held_message(
+            eid, address, describe_owner(fresh.owner)))
     where = queue or run_queue(run)
     store.enqueue_run(eid, where, run.priority)
     workers = live_workers(store, where, runner.lease_seconds)
-    recorded = f"answer recorded for '{address}'; " if address else ""
-    if workers:
-        names = ", ".join(f"{w.host}/{w.pid}" for w in workers[:3])
-        return RunResult(RunStatus.QUEUED, eid, message=(
-            f"{recorded}run {eid} is left to the workers of queue '{where}' to continue "
-            f"({len(workers)} live: {names})"))
     error = NotContinued(eid, where, missing, address)
-    if leave:
-        return RunResult(RunStatus.QUEUED, eid, message=(
-            f"{recorded}run {eid} is left to the workers of queue '{where}' to continue, "
-            f"but none is live now: {error.advice}"))
+    if workers or leave:
+        return RunResult(RunStatus.QUEUED, eid, message=left_message(
+            eid, address, where, [f"{w.host}/{w.pid}" for w in workers], error.advice))
     raise error
 
 
