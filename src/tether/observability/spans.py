@@ -335,6 +335,7 @@ class NodeSpan(DeferredSpan):
         with the node's status (and the current context is the one before the unit)."""
         token = self._token
         if token is not None:
+            self._token = None  # (the queued span keeps nothing it no longer needs)
             _RESET(token)
         span = self.span
         if span is None:  # stopped during a retry's backoff: that attempt's span ended
