@@ -217,13 +217,13 @@ def parts(repeat: int, count: int = 20_000) -> dict[str, float]:
         span.end()
 
     def node_span() -> None:
-        NodeSpan(tracer, three, "task").close("completed")
+        NodeSpan(tracer, three).finish(None)
 
     pipe = pipe_for(tracer)
     assert pipe is not None
 
     def deferred_node_span() -> None:
-        NodeSpan(tracer, three, "task", pipe).close("completed")
+        NodeSpan(tracer, three, pipe).finish(None)
 
     def now() -> None:
         time.time_ns()
@@ -284,14 +284,21 @@ def versus_main(main_src: str, repeat: int) -> tuple[float, float]:
 
 UNHOOK = (  # (file under src/tether/runtime, text, replacement): the observer hook removed
     ("execution.py", """        observer = self.session.observer
-        return coroutine if observer is None else observer.unit(node, node.id, coroutine)""",
-     "        return coroutine"),
+        if observer is None or fans_out(node):
+            try:""", """        if True:
+            try:"""),
+    ("execution.py", """                            observer = self.session.observer
+                            if observer is None or fans_out(node):""",
+     """                            observer = None
+                            if True:"""),
     ("execution.py", """            if self.session.observer is not None:
                 self.session.observer.skipped(node, decision, reason)
 """, ""),
-    ("foreach.py", """        observer = self.level.session.observer
-        return coroutine if observer is None else observer.unit(self.node, address, coroutine)""",
-     "        return coroutine"),
+    ("foreach.py", """        observer = self.level.session.observer""",
+     """        observer = None"""),
+    ("foreach.py", """                    if observer is None:
+                        task =""", """                    if True:
+                        task ="""),
     ("driver.py", """        self.session.observer = observer_for(
             execution_id, plan.name, attempt.number, info.parent_id if info else None, store,
             claimed=attempt.claimed, first=attempt.first)""", ""),

@@ -3,16 +3,20 @@
 The driver asks :func:`observer_for` once per attempt. It returns None unless tracing is on
 (a real ``TracerProvider`` is installed) or this process serves metrics; with None the
 scheduler's path is what it was without observability (no span, no clock read, no call per
-node). The observer wraps each unit's coroutine (:meth:`RunObserver.unit`), so the node span
-is current while the task body runs: sync bodies in threads get a copy of that context, and
-a task's own spans (an httpx or psycopg instrumentor's) nest under its node.
+node: the observer's attribute read and a comparison). With an observer, the scheduler opens
+each unit's node span (:meth:`RunObserver.open`) before it starts the unit, in place or as a
+task (:func:`observed_task`), and closes it with the unit's outcome (:meth:`Opened.finish`):
+no coroutine wraps the unit. The span is current while the task body runs: a task started
+for the unit copies that context, sync bodies in threads get a copy of it, and a task's own
+spans (an httpx or psycopg instrumentor's) nest under its node.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tether.errors import InterruptSignal, LeaseLost
@@ -87,6 +91,13 @@ class RunObserver:
         self.first = first
         self.spans = spans
         self.sink = sink
+        self.open: Callable[[PlanNode, str | None], Opened | None] = \
+            spans.node if spans is not None and sink is None else self._timed
+        """Open one unit's node span (``address``: a for_each element's, else None), current
+        from here (the scheduler starts the unit in this context) until
+        :meth:`Opened.finish`, timed for the metrics; None when there is nothing to record
+        (the run's span not sampled, no metrics). Traces alone: the spans' own method (no
+        call of the observer's in between)."""
 
     def start(self) -> None:
         """The attempt starts driving (the run span opens and becomes current)."""
@@ -104,27 +115,14 @@ class RunObserver:
         if self.sink is not None and status in _FINAL:
             self.sink.run_finished(self.workflow, status)
 
-    async def unit(self, node: PlanNode, address: str,
-                   coroutine: Coroutine[Any, Any, UnitResult]) -> UnitResult:
-        """Run one unit's coroutine inside its node span, timing it for the metrics."""
-        sink = self.sink
-        started = time.perf_counter() if sink is not None else 0.0
-        status: str = UnitStatus.COMPLETED
-        span = self.spans.node(node, address) if self.spans is not None else None
-        try:
-            return await coroutine
-        except BaseException as exc:
-            status = _STATUS.get(type(exc), "failed" if isinstance(exc, Exception)
-                                 else "cancelled")
-            if span is not None:
-                span.failed(status, exc)
-            raise
-        finally:
-            if span is not None:
-                span.close(status)
-            if sink is not None:
-                sink.node_finished(self.workflow, node.kind, status,
-                                   time.perf_counter() - started)
+    def _timed(self, node: PlanNode, address: str | None) -> Opened | None:
+        spans = self.spans
+        timed = _new_timed(Timed)  # (its fields set here: no __init__ frame per node)
+        timed.observer = self
+        timed.kind = node.kind
+        timed.span = spans.node(node, address) if spans is not None else None
+        timed.started = time.perf_counter()
+        return timed
 
     def skipped(self, node: PlanNode, status: str, reason: str) -> None:
         """A node that did not run: a zero-length span with its skip reason, and a count."""
@@ -135,6 +133,84 @@ class RunObserver:
 
 
 _FINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class Opened(Protocol):
+    """A unit's open node span and metrics (:meth:`RunObserver.open`): the scheduler closes
+    it with the unit's outcome, around the unit (no coroutine of its own)."""
+
+    def leave(self) -> None:
+        """The unit started as a task (a copy of this context): reset the context here."""
+
+    def finish(self, outcome: object) -> None:
+        """The unit ended: ``outcome`` is its result, or what it raised."""
+
+    def done(self, task: asyncio.Task[Any]) -> None:
+        """The unit's task ended (a done callback): :meth:`finish` with its outcome."""
+
+
+class Timed:
+    """A unit observed for the metrics (and its span, if any): made by
+    :meth:`RunObserver.open`."""
+
+    __slots__ = ("kind", "observer", "span", "started")
+
+    observer: RunObserver
+    kind: str
+    span: Opened | None
+    started: float
+
+    def leave(self) -> None:
+        if self.span is not None:
+            self.span.leave()
+
+    def finish(self, outcome: object) -> None:
+        if self.span is not None:
+            self.span.finish(outcome)
+        observer = self.observer
+        assert observer.sink is not None
+        observer.sink.node_finished(
+            observer.workflow, self.kind, UnitStatus.COMPLETED
+            if not isinstance(outcome, BaseException) else status_of(outcome),
+            time.perf_counter() - self.started)
+
+    def done(self, task: asyncio.Task[Any]) -> None:
+        self.finish(outcome_of(task))
+
+
+_new_timed = object.__new__
+
+
+def status_of(outcome: object) -> str:
+    """A unit's status from its outcome (its result, or what it raised)."""
+    if not isinstance(outcome, BaseException):
+        return UnitStatus.COMPLETED
+    return _STATUS.get(type(outcome), "failed" if isinstance(outcome, Exception)
+                       else "cancelled")
+
+
+def outcome_of(task: asyncio.Task[Any]) -> object:
+    """A finished task's outcome: its result, or what it raised (``CancelledError``)."""
+    if task.cancelled():
+        return asyncio.CancelledError()
+    exc = task.exception()
+    return task.result() if exc is None else exc
+
+
+def observed_task(opened: Opened | None,
+                  coroutine: Coroutine[Any, Any, UnitResult]) -> asyncio.Task[UnitResult]:
+    """Start a unit as a task inside its node span (``opened``, current here: the task runs in
+    a copy of this context); the span closes when the task ends."""
+    if opened is None:
+        return asyncio.create_task(coroutine)
+    try:
+        task = asyncio.create_task(coroutine)
+    except BaseException as exc:
+        opened.finish(exc)  # (the context reset, the span ended)
+        raise
+    opened.leave()
+    task.add_done_callback(opened.done)
+    return task
 
 
 def retried(node_id: str, attempt: int, exc: BaseException | None, backoff: float) -> None:

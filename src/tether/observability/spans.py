@@ -14,8 +14,10 @@ error messages are the ones the runtime already masked.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -28,6 +30,8 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from tether.errors import LeaseLost, TetherError
+from tether.observability.deferred_span import DeferredSpan
+from tether.observability.observer import outcome_of, status_of
 from tether.runtime.invoke import NodeFailure
 
 if TYPE_CHECKING:
@@ -44,8 +48,8 @@ CALLER_KEY = f"{ROOT_KEY}/caller"
 """The key of the span active where a queued run was submitted (its first span's parent)."""
 
 TRACER = "tether"
-_CACHED: dict[tuple[str, str], dict[str, Any]] = {}
-"""A node's span attributes by node id and kind (every run of a workflow shares them)."""
+_CACHED: dict[int, tuple[PlanNode, dict[str, Any]]] = {}
+"""A node's span attributes by the node (every run of a plan shares them)."""
 _CACHE_SIZE = 4096
 _PROPAGATOR = TraceContextTextMapPropagator()
 
@@ -184,34 +188,37 @@ class RunSpans:
             log.debug("storing the trace context of %s: %s", self.execution_id, exc)
 
     # -- node spans --------------------------------------------------------------------------
-    def _attributes(self, node: PlanNode, address: str) -> dict[str, Any]:
-        """A node span's attributes at its start: given once to ``start_span`` (the SDK
-        validates each attribute: no per-node ``set_attribute`` beyond the status). The run's
-        id and workflow are on the parent ``tether.run`` span, not repeated per node."""
-        if address == node.id:
-            key = (node.id, node.kind)
-            cached = _CACHED.get(key)
-            if cached is None:
+    def _attributes(self, node: PlanNode, address: str | None) -> dict[str, Any]:
+        """A node span's attributes at its start (``address`` None: the node's own unit, not
+        an element): given once to ``start_span`` (the SDK validates each attribute: no
+        per-node ``set_attribute`` beyond the status). The run's id and workflow are on the
+        parent ``tether.run`` span, not repeated per node."""
+        if address is None:
+            found = _CACHED.get(id(node))  # (the node is kept in the entry: no id reuse)
+            if found is None:
                 if len(_CACHED) >= _CACHE_SIZE:
                     _CACHED.clear()
-                cached = _CACHED[key] = {
+                found = _CACHED[id(node)] = (node, {
                     "tether.node.id": node.id, "tether.node.kind": str(node.kind),
-                    "tether.node.attempt": 1}
-            return cached  # (shared by every span of the node: never changed)
+                    "tether.node.attempt": 1})
+            return found[1]  # (shared by every span of the node: never changed)
         return {"tether.node.id": node.id, "tether.node.kind": str(node.kind),
                 "tether.node.attempt": 1, "tether.node.address": address}
 
-    def node(self, node: PlanNode, address: str) -> NodeSpan | None:
-        """Open a unit's ``tether.node`` span, current until :meth:`NodeSpan.close`; None
-        when the run's span is not sampled (its nodes would not be either: nothing built)."""
+    def node(self, node: PlanNode, address: str | None = None) -> NodeSpan | None:
+        """Open a unit's ``tether.node`` span (``address``: a for_each element's), current
+        until :meth:`NodeSpan.finish`; None when the run's span is not sampled (its nodes
+        would not be either: nothing built)."""
         if not self.recording:
             return None
-        return NodeSpan(self.tracer, self._attributes(node, address), node.kind, self.pipe)
+        found = _CACHED.get(id(node)) if address is None else None  # (the common case here)
+        return NodeSpan(self.tracer, found[1] if found is not None
+                        else self._attributes(node, address), self.pipe)
 
     def skipped(self, node: PlanNode, status: str, reason: str) -> None:
         if not self.recording:
             return
-        attributes = dict(self._attributes(node, node.id))
+        attributes = dict(self._attributes(node, None))
         attributes["tether.node.status"] = status
         attributes["tether.node.skip_reason"] = reason
         if self.pipe is not None:
@@ -255,34 +262,36 @@ _RESET: Callable[[Any], None] = _VAR.reset if _VAR is not None else _detach
 SPAN_KEY = next(iter(trace.set_span_in_context(trace.INVALID_SPAN, Context())))
 """The key of the current span in a ``Context`` (the API's own, found through its API)."""
 NODE_KEY = otel_context.create_key("tether.node")
-"""The key of the unit's :class:`NodeSpan` in the context it runs in (for :func:`retried`)."""
+"""The key of the unit's :class:`NodeSpan` in the context of a later attempt or of a real SDK
+span (for :func:`retried`; a first deferred attempt is the current span itself)."""
 
 
-class NodeSpan:
-    """A unit's open span (current in the unit's context while its coroutine runs): one
+class NodeSpan(DeferredSpan):
+    """A unit's ``tether.node`` span, opened by the scheduler before the unit starts (current
+    in the unit's context while it runs: a task's own spans nest under it) and closed by it
+    with the unit's outcome (:meth:`finish`): no coroutine of its own around the unit. One
     span per attempt of the unit (a retried task ends one and opens the next).
 
-    The context the unit runs in holds the span (so a task's own spans nest under it) and
-    this object (:data:`NODE_KEY`: a retry finds it); it is set with one context-variable
-    set and reset with one reset. Between a retried attempt and the next, the ended span's
-    context stays current (nothing but the backoff runs in it). A deferred span
-    (``deferred.py``) is made here, without the pipe's calls: this is the path of every
-    traced node."""
+    With deferred spans (``deferred.py``) this object *is* the first attempt's span (the
+    record the drain thread builds into an SDK span): one object per node span; with real
+    SDK spans it holds the SDK's. The context the unit runs in holds the span under the
+    API's key, set with one context-variable set and reset with one reset; a later attempt's
+    context also holds this object (:data:`NODE_KEY`), where a retry finds it. Between a
+    retried attempt and the next, the ended span's context stays current (nothing but the
+    backoff runs in it)."""
 
-    __slots__ = ("_parent_span", "_previous", "_token", "attributes", "kind", "node_id",
-                 "parent", "pipe", "span", "tracer")
+    _pipe: Pipe | None = None  # type: ignore[assignment]
+    _tracer: Tracer | None = None
+    """The tracer of real SDK spans (None when deferred)."""
+    _previous: SpanContext | None = None
+    """The last ended attempt's span (the next one links to it)."""
 
-    def __init__(self, tracer: Tracer, attributes: dict[str, Any], kind: str,
+    def __init__(self, tracer: Tracer, attributes: dict[str, Any],
                  pipe: Pipe | None = None) -> None:
-        self.tracer = tracer
-        self.parent = parent = _GET()
-        self.attributes = attributes
-        self.kind = kind
-        self.node_id = attributes["tether.node.id"]
-        self._previous: SpanContext | None = None
-        span: Any = None
+        self._outer = outer = _GET()
+        self._attributes = attributes
         if pipe is not None:  # deferred, under a valid (sampled) parent only
-            current = parent.get(SPAN_KEY)
+            current = outer.get(SPAN_KEY)
             last, found = pipe.parent
             if current is not last:
                 try:
@@ -292,52 +301,68 @@ class NodeSpan:
                 if found is not None and not found.is_valid:
                     found = None
                 pipe.parent = (current, found)
-            if found is not None:
+            if found is not None:  # (DeferredSpan's fields, without its frame)
                 if pipe.thread is None:
                     pipe.start_thread()
-                span = pipe.kind(pipe, "tether.node", found, attributes, None)
-            else:
-                pipe = None
-        if span is None:
-            found = None
-            span = tracer.start_span("tether.node", parent, attributes=attributes)
-        self.pipe = pipe
-        self._parent_span = found
-        self.span = span
-        self._token = _SET(Context({**parent, SPAN_KEY: span, NODE_KEY: self}))
+                self._pipe = pipe
+                self._id = pipe.random(64) or pipe.ids.generate_span_id()
+                self._parent = found
+                self._start = time.time_ns()
+                self.span: Span | None = self
+                """The open attempt's span (None once a retried attempt ended it)."""
+                self._token = _SET(Context({**outer, SPAN_KEY: self}))
+                return
+        self._tracer = tracer
+        self.span = span = tracer.start_span("tether.node", outer, attributes=attributes)
+        self._token = _SET(Context({**outer, SPAN_KEY: span, NODE_KEY: self}))
 
-    def _start(self, attributes: dict[str, Any], links: list[Link] | None) -> None:
-        span: Span
-        if self.pipe is not None:
-            assert self._parent_span is not None
-            span = self.pipe.span("tether.node", self._parent_span, attributes, links)
-        else:
-            span = self.tracer.start_span("tether.node", self.parent, attributes=attributes,
-                                          links=links)
-        self.span = span
-        self._token = _SET(Context({**self.parent, SPAN_KEY: span, NODE_KEY: self}))
+    @property
+    def node_id(self) -> str:
+        return str(self._attributes["tether.node.id"])
 
-    def failed(self, status: str, exc: BaseException) -> None:
-        span = self.span
-        if span is None:
-            return
-        if status == "interrupted":
-            if self.kind == "approval" or getattr(exc, "reason", None) is not None:
-                span.add_event("tether.approval", {"tether.approval.state": "requested"})
-            return
-        if status == "failed":
-            _failed(span, exc)
+    def leave(self) -> None:
+        """The unit's context was copied (a task started in it): this one is reset now."""
+        token = self._token
+        self._token = None
+        _RESET(token)
 
-    def close(self, status: str) -> None:
-        _RESET(self._token)
+    def done(self, task: asyncio.Task[Any]) -> None:
+        """The unit's task ended (its done callback): close with its outcome."""
+        self.finish(outcome_of(task))
+
+    def finish(self, outcome: object) -> None:
+        """The unit ended with ``outcome`` (its result, or what it raised): its span ends
+        with the node's status (and the current context is the one before the unit)."""
+        token = self._token
+        if token is not None:
+            self._token = None  # (the queued span keeps nothing it no longer needs)
+            _RESET(token)
         span = self.span
         if span is None:  # stopped during a retry's backoff: that attempt's span ended
             return
         self.span = None
-        if status == "completed" and self.kind == "approval":
-            span.add_event("tether.approval", {"tether.approval.state": "answered"})
-        if self.pipe is not None:
-            span.close(status)  # (a DeferredSpan: the status and the end in one call)
+        if isinstance(outcome, BaseException):
+            status = status_of(outcome)
+            if status == "interrupted":
+                if self._attributes["tether.node.kind"] == "approval" or \
+                        getattr(outcome, "reason", None) is not None:
+                    span.add_event("tether.approval", {"tether.approval.state": "requested"})
+            elif status == "failed":
+                _failed(span, outcome)
+        else:
+            status = "completed"
+            if self._attributes["tether.node.kind"] == "approval":
+                span.add_event("tether.approval", {"tether.approval.state": "answered"})
+        if span is self:  # (DeferredSpan.close, without its frame: the path of every node)
+            if not self._ended:
+                if self._extra is None:
+                    self._node_status = status
+                else:
+                    self._extra["tether.node.status"] = status
+                self.end()
+            return
+        if self._pipe is not None:
+            span.close(status)  # type: ignore[attr-defined]  # (a DeferredSpan: status, end)
             return
         span.set_attribute("tether.node.status", status)
         span.end()
@@ -364,18 +389,28 @@ class NodeSpan:
         self.span = None
 
     def next_attempt(self, attempt: int, resumed: bool = False) -> None:
-        """Attempt ``attempt`` starts: its own span, a sibling of the one before (linked);
-        ``resumed``: the unit's span (still open) is this attempt's, the first here."""
+        """Attempt ``attempt`` starts: its own span, a sibling of the one before (linked),
+        made current in the unit's context (the first attempt's reset restores the context
+        before the unit, whatever was set after it); ``resumed``: the unit's span (still
+        open) is this attempt's, the first here."""
         if self.span is not None:
             if resumed:
                 self.span.set_attribute("tether.node.attempt", attempt)
             return
-        _RESET(self._token)
-        attributes = dict(self.attributes)
+        attributes = dict(self._attributes)
         attributes["tether.node.attempt"] = attempt
         previous = self._previous
-        self._start(attributes, [Link(previous, {"tether.link": "previous_attempt"})]
-                    if previous is not None else None)
+        links = [Link(previous, {"tether.link": "previous_attempt"})] \
+            if previous is not None else None
+        span: Span
+        if self._pipe is not None:
+            span = self._pipe.span("tether.node", self._parent, attributes, links)
+        else:
+            assert self._tracer is not None
+            span = self._tracer.start_span("tether.node", self._outer, attributes=attributes,
+                                           links=links)
+        self.span = span
+        _SET(Context({**self._outer, SPAN_KEY: span, NODE_KEY: self}))
 
 
 def _failed(span: Span, exc: BaseException) -> None:
@@ -391,8 +426,12 @@ def _failed(span: Span, exc: BaseException) -> None:
 
 
 def _current(node_id: str) -> NodeSpan | None:
-    """The node span of the unit running here, if it is ``node_id``'s."""
-    current = _GET().get(NODE_KEY)
+    """The node span of the unit running here, if it is ``node_id``'s (a first deferred
+    attempt is the current span itself; any other is under :data:`NODE_KEY`)."""
+    context = _GET()
+    current = context.get(SPAN_KEY)
+    if not isinstance(current, NodeSpan):
+        current = context.get(NODE_KEY)
     if not isinstance(current, NodeSpan) or current.node_id != node_id:
         return None
     return current

@@ -22,11 +22,11 @@ import json
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit, ValueTooLarge
-from tether.observability.observer import RunObserver
+from tether.observability.observer import RunObserver, observed_task
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
 from tether.runtime.bridge import interrupted
@@ -192,7 +192,12 @@ class Level:
                             self._settle(node, outcome, started, ready)
                             following = ready.take()
                         else:
-                            task = asyncio.create_task(self._execute(node, inline=False))
+                            observer = self.session.observer
+                            if observer is None or fans_out(node):
+                                task = asyncio.create_task(self._execute(node, inline=False))
+                            else:
+                                task = observed_task(observer.open(node, None), self.unit(
+                                    node, unit_path(node.id), node.id, inline=False))
                             task.add_done_callback(done.put_nowait)
                             flight[task] = (node, started)
                     elif following is None:
@@ -313,21 +318,37 @@ class Level:
 
     # -- units -------------------------------------------------------------------------------
     async def _in_place(self, node: PlanNode) -> Outcome:
-        """Run ``node`` as the only unit running (no task of its own): its outcome."""
+        """Run ``node`` as the only unit running (no task of its own): its outcome. An
+        observed unit runs inside its node span, opened and closed here (no coroutine of
+        the observer's around it: this is the path of every node)."""
+        observer = self.session.observer
+        if observer is None or fans_out(node):
+            try:
+                return await self._execute(node, inline=self.session.inline)
+            except (NodeFailure, InterruptSignal, Suspended, UnitSkipped) as exc:
+                return exc
+        opened = observer.open(node, None)
+        outcome: Outcome
         try:
-            return await self._execute(node, inline=self.session.inline)
+            outcome = await self.unit(node, unit_path(node.id), node.id,
+                                      inline=self.session.inline)
         except (NodeFailure, InterruptSignal, Suspended, UnitSkipped) as exc:
-            return exc
+            outcome = exc
+        except BaseException as exc:
+            if opened is not None:
+                opened.finish(exc)
+            raise
+        if opened is not None:
+            opened.finish(outcome)
+        return outcome
 
     def _execute(self, node: PlanNode, *,
                  inline: bool) -> Coroutine[Any, Any, UnitResult]:
         """The coroutine that runs ``node`` (one coroutine frame fewer per node than awaiting
         it here: this is the path of every node)."""
         if isinstance(node, TaskNode | WorkflowNode) and node.fans_out:
-            return ForEach(self, node).run()
-        coroutine = self.unit(node, unit_path(node.id), node.id, inline=inline)
-        observer = self.session.observer
-        return coroutine if observer is None else observer.unit(node, node.id, coroutine)
+            return ForEach(self, node).run()  # (each element has its own span, not the node)
+        return self.unit(node, unit_path(node.id), node.id, inline=inline)
 
     async def unit(self, node: PlanNode, path: StatePath, address: str, *, item: Any = None,
                    has_item: bool = False, inline: bool = False) -> UnitResult:
@@ -510,6 +531,14 @@ class Level:
         except (RenderError, NotJSONError) as exc:  # run-level: named by their own type
             raise RunFailure(NodeError(type(exc).__name__, str(exc), None)) from None
         return output
+
+
+def fans_out(node: PlanNode) -> TypeGuard[TaskNode | WorkflowNode]:
+    """Whether ``node`` runs once per element (``for_each``, ``matrix``)."""
+    return isinstance(node, _INVOCATIONS) and node.fans_out
+
+
+_INVOCATIONS = (TaskNode, WorkflowNode)
 
 
 def task_outcome(task: asyncio.Task[UnitResult]) -> Outcome:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tether.compiler.plan import TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, TemplateLimit, ValueTooLarge
+from tether.observability.observer import observed_task
 from tether.runtime.events import Event
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import RenderError, failure_of, render
@@ -100,6 +101,7 @@ class ForEach:
         done: asyncio.Queue[asyncio.Task[UnitResult]] = asyncio.Queue()
         running: dict[asyncio.Task[UnitResult], int] = {}
         position = 0
+        observer = self.level.session.observer
         try:
             while True:
                 while position < len(todo) and len(running) < limit and (
@@ -107,7 +109,12 @@ class ForEach:
                     self.level.session.check()
                     index = todo[position]
                     position += 1
-                    task = asyncio.create_task(self._one(index, items[index]))
+                    if observer is None:
+                        task = asyncio.create_task(self._one(index, items[index]))
+                    else:  # the element's span, current in its task, ends with it
+                        task = observed_task(
+                            observer.open(self.node, f"{self.node.id}/item:{index}"),
+                            self._one(index, items[index]))
                     task.add_done_callback(done.put_nowait)
                     running[task] = index
                 if not running:
@@ -148,10 +155,8 @@ class ForEach:
 
     def _unit(self, path: tuple[str, ...], address: str,
               item: Any) -> Coroutine[Any, Any, UnitResult]:
-        """One element's unit, inside its span when the attempt is observed."""
-        coroutine = self.level.unit(self.node, path, address, item=item, has_item=True)
-        observer = self.level.session.observer
-        return coroutine if observer is None else observer.unit(self.node, address, coroutine)
+        """One element's unit (its span, when observed, was opened for its task)."""
+        return self.level.unit(self.node, path, address, item=item, has_item=True)
 
     def _settle(self, index: int, task: asyncio.Task[UnitResult]) -> None:
         level, node = self.level, self.node
