@@ -33,7 +33,7 @@ def _until(condition: Callable[[], bool]) -> None:
 
 
 def _queued(group: WriteGroup[Any, Any]) -> int:
-    with group._ready:
+    with group._lock:
         return len(group._queue)
 
 
