@@ -18,7 +18,7 @@ import pytest
 from helpers import new_run, row
 
 from tether.errors import LeaseLost, StoreError
-from tether.stores.postgres import PostgresCheckpointer
+from tether.stores.postgres import PostgresCheckpointer, fenced_batch_sql, server_placeholders
 from tether.stores.records import CheckpointRow, FencedWrite
 from tether.stores.write_group import WriteGroup
 
@@ -241,3 +241,34 @@ def test_a_runs_end_goes_in_the_batch_fenced_like_its_rows(
     assert plain is not None and (plain.status, plain.owner) == ("running", "owner-2")
     assert lost is not None and (lost.status, lost.owner) == ("running", "someone-else")
     assert [len(first._rows(eid)) for eid in runs] == [1, 1, 1, 0]
+
+
+@pytest.mark.parametrize("ends", [False, True], ids=["rows", "with-ends"])
+def test_a_batch_is_one_statement_that_runs_as_written(pg_schema: tuple[str, str],
+                                                       ends: bool) -> None:
+    """The batch statement itself (no row-by-row fallback): each row's outcome and cancel
+    reading come back from the one statement; with ``ends``, the run of an end row ends in
+    it and a plain row beside it leaves its run running."""
+    url, schema = pg_schema
+    store = PostgresCheckpointer(url, schema=schema)
+    try:
+        now = time.time()
+        runs = [new_run(store, owner=f"owner-{i}", lease_until=now + 60) for i in range(3)]
+        rows = [row(eid, "a") for eid in runs]
+        sql = fenced_batch_sql(3, store._qualified, store.engine.dialect, ends)
+        params: list[Any] = []
+        for i, written in enumerate(rows):
+            params += [*written, "someone-else" if i == 2 else f"owner-{i}"]
+            if ends:
+                params += ["completed", None, now] if i == 0 else [None, None, None]
+        with psycopg.connect(url, autocommit=True) as connection:
+            found = psycopg.RawCursor(connection).execute(server_placeholders(sql),
+                                                          params).fetchall()
+        assert sorted((c, w) for c, _, w in found) == sorted(
+            [(rows[0].checkpoint_id, True), (rows[1].checkpoint_id, True),
+             (rows[2].checkpoint_id, False)])
+        assert [len(store._rows(eid)) for eid in runs] == [1, 1, 0]
+        statuses = [getattr(store.get_run(eid), "status", None) for eid in runs]
+        assert statuses == (["completed", "running", "running"] if ends else ["running"] * 3)
+    finally:
+        store.close()

@@ -95,11 +95,11 @@ def fenced_batch_sql(count: int, qualified: Callable[[str], str], dialect: Diale
     values = "(" + ", ".join(f"%s::{t}" for t in (*types, *extra)) + ")"
     names = ", ".join(_ROW_FIELDS)
     runs_table = qualified("runs")
-    update = (f"upd AS (UPDATE {runs_table} AS u SET status = v.end_status, "
+    update = (f", upd AS (UPDATE {runs_table} AS u SET status = v.end_status, "
               f"updated_at = v.end_at, error = v.end_error, owner = NULL, lease_until = NULL "
               f"FROM v JOIN held ON held.execution_id = v.execution_id "
               f"AND held.owner = v.owner WHERE u.execution_id = v.execution_id "
-              f"AND v.end_status IS NOT NULL RETURNING u.execution_id), ") if ends else ""
+              f"AND v.end_status IS NOT NULL RETURNING u.execution_id)") if ends else ""
     written = "EXISTS (SELECT 1 FROM ins WHERE ins.checkpoint_id = v.checkpoint_id)"
     if ends:
         written += (" AND (v.end_status IS NULL OR EXISTS "
@@ -112,7 +112,7 @@ def fenced_batch_sql(count: int, qualified: Callable[[str], str], dialect: Diale
             f"ins AS (INSERT INTO {qualified('checkpoints')} ({names}) "
             f"SELECT {', '.join('v.' + n for n in _ROW_FIELDS)} FROM v JOIN held "
             f"ON held.execution_id = v.execution_id AND held.owner = v.owner "
-            f"RETURNING checkpoint_id), {update}"
+            f"RETURNING checkpoint_id){update} "
             f"SELECT v.checkpoint_id, held.cancel_requested_at, {written} "
             f"FROM v LEFT JOIN held ON held.execution_id = v.execution_id "
             f"AND held.owner = v.owner")
