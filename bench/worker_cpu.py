@@ -143,7 +143,8 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int) -> dict[s
         prefix = []
         for i in range(args.workers):
             if args.py_spy:
-                prefix = [str(Path(sys.executable).parent / "py-spy"), "record", "--gil",
+                spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+                prefix = [spy, "record", "--gil",
                           "-r", "250", "-f", "raw", "-o", f"{args.py_spy}/worker-{i}.txt", "--"]
             procs.append(subprocess.Popen(
                 [*prefix, sys.executable, "-m", "tether", "worker", "--db", schema.url,

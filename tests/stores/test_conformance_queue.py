@@ -17,8 +17,9 @@ from helpers import new_run, pause, row
 
 from tether.errors import LeaseLost
 from tether.stores.base import Checkpointer, SeenCancel
+from tether.stores.events import RunEventKind
 from tether.stores.owners import new_owner, parse_owner
-from tether.stores.queueing import CancelOutcome, ClaimReason, WorkerRecord
+from tether.stores.queueing import CancelOutcome, ClaimReason, QueueRecord, WorkerRecord
 from tether.stores.records import RunRecord
 
 pytestmark = pytest.mark.protocol("QueueStore")
@@ -77,6 +78,29 @@ def test_a_claimed_token_is_random_and_names_this_process(store: Checkpointer) -
         assert owner.boot_id == mine.boot_id and owner.pid_namespace == mine.pid_namespace
         tokens.add(owner.token)
     assert len(tokens) == 3
+
+
+@pytest.mark.parametrize("limited", [False, True], ids=["plain", "limited"])
+def test_a_claim_writes_each_claimed_runs_claimed_event(store: Checkpointer,
+                                                        limited: bool) -> None:
+    """With the claim (PostgreSQL: in the claim's statement for queues without limits, in
+    its transaction for limited ones): owner the run's token, the attempt, reason
+    ``claimed`` and the worker, at the claim's time; one event per claimed run, none for
+    the runs left queued."""
+    if limited:
+        store.put_queue(QueueRecord("default", concurrency=5, created_at=1.0))
+    now = time.time()
+    ids = [queued(store) for _ in range(3)]
+    claimed = store.claim_runs("worker-1", ["default"], 2, now, now + 30)
+    assert [c.run.execution_id for c in claimed] == ids[:2]
+    for claim in claimed:
+        (event,) = store.events(claim.run.execution_id)
+        assert (event.kind, event.owner, event.created_at) == (
+            RunEventKind.CLAIMED, claim.owner, now)
+        assert event.data == {"attempt": claim.run.attempt, "reason": "claimed",
+                              "worker": "worker-1"}
+        assert event.event_id[:19] == f"{int(now * 1e9):019d}" and len(event.event_id) == 27
+    assert store.events(ids[2]) == []
 
 
 def test_a_claim_recovers_expired_or_released_runs_and_answered_pauses(

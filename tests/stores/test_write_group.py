@@ -18,8 +18,8 @@ import pytest
 from helpers import new_run, row
 
 from tether.errors import LeaseLost, StoreError
-from tether.stores.postgres import PostgresCheckpointer
-from tether.stores.records import CheckpointRow
+from tether.stores.postgres import PostgresCheckpointer, fenced_batch_sql, server_placeholders
+from tether.stores.records import CheckpointRow, FencedWrite
 from tether.stores.write_group import WriteGroup
 
 WAIT = 30.0
@@ -33,7 +33,7 @@ def _until(condition: Callable[[], bool]) -> None:
 
 
 def _queued(group: WriteGroup[Any, Any]) -> int:
-    with group._ready:
+    with group._lock:
         return len(group._queue)
 
 
@@ -129,7 +129,7 @@ def test_a_full_queue_is_written_in_batches_of_the_limit() -> None:
 @pytest.fixture
 def slot_stores(pg_schema: tuple[str, str]) -> Iterator[list[PostgresCheckpointer]]:
     url, schema = pg_schema
-    group: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] = WriteGroup()
+    group: WriteGroup[FencedWrite, tuple[bool, float | None]] = WriteGroup()
     stores = [PostgresCheckpointer(url, schema=schema) for _ in range(4)]
     for store in stores:
         store.use_for_worker(write_group=group)
@@ -147,19 +147,26 @@ def _hold_run_row(url: str, schema: str, execution_id: str) -> psycopg.Connectio
 
 
 def _write_while_the_first_waits(stores: list[PostgresCheckpointer], rows: list[CheckpointRow],
-                                 pg_schema: tuple[str, str]) -> list[BaseException | None]:
+                                 pg_schema: tuple[str, str], ends: Sequence[int] = (),
+                                 ) -> list[BaseException | None]:
     """Each store writes its row (as ``owner-<i>``) while the first write waits on its run
-    row, so the others queue behind it and go as one batch; each write's outcome, in order."""
+    row, so the others queue behind it and go as one batch; each write's outcome, in order.
+    The stores at ``ends`` end their run with their row instead (``finish_run``)."""
     url, schema = pg_schema
     group = stores[0].write_group
     assert group is not None
+
+    def write(i: int) -> None:
+        if i in ends:
+            stores[i].finish_run(rows[i], "completed", None, f"owner-{i}")
+        else:
+            stores[i].put(rows[i], f"owner-{i}")
     blocker = _hold_run_row(url, schema, rows[0].execution_id)
     try:
         with ThreadPoolExecutor(len(stores)) as pool:
-            lead = pool.submit(stores[0].put, rows[0], "owner-0")
+            lead = pool.submit(write, 0)
             _until(lambda: group._busy)
-            others = [pool.submit(store.put, rows[i], f"owner-{i}")
-                      for i, store in enumerate(stores) if i]
+            others = [pool.submit(write, i) for i in range(1, len(stores))]
             _until(lambda: _queued(group) == len(others))
             blocker.commit()
             return [future.exception(WAIT) for future in (lead, *others)]
@@ -209,3 +216,59 @@ def test_a_row_that_fails_in_a_batch_fails_its_own_write_alone(
     assert outcomes[:2] == [None, None] and outcomes[3] is None
     assert isinstance(outcomes[2], StoreError) and rows[2].checkpoint_id in str(outcomes[2])
     assert [len(first._rows(eid)) for eid in runs] == [1, 1, 1, 1]
+
+
+def test_a_runs_end_goes_in_the_batch_fenced_like_its_rows(
+        slot_stores: list[PostgresCheckpointer], pg_schema: tuple[str, str]) -> None:
+    """``finish_run`` of a slot goes in the batch with the other slots' writes: its row is
+    written and its run ends (status, no owner, no lease) in the same statement; an end
+    whose run another owner took writes nothing and raises LeaseLost, its run untouched."""
+    url, schema = pg_schema
+    first = slot_stores[0]
+    now = time.time()
+    runs = [new_run(first, owner=f"owner-{i}", lease_until=now + 60) for i in range(4)]
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'UPDATE "{schema}".runs SET owner = %s WHERE execution_id = %s',
+                      ("someone-else", runs[3]))
+    rows = [row(eid, "a") for eid in runs]
+    outcomes = _write_while_the_first_waits(slot_stores, rows, pg_schema, ends=(1, 3))
+    assert outcomes[:3] == [None, None, None] and isinstance(outcomes[3], LeaseLost)
+    group = first.write_group
+    assert group is not None and (group.batches, group.items) == (2, 4)
+    ended, plain, lost = (first.get_run(eid) for eid in (runs[1], runs[2], runs[3]))
+    assert ended is not None and (ended.status, ended.owner, ended.lease_until) == (
+        "completed", None, None)
+    assert plain is not None and (plain.status, plain.owner) == ("running", "owner-2")
+    assert lost is not None and (lost.status, lost.owner) == ("running", "someone-else")
+    assert [len(first._rows(eid)) for eid in runs] == [1, 1, 1, 0]
+
+
+@pytest.mark.parametrize("ends", [False, True], ids=["rows", "with-ends"])
+def test_a_batch_is_one_statement_that_runs_as_written(pg_schema: tuple[str, str],
+                                                       ends: bool) -> None:
+    """The batch statement itself (no row-by-row fallback): each row's outcome and cancel
+    reading come back from the one statement; with ``ends``, the run of an end row ends in
+    it and a plain row beside it leaves its run running."""
+    url, schema = pg_schema
+    store = PostgresCheckpointer(url, schema=schema)
+    try:
+        now = time.time()
+        runs = [new_run(store, owner=f"owner-{i}", lease_until=now + 60) for i in range(3)]
+        rows = [row(eid, "a") for eid in runs]
+        sql = fenced_batch_sql(3, store._qualified, store.engine.dialect, ends)
+        params: list[Any] = []
+        for i, written in enumerate(rows):
+            params += [*written, "someone-else" if i == 2 else f"owner-{i}"]
+            if ends:
+                params += ["completed", None, now] if i == 0 else [None, None, None]
+        with psycopg.connect(url, autocommit=True) as connection:
+            found = psycopg.RawCursor(connection).execute(server_placeholders(sql),
+                                                          params).fetchall()
+        assert sorted((c, w) for c, _, w in found) == sorted(
+            [(rows[0].checkpoint_id, True), (rows[1].checkpoint_id, True),
+             (rows[2].checkpoint_id, False)])
+        assert [len(store._rows(eid)) for eid in runs] == [1, 1, 0]
+        statuses = [getattr(store.get_run(eid), "status", None) for eid in runs]
+        assert statuses == (["completed", "running", "running"] if ends else ["running"] * 3)
+    finally:
+        store.close()

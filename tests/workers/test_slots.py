@@ -77,8 +77,9 @@ def test_a_lease_lost_while_an_inline_body_hangs_is_given_up_at_once(
 
 def test_the_slots_share_a_group_commit_and_the_worker_reports_it_as_it_stops(
         pg_schema: tuple[str, str], caplog: pytest.LogCaptureFixture) -> None:
-    """Every checkpoint row the slots write goes through the worker's write group, and the
-    worker logs how many rows went in how many statements when it stops."""
+    """Every checkpoint row the slots write, the runs' ends included, goes through the
+    worker's write group, and the worker logs how many rows went in how many statements
+    when it stops."""
     url, schema = pg_schema
     store_url = f"{url}?schema={schema}"
     store = open_checkpointer(store_url)
@@ -94,10 +95,11 @@ def test_the_slots_share_a_group_commit_and_the_worker_reports_it_as_it_stops(
         worker.stop()
         thread.join(30)
     try:
-        rows = sum(1 for eid in runs for row in store.list(eid) if row.step_type != RUN_END)
+        rows = sum(1 for eid in runs for _ in store.list(eid))
+        ends = sum(1 for eid in runs for row in store.list(eid) if row.step_type == RUN_END)
         [line] = [r.getMessage() for r in caplog.records if "checkpoint writes" in r.getMessage()]
         written, statements = (int(word) for word in line.split() if word.isdigit())
-        assert written == rows == 8 * 2
+        assert written == rows == 8 * 3 and ends == 8
         assert 1 <= statements <= written
     finally:
         store.close()

@@ -63,7 +63,8 @@ class Attempt:
         """Called before each unit starts (a worker's cancel and shutdown checks); may raise
         :class:`StopAtBoundary`."""
         self.claimed = False
-        """Whether a worker's claim took the run for this attempt (a span event)."""
+        """Whether a worker's claim took the run for this attempt (a span event; the claim
+        wrote the attempt's ``claimed`` event with it)."""
         self.first = True
         """Whether this attempt starts the run (its first execution: a metric counts it)."""
         self._ticket = 0

@@ -43,8 +43,9 @@ def _attempt_data(attempt: Attempt) -> dict[str, Any]:
 
 
 def record_claimed(attempt: Attempt) -> None:
-    """``attempt`` holds its run now (written as it starts driving it)."""
-    if attempt.store is not None:
+    """``attempt`` holds its run now (written as it starts driving it; a worker's claim
+    wrote it already with the claim: ``Checkpointer.claim_runs``)."""
+    if attempt.store is not None and not attempt.claimed:
         _add(attempt.store, RunEvent(attempt.execution_id, RunEventKind.CLAIMED,
                                      owner=attempt.token, data=_attempt_data(attempt)))
 

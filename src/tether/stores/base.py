@@ -32,6 +32,7 @@ from tether.stores.records import (
     CheckpointRow,
     Claim,
     Decision,
+    FencedWrite,
     PendingCursor,
     PendingEntry,
     PendingInterrupt,
@@ -106,7 +107,7 @@ class Checkpointer(abc.ABC):
     ``cancel_requested_at`` for :meth:`take_cancel_seen` where the store can do that in the
     same statement (PostgreSQL). Off for ``tether run``, whose writes nobody cancels."""
 
-    write_group: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] | None = None
+    write_group: WriteGroup[FencedWrite, tuple[bool, float | None]] | None = None
     """Given to :meth:`use_for_worker` by a worker for the stores of its slots (one group for
     all of them), where
     :attr:`concurrent_connections`: fenced :meth:`put` calls of those stores that overlap
@@ -212,12 +213,13 @@ class Checkpointer(abc.ABC):
         and its ``attempt`` is counted, as :meth:`acquire` does. Two claimers never get the
         same run: PostgreSQL ``SELECT ... FOR UPDATE SKIP LOCKED``, SQLite one ``BEGIN
         IMMEDIATE`` transaction (the database's single writer). ``worker`` names the claimer
-        in messages and logs only; fencing is on the per-run tokens.
+        in messages, logs and the claimed events; fencing is on the per-run tokens.
 
         ``plans``: only runs pinned to these plan fingerprints (the ones the worker can
         serve); None for any. The limits of the queues (:class:`QueueRecord`) bound the claim,
         counted atomically with it. A claimed run's ``blocked_reason`` is cleared; a queued
-        run's ``started_at`` is set."""
+        run's ``started_at`` is set. Each claimed run's ``claimed`` event
+        (:func:`~tether.stores.events.claimed_event`) is written with the claim."""
 
     @abc.abstractmethod
     def claimable_plans(self, queues: Sequence[str], now: float,
@@ -602,9 +604,8 @@ class Checkpointer(abc.ABC):
         """The run's events with ``event_id > after``, oldest first, at most ``limit``."""
 
     # -- a worker's use of the store -----------------------------------------------------------
-    def use_for_worker(self, *, write_group: WriteGroup[tuple[CheckpointRow, str],
-                                                       tuple[bool, float | None]] | None = None,
-                       ) -> None:
+    def use_for_worker(self, *, write_group: WriteGroup[FencedWrite, tuple[bool, float | None]]
+                       | None = None) -> None:
         """Tune this store for a worker before it drives runs with it: its fenced
         :meth:`put` calls also read the run's cancel request where the store can do that in
         the same statement (:attr:`reads_cancel_on_write`), and, with ``write_group`` (one

@@ -53,6 +53,7 @@ from tether.stores.records import (
     CheckpointRow,
     Claim,
     Decision,
+    FencedWrite,
     PendingCursor,
     PendingEntry,
     PendingInterrupt,
@@ -296,7 +297,7 @@ class QueueStore(Protocol):
     def list_workers(self, alive_since: float | None = None) -> list[WorkerRecord]:
         """Workers, oldest registration first."""
 
-    def use_for_worker(self, *, write_group: WriteGroup[tuple[CheckpointRow, str],
+    def use_for_worker(self, *, write_group: WriteGroup[FencedWrite,
                                                        tuple[bool, float | None]] | None = None,
                        ) -> None:
         """Tune this store for a worker (cancel reads on writes, group commit)."""

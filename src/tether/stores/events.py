@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tether.stores.records import PendingInterrupt
 
-__all__ = ["AnswerChannel", "RunEvent", "RunEventKind", "answered_event", "new_event_id",
-           "upgraded_event"]
+__all__ = ["CLAIMED_REASON", "AnswerChannel", "RunEvent", "RunEventKind", "answered_event",
+           "claimed_event", "new_event_id", "upgraded_event"]
+
+CLAIMED_REASON = "claimed"
+"""The ``reason`` of a worker's claim in its ``claimed`` event (``Attempt.reason``)."""
 
 
 class RunEventKind(StrEnum):
@@ -83,6 +86,14 @@ class RunEvent:
     def __post_init__(self) -> None:
         if not self.event_id:
             object.__setattr__(self, "event_id", new_event_id(self.created_at))
+
+
+def claimed_event(execution_id: str, owner: str, attempt: int, worker: str,
+                  now: float) -> RunEvent:
+    """The ``claimed`` event a worker's claim of a run writes with the claim (the attempt
+    it starts does not write another)."""
+    return RunEvent(execution_id, RunEventKind.CLAIMED, now, owner, data={
+        "attempt": attempt, "reason": CLAIMED_REASON, "worker": worker})
 
 
 def answered_event(pending: PendingInterrupt, actor: str | None, channel: str) -> RunEvent:

@@ -16,7 +16,7 @@ from typing import Any
 
 from tether.errors import ExecutionExists, LeaseLost, StoreError
 from tether.stores.base import Checkpointer
-from tether.stores.events import RunEvent, answered_event, upgraded_event
+from tether.stores.events import RunEvent, answered_event, claimed_event, upgraded_event
 from tether.stores.idprefix import IdMatches, select_matches
 from tether.stores.keys import KeyedStart, create_keyed, in_window
 from tether.stores.owners import describe_owner, lease_free, new_owner
@@ -211,8 +211,10 @@ class InMemoryCheckpointer(Checkpointer):
                     run, owner=owner, lease_until=lease_until, status=RunStatus.RUNNING.value,
                     attempt=run.attempt + 1, updated_at=utc(now), blocked_reason=None,
                     started_at=now if starting else run.started_at)
-                claimed.append(ClaimedRun(_copy(self._runs[run.execution_id]), owner,
-                                          lease_until, why))
+                taken = self._runs[run.execution_id]
+                self.add_event(claimed_event(run.execution_id, owner, taken.attempt, worker,
+                                             now))
+                claimed.append(ClaimedRun(_copy(taken), owner, lease_until, why))
             return claimed
 
     def _usage(self, queue: QueueRecord, now: float) -> QueueUsage:

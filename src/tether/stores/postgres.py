@@ -47,7 +47,7 @@ from tether.status import RunStatus
 from tether.stores.base import SeenCancel
 from tether.stores.events import RunEvent
 from tether.stores.pg_starts import ConnectionPool, create_statement
-from tether.stores.records import CheckpointRow, RunRecord
+from tether.stores.records import CheckpointRow, FencedWrite, RunEnd, RunRecord
 from tether.stores.retry import transient
 from tether.stores.schema import checkpoints, run_events, runs
 from tether.stores.sql import SQLCheckpointer
@@ -75,27 +75,45 @@ def fenced_insert_seen() -> ClauseElement:
                   select(held.c.cancel_requested_at).scalar_subquery())
 
 
-def fenced_batch_sql(count: int, qualified: Callable[[str], str], dialect: Dialect) -> str:
+def fenced_batch_sql(count: int, qualified: Callable[[str], str], dialect: Dialect,
+                     ends: bool = False) -> str:
     """``count`` fenced checkpoint INSERTs in one statement (a write group's batch):
     ``WITH v AS (VALUES (row..., owner), ...), held AS (the runs rows of v, FOR SHARE),
     ins AS (INSERT the rows of v whose run's owner is the row's owner RETURNING
     checkpoint_id) SELECT checkpoint_id, cancel_requested_at, written`` for each row of v.
     Each run row is locked as in :func:`fenced_insert_seen` (a takeover's UPDATE waits for
     this commit, or the locked row is its newer version, whose owner no longer matches);
-    a row whose run another owner holds is not written."""
+    a row whose run another owner holds is not written.
+
+    With ``ends``, each row of v also has a run end (status, error, time; NULL for a plain
+    checkpoint), and ``upd AS (UPDATE runs ... FROM v JOIN held)`` ends the runs of those
+    rows under the same fence, as :func:`finish_fenced` does: such a row is written only
+    with its run's update (the run row locked ``FOR SHARE`` first, then updated, in one
+    statement, so a takeover is ordered before or after both)."""
     types = [checkpoints.c[name].type.compile(dialect=dialect) for name in _ROW_FIELDS]
-    values = "(" + ", ".join(f"%s::{t}" for t in (*types, "VARCHAR")) + ")"
+    extra = ("VARCHAR", "VARCHAR", "TEXT", "FLOAT") if ends else ("VARCHAR",)
+    values = "(" + ", ".join(f"%s::{t}" for t in (*types, *extra)) + ")"
     names = ", ".join(_ROW_FIELDS)
-    return (f"WITH v ({names}, owner) AS (VALUES {', '.join([values] * count)}), "
+    runs_table = qualified("runs")
+    update = (f", upd AS (UPDATE {runs_table} AS u SET status = v.end_status, "
+              f"updated_at = v.end_at, error = v.end_error, owner = NULL, lease_until = NULL "
+              f"FROM v JOIN held ON held.execution_id = v.execution_id "
+              f"AND held.owner = v.owner WHERE u.execution_id = v.execution_id "
+              f"AND v.end_status IS NOT NULL RETURNING u.execution_id)") if ends else ""
+    written = "EXISTS (SELECT 1 FROM ins WHERE ins.checkpoint_id = v.checkpoint_id)"
+    if ends:
+        written += (" AND (v.end_status IS NULL OR EXISTS "
+                    "(SELECT 1 FROM upd WHERE upd.execution_id = v.execution_id))")
+    return (f"WITH v ({names}, owner{', end_status, end_error, end_at' if ends else ''}) "
+            f"AS (VALUES {', '.join([values] * count)}), "
             f"held AS (SELECT r.execution_id, r.owner, r.cancel_requested_at "
-            f"FROM {qualified('runs')} AS r "
+            f"FROM {runs_table} AS r "
             f"WHERE r.execution_id IN (SELECT v.execution_id FROM v) FOR SHARE OF r), "
             f"ins AS (INSERT INTO {qualified('checkpoints')} ({names}) "
             f"SELECT {', '.join('v.' + n for n in _ROW_FIELDS)} FROM v JOIN held "
             f"ON held.execution_id = v.execution_id AND held.owner = v.owner "
-            f"RETURNING checkpoint_id) "
-            f"SELECT v.checkpoint_id, held.cancel_requested_at, "
-            f"EXISTS (SELECT 1 FROM ins WHERE ins.checkpoint_id = v.checkpoint_id) "
+            f"RETURNING checkpoint_id){update} "
+            f"SELECT v.checkpoint_id, held.cancel_requested_at, {written} "
             f"FROM v LEFT JOIN held ON held.execution_id = v.execution_id "
             f"AND held.owner = v.owner")
 
@@ -196,7 +214,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         self._hot_cursor: Any = None
         self._seen: dict[str, tuple[float, float | None]] = {}  # take_cancel_seen's readings
         self._hot_lock = threading.Lock()
-        self._batch_sql: dict[int, str] = {}  # fenced_batch_sql by row count
+        self._batch_sql: dict[tuple[int, bool], str] = {}  # fenced_batch_sql by (rows, ends)
         self._server_sql: dict[str, str] = {}  # _text's conversions
         self._starts = ConnectionPool(self._connect, pool_size)
         """Connections for creating runs (``pg_starts.py``), as many as ``pool_size``."""
@@ -305,7 +323,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         if group is None:
             written, requested_at = self._put_seen(connection, row, owner)
         else:
-            written, requested_at = group.submit((row, owner), self._put_batch)
+            written, requested_at = group.submit(FencedWrite(row, owner), self._put_batch)
         if written:
             seen = self._seen
             if len(seen) >= _SEEN_LIMIT:  # readings no boundary took (a run's last node)
@@ -323,47 +341,69 @@ class PostgresCheckpointer(SQLCheckpointer):
         written, requested_at = self._run(connection, statement.sql, params).fetchone()
         return bool(written), requested_at
 
-    def _put_batch(self, items: Sequence[tuple[CheckpointRow, str]],
+    def _put_batch(self, items: Sequence[FencedWrite],
                    ) -> list[tuple[bool, float | None] | BaseException]:
         """Write a write group's batch on this store's hot connection (the caller holds
-        ``_lock``): one row alone as :meth:`_put_seen`; several in one statement
-        (:func:`fenced_batch_sql`). If that statement fails for another reason than the
-        connection, each row is written alone, so an error is its own row's."""
+        ``_lock``): one item alone as :meth:`_put_seen` (a run's end as
+        :meth:`_end_alone`); several in one statement (:func:`fenced_batch_sql`, with the
+        runs' ends when the batch has one). If that statement fails for another reason than
+        the connection, each item is written alone, so an error is its own item's."""
         connection = self._hot()
         if len(items) == 1:
-            return [self._put_seen(connection, *items[0])]
-        sql = self._batch_sql.get(len(items))
+            return [self._write_alone(connection, items[0], alone=True)]
+        ends = any(item.end is not None for item in items)
+        key = (len(items), ends)
+        sql = self._batch_sql.get(key)
         if sql is None:
-            sql = self._batch_sql[len(items)] = fenced_batch_sql(
-                len(items), self._qualified, self.engine.dialect)
+            sql = self._batch_sql[key] = fenced_batch_sql(
+                len(items), self._qualified, self.engine.dialect, ends)
+        params: list[Any] = []
+        for row, owner, end in items:
+            params += row
+            params.append(owner)
+            if ends:
+                params += end if end is not None else (None, None, None)
         try:
-            rows = self._run(connection, sql, [value for row, owner in items
-                                               for value in (*row, owner)]).fetchall()
+            rows = self._run(connection, sql, params).fetchall()
         except Exception as exc:
             if self._is_disconnect(exc):
                 raise
-            return [self._put_alone(connection, row, owner) for row, owner in items]
+            return [self._write_alone(connection, item) for item in items]
         found = {checkpoint_id: (bool(written), requested_at)
                  for checkpoint_id, requested_at, written in rows}
-        return [found.get(row.checkpoint_id, (False, None)) for row, _ in items]
+        return [found.get(item.row.checkpoint_id, (False, None)) for item in items]
 
-    def _put_alone(self, connection: Any, row: CheckpointRow, owner: str,
-                   ) -> tuple[bool, float | None] | BaseException:
+    def _write_alone(self, connection: Any, item: FencedWrite, alone: bool = False,
+                     ) -> tuple[bool, float | None] | BaseException:
+        """One item in a statement of its own; its error as its result (``alone``: raised,
+        as the caller's own write would)."""
         try:
-            return self._put_seen(connection, row, owner)
+            if item.end is not None:
+                return self._end_alone(connection, item.row, item.owner, item.end), None
+            return self._put_seen(connection, item.row, item.owner)
         except Exception as exc:
-            if self._is_disconnect(exc):
+            if alone or self._is_disconnect(exc):
                 raise
             return exc
 
     def _finish_fenced(self, row: CheckpointRow, status: str, error: str | None,
                        owner: str) -> bool:
         """``finish_run`` fenced on ``owner`` in one round trip (:func:`finish_fenced`)
-        instead of BEGIN, the fence, the insert, the update and COMMIT."""
+        instead of BEGIN, the fence, the insert, the update and COMMIT; with a
+        :attr:`write_group`, in the group's statement with the other slots' writes that
+        overlap it."""
+        end = RunEnd(status, error, time.time())
+        group = self.write_group
+        if group is not None and self.reads_cancel_on_write:
+            written, _ = group.submit(FencedWrite(row, owner, end), self._put_batch)
+            return written
+        return self._end_alone(self._hot(), row, owner, end)
+
+    def _end_alone(self, connection: Any, row: CheckpointRow, owner: str, end: RunEnd) -> bool:
         statement = self._sql.get("finish_fenced", finish_fenced)
         values = {**row._asdict(), "eid": row.execution_id, "owner": owner,
-                  "status": status, "now": time.time(), "error": error}
-        written, updated = self._run(self._hot(), statement.sql,
+                  "status": end.status, "now": end.at, "error": end.error}
+        written, updated = self._run(connection, statement.sql,
                                      statement.params(values)).fetchone()
         return bool(written and updated)
 

@@ -30,9 +30,9 @@ from tether.stores.run_record import utc as utc
 
 __all__ = [
     "RUN_END", "Checkpoint", "CheckpointRow", "CheckpointStatus", "Claim", "Decision",
-    "PendingCursor", "PendingEntry", "PendingInterrupt", "PruneResult", "Readdress", "RunCursor",
-    "RunRecord", "RunStatus", "StepType", "fold", "fold_last", "readdress_rows", "readdressed",
-    "utc",
+    "FencedWrite", "PendingCursor", "PendingEntry", "PendingInterrupt", "PruneResult",
+    "Readdress", "RunCursor", "RunEnd", "RunRecord", "RunStatus", "StepType", "fold",
+    "fold_last", "readdress_rows", "readdressed", "utc",
 ]
 
 
@@ -60,6 +60,24 @@ class CheckpointRow(NamedTuple):
     interrupt_context: str | None = None
     agent_path: str = ""
     created_at: float = 0.0
+
+
+class RunEnd(NamedTuple):
+    """How a run ends (``finish_run``): its final status, error (JSON text) and time."""
+
+    status: str
+    error: str | None
+    at: float
+
+
+class FencedWrite(NamedTuple):
+    """One write of a worker's write group (``write_group.py``): ``row`` fenced on
+    ``owner``; with ``end``, ``row`` is the run's end and the run row takes ``end``
+    (``finish_run``)."""
+
+    row: CheckpointRow
+    owner: str
+    end: RunEnd | None = None
 
 
 @dataclass(frozen=True)

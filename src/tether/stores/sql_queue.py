@@ -27,6 +27,7 @@ from sqlalchemy import (
     exists,
     func,
     insert,
+    literal,
     literal_column,
     or_,
     select,
@@ -35,6 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql import ClauseElement, ColumnElement, Select
 
+from tether.stores.events import CLAIMED_REASON, RunEventKind, claimed_event, new_event_id
 from tether.stores.owners import new_owner
 from tether.stores.queueing import (
     Budget,
@@ -47,8 +49,9 @@ from tether.stores.queueing import (
     WorkerRecord,
 )
 from tether.stores.records import RunStatus
-from tether.stores.schema import decisions, pending_interrupts, runs, workers
+from tether.stores.schema import decisions, pending_interrupts, run_events, runs, workers
 from tether.stores.schema import queues as queue_table
+from tether.stores.sql_events import event_values
 from tether.stores.sql_keys import has_room
 
 if TYPE_CHECKING:
@@ -168,12 +171,15 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
     """PostgreSQL's claim when none of the served queues has limits, in one statement:
     ``WITH lim AS (the served queues that have limits), cand AS (the claimable runs,
     none if lim is not empty: the first n of each kind ... FOR UPDATE SKIP LOCKED, then the
-    first n of those, as :func:`_candidates`) UPDATE runs ... FROM cand
-    RETURNING`` the run rows and their status before. Each run gets its own owner token,
+    first n of those, as :func:`_candidates`), upd AS (UPDATE runs ... FROM cand RETURNING
+    the run rows and their status before), ev AS (INSERT each taken run's ``claimed``
+    event) SELECT * FROM upd``. Each run gets its own owner token,
     ``gen_random_uuid()``'s 32 hex digits (random, as :func:`new_owner`'s) followed by this
-    process's ``@host/pid/...`` suffix. The row locks and ``SKIP LOCKED`` are the
-    transaction's; a queue's limits are read from the same snapshot the transaction's
-    ``_locked_limits`` would read (nothing to lock when there are none)."""
+    process's ``@host/pid/...`` suffix; each event the claim's time as its id's first 19
+    digits (as :func:`~tether.stores.events.new_event_id`), then 8 random hex digits. The
+    row locks and ``SKIP LOCKED`` are the transaction's; a queue's limits are read from the
+    same snapshot the transaction's ``_locked_limits`` would read (nothing to lock when
+    there are none)."""
     lim = select(queue_table.c.name).where(and_(queue_table.c.name.in_(
         [bindparam(f"q{i}") for i in range(queues)]), _LIMITED)).cte("lim")
     empty = ~exists(select(literal_column("1")).select_from(lim))
@@ -182,15 +188,25 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
     cand = select(first.c.execution_id, first.c.was).cte("cand")
     token = func.replace(cast(func.gen_random_uuid(), String), "-", "") + \
         bindparam("suffix", type_=String)
-    return update(runs).where(runs.c.execution_id == cand.c.execution_id).values(
+    upd = update(runs).where(runs.c.execution_id == cand.c.execution_id).values(
         owner=token, lease_until=bindparam("until"), status=RunStatus.RUNNING.value,
         attempt=runs.c.attempt + 1, updated_at=bindparam("now"), blocked_reason=None,
         started_at=case((runs.c.status == RunStatus.QUEUED.value, bindparam("now")),
-                        else_=runs.c.started_at)).returning(*runs.columns, cand.c.was)
+                        else_=runs.c.started_at)).returning(*runs.columns, cand.c.was).cte("upd")
+    data = cast(func.json_build_object("attempt", upd.c.attempt, "reason", CLAIMED_REASON,
+                                       "worker", bindparam("worker", type_=String)), String)
+    event_id = bindparam("event_at", type_=String) + func.substr(
+        func.md5(cast(func.random(), String)), 1, 8)
+    ev = insert(run_events).from_select(
+        ["execution_id", "event_id", "kind", "created_at", "owner", "data"],
+        select(upd.c.execution_id, event_id, literal(RunEventKind.CLAIMED.value, String),
+               bindparam("now"), upd.c.owner, data)).cte("ev")
+    return select(*upd.c).add_cte(ev)
 
 
-def _claim_in_one(store: SQLCheckpointer, queues: Sequence[str], limit: int, now: float,
-                  lease_until: float, fingerprints: list[str] | None) -> list[ClaimedRun]:
+def _claim_in_one(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit: int,
+                  now: float, lease_until: float, fingerprints: list[str] | None,
+                  ) -> list[ClaimedRun]:
     """:func:`claim_one_statement` in autocommit; nothing when the queues have limits
     (or nothing is claimable): the caller then claims in the transaction."""
     count, planned = len(queues), len(fingerprints) if fingerprints is not None else None
@@ -198,7 +214,8 @@ def _claim_in_one(store: SQLCheckpointer, queues: Sequence[str], limit: int, now
     with store.sql_cursor("claiming runs") as cursor:
         rows = store.sql_execute(
             cursor, f"claim_one:{count}:{planned}", lambda: claim_one_statement(count, planned),
-            now=now, n=limit, until=lease_until, suffix=suffix, **_names("q", queues),
+            now=now, n=limit, until=lease_until, suffix=suffix, worker=worker,
+            event_at=new_event_id(now)[:19], **_names("q", queues),
             **_names("p", fingerprints or ())).fetchall()
     claimed: list[ClaimedRun] = []
     for row in rows:
@@ -216,7 +233,7 @@ def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit
         return []
     fingerprints = sorted(plans) if plans is not None else None
     if store.claims_in_one_statement:
-        taken = _claim_in_one(store, queues, limit, now, lease_until, fingerprints)
+        taken = _claim_in_one(store, worker, queues, limit, now, lease_until, fingerprints)
         if taken:
             return taken
 
@@ -254,8 +271,11 @@ def claim_runs(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit
             row = store.sql_execute(cursor, "claim_take", _take, eid=execution_id, owner=owner,
                                  until=lease_until, now=now).fetchone()
             if row is not None:
-                claimed.append(ClaimedRun(store.run_from_row(row), owner, lease_until,
-                                          _REASONS[status]))
+                run = store.run_from_row(row)
+                event = claimed_event(execution_id, owner, run.attempt, worker, now)
+                store.sql_execute(cursor, "insert_event", lambda: insert(run_events),
+                                  **event_values(event))
+                claimed.append(ClaimedRun(run, owner, lease_until, _REASONS[status]))
     return claimed
 
 

@@ -43,7 +43,7 @@ from tether.runtime.signatures import loads, record_signatures
 from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
-from tether.stores.records import CheckpointRow
+from tether.stores.records import FencedWrite
 from tether.stores.write_group import WriteGroup
 from tether.trigger import Trigger
 from tether.workers import claims
@@ -95,7 +95,7 @@ class Worker:
         self._store_source = store
         self._connect = connect
         self._slots: Slots | None = None
-        self._writes: WriteGroup[tuple[CheckpointRow, str], tuple[bool, float | None]] | None \
+        self._writes: WriteGroup[FencedWrite, tuple[bool, float | None]] | None \
             = None  # the slots' group commit (_open_slots)
         self._finished_lock = threading.Lock()
         self._tasks = tasks
