@@ -38,8 +38,11 @@ invocation.
 ``--metrics``: the workers serve Prometheus metrics (``--metrics-port 0``); ``--metrics
 both``: no in-process child; each repetition drains with a plain worker and one serving
 metrics, alternated (P M, M P, M P, P M, ...), and prints the paired ratios metrics / plain of
-the worker's CPU per step by two clocks: utime + stime (``/proc/<pid>/stat``, clock ticks) and
-the time its threads ran (``/proc/<pid>/task/*/schedstat``, nanoseconds).
+the worker's CPU per step by two clocks: utime + stime (``/proc/<pid>/stat``, clock ticks)
+and the time its threads ran (``/proc/<pid>/task/*/schedstat``, nanoseconds). The two
+workers of a pair share a ``PYTHONHASHSEED`` (the repetition's number), so their dicts are
+laid out alike. ``--callgrind DIR``: the workers run under valgrind's callgrind, counting
+the instructions of the drain (a third clock; far slower: use fewer ``--runs``).
 ``--py-spy DIR``: each worker runs under ``py-spy record`` (on-CPU samples, flame graph and
 speedscope profile per worker in DIR).
 """
@@ -152,10 +155,10 @@ def worker_env(src: str | None) -> dict[str, str]:
 
 
 def drain(args: argparse.Namespace, src: str | None, concurrency: int,
-          metrics: bool = False) -> dict[str, float]:
+          metrics: bool = False, seed: int | None = None) -> dict[str, float]:
     """One drain by ``--workers`` worker processes (see the module docstring); the details
     printed with ``--detail``. Returns steps/s and the workers' CPU per step (``metrics``:
-    the workers serve Prometheus metrics)."""
+    the workers serve Prometheus metrics; ``seed``: their ``PYTHONHASHSEED``)."""
     schema = wb.Schema()
     workdir = Path(tempfile.mkdtemp(prefix="worker-cpu-"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -178,7 +181,8 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int,
                 [*prefix, sys.executable, "-m", "tether", "worker", "--db", schema.url,
                  "--tasks", "worker_tasks", "--concurrency", str(concurrency),
                  "--queue", wb.SERVED, *(["--metrics-port", "0"] if metrics else [])],
-                env=worker_env(src), cwd=workdir,
+                env={**worker_env(src), **({} if seed is None else
+                                           {"PYTHONHASHSEED": str(seed)})}, cwd=workdir,
                 stdout=open(workdir / f"worker-{i}.log", "wb"),  # noqa: SIM115
                 stderr=subprocess.STDOUT))
         while len(schema.store.list_workers()) < args.workers:
@@ -394,7 +398,8 @@ def metrics_pairs(args: argparse.Namespace, trees: list[str | None],
             for concurrency in concurrencies:
                 order = (False, True) if (repetition // 2 + repetition) % 2 == 0 else (
                     True, False)  # plain, metrics; metrics, plain; metrics, plain; ...
-                got = {on: drain(args, trees[index], concurrency, on) for on in order}
+                got = {on: drain(args, trees[index], concurrency, on, repetition)
+                       for on in order}
                 plain.setdefault((index, concurrency), []).append(got[False]["cpu_per_step"])
                 line = []
                 for clock, name in clocks:
@@ -439,6 +444,7 @@ def main() -> None:
     parser.add_argument("--detail", action="store_true", help="print each drain's details")
     parser.add_argument("--in-process-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # (the finally blocks clean up)
     if args.in_process_child:
         child(args.in_process_child, args.runs, args.nodes)
         return

@@ -1,8 +1,9 @@
-"""The counters a run reports once a node (runs started and finished, node attempts and their
-durations) are kept as plain numbers and exposed at each scrape: the text a scrape reads is
-the one prometheus-client's own ``Counter`` and ``Histogram`` give for the same events (the
-same families, samples, labels, values and order; only the ``_created`` times differ), and
-counts from several threads at once are all kept."""
+"""The counts a run reports at each node and claim (runs started and finished, node attempts
+and their durations, claim latency) are kept per thread as plain numbers and exposed at each
+scrape: the text a scrape reads is the one prometheus-client's own ``Counter`` and
+``Histogram`` give for the same events (the same families, samples, labels, values and order;
+only the ``_created`` times differ), and counts from several threads at once, some of them
+ended by the scrape, are all kept."""
 
 from __future__ import annotations
 
@@ -37,10 +38,13 @@ EVENTS: list[tuple[str, tuple[object, ...]]] = [
     ("finished", ("flow", "completed")),
     ("finished", ("other", "failed")),
     ("finished", ("flow", "completed")),
+    ("claimed", (0.2,)),
+    ("claimed", (-0.5,)),  # a clock step back: counted as 0
+    ("claimed", (4000.0,)),
 ]
 
 
-Reference = tuple[Counter, Counter, Counter, Histogram]
+Reference = tuple[Counter, Counter, Counter, Histogram, Histogram]
 
 
 def _reference(registry: CollectorRegistry) -> Reference:
@@ -55,11 +59,13 @@ def _reference(registry: CollectorRegistry) -> Reference:
         Histogram("tether_node_duration_seconds", "Time a node attempt ran.",
                               ["workflow", "kind", "status"], buckets=DURATION_BUCKETS,
                               registry=registry),
+        Histogram("tether_claim_latency_seconds", "Time a queued run waited, claimable, "
+                  "before a worker claimed it.", buckets=DURATION_BUCKETS, registry=registry),
     )
 
 
 def _feed(metrics: Metrics, reference: Reference) -> None:
-    started, finished, attempts, duration = reference
+    started, finished, attempts, duration, claims = reference
     for kind, args in EVENTS:
         if kind == "node":
             workflow, node_kind, status, seconds = args
@@ -69,6 +75,10 @@ def _feed(metrics: Metrics, reference: Reference) -> None:
             timed = duration.labels(workflow, node_kind, status)
             if isinstance(seconds, float):
                 timed.observe(seconds)
+        elif kind == "claimed":
+            waited = float(str(args[0]))
+            metrics.claimed(waited)
+            claims.observe(max(0.0, waited))
         elif kind == "started":
             metrics.run_started(str(args[0]))
             started.labels(*args).inc()
@@ -78,12 +88,12 @@ def _feed(metrics: Metrics, reference: Reference) -> None:
 
 
 def _counted_families(text: str) -> str:
-    """The lines of the four families, ``_created`` values blanked (they are clock times)."""
+    """The lines of the five families, ``_created`` values blanked (they are clock times)."""
     names = ("tether_runs_started", "tether_runs_finished", "tether_node_attempts",
-             "tether_node_duration_seconds")
+             "tether_node_duration_seconds", "tether_claim_latency_seconds")
     lines = [line for line in text.splitlines()
              if any(name in line for name in names)]
-    return "\n".join(re.sub(r"(_created\{.*\}) \S+$", r"\1 T", line) for line in lines)
+    return "\n".join(re.sub(r"(_created(\{.*\})?) \S+$", r"\1 T", line) for line in lines)
 
 
 @pytest.fixture(params=["created", "no created"])
@@ -117,27 +127,43 @@ def test_a_scrape_reads_what_prometheus_clients_own_metrics_show() -> None:
 def test_counts_from_several_threads_at_once_are_all_kept() -> None:
     registry = CollectorRegistry()
     metrics = Metrics(registry)
-    start = threading.Barrier(4)
-
-    def count() -> None:
-        start.wait()
-        for i in range(20_000):
-            metrics.node_finished("flow", "task", "completed", 0.002 if i % 2 else None)
-            if i % 10 == 0:
-                metrics.run_started("flow")
-
-    threads = [threading.Thread(target=count) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    scrapes = [generate_latest(registry) for _ in range(5)]  # scrapes while they count
-    for thread in threads:
-        thread.join()
-    assert scrapes
     labels = {"workflow": "flow", "kind": "task", "status": "completed"}
-    assert registry.get_sample_value("tether_node_attempts_total", labels) == 80_000
-    assert registry.get_sample_value("tether_node_duration_seconds_count", labels) == 40_000
+
+    def attempts() -> float:
+        return registry.get_sample_value("tether_node_attempts_total", labels) or 0.0
+
+    def wave(threads: int) -> list[float]:
+        """``threads`` threads count at once while this one scrapes: what it read."""
+        start = threading.Barrier(threads + 1)
+
+        def count() -> None:
+            start.wait()
+            for i in range(5_000):
+                metrics.node_finished("flow", "task", "completed", 0.002 if i % 2 else None)
+                if i % 10 == 0:
+                    metrics.run_started("flow")
+
+        running = [threading.Thread(target=count) for _ in range(threads)]
+        for thread in running:
+            thread.start()
+        start.wait()
+        read = [attempts() for _ in range(20)]  # scrapes while they count
+        for thread in running:
+            thread.join()
+        return read
+
+    read = wave(4)
+    assert read == sorted(read)  # a counter never goes back between scrapes
+    assert attempts() == 20_000
+    assert registry.get_sample_value("tether_node_duration_seconds_count", labels) == 10_000
     assert registry.get_sample_value("tether_node_duration_seconds_bucket",
-                                     {**labels, "le": "0.005"}) == 40_000
+                                     {**labels, "le": "0.005"}) == 10_000
     assert registry.get_sample_value("tether_node_duration_seconds_sum",
-                                     labels) == pytest.approx(80.0)
-    assert registry.get_sample_value("tether_runs_started_total", {"workflow": "flow"}) == 8_000
+                                     labels) == pytest.approx(20.0)
+    assert registry.get_sample_value("tether_runs_started_total", {"workflow": "flow"}) == 2_000
+    # a second wave: the first wave's threads have ended, their counts stay
+    read = wave(2)
+    assert read == sorted(read) and read[0] >= 20_000
+    metrics.node_finished("flow", "task", "completed", 0.002)  # and this thread's own
+    assert attempts() == 30_001
+    assert registry.get_sample_value("tether_runs_started_total", {"workflow": "flow"}) == 3_000
