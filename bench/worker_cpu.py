@@ -3,7 +3,7 @@ PostgreSQL, what PostgreSQL's backends wait for (issue 11, scaling), and the wor
 step against the in-process runner's on the same runs (issue 26).
 
 Run: .venv/bin/python bench/worker_cpu.py [--runs 300] [--workers 1] [--concurrency 1,4]
-     [--repeat 3] [--src TREE,TREE] [--py-spy DIR] [--metrics] [--detail]
+     [--repeat 3] [--src TREE,TREE] [--py-spy DIR] [--metrics [on|both]] [--detail]
 
 The drain is bench/workers.py's (``drain``'s set-up: a backlog of ``--runs`` 10-node runs of
 plain ``def`` tasks moved into the served queue by one UPDATE); meanwhile the CPU time (utime
@@ -35,6 +35,14 @@ medians reported; ``--src A,B``: the ``src`` trees to compare (the workers and t
 children import tether from each; default: the one this script imports), measured
 alternately (A B B A ...), with the ratios of B to A. Each figure comes from this one
 invocation.
+``--metrics``: the workers serve Prometheus metrics (``--metrics-port 0``); ``--metrics
+both``: no in-process child; each repetition drains with a plain worker and one serving
+metrics, alternated (P M, M P, M P, P M, ...), and prints the paired ratios metrics / plain of
+the worker's CPU per step by two clocks: utime + stime (``/proc/<pid>/stat``, clock ticks)
+and the time its threads ran (``/proc/<pid>/task/*/schedstat``, nanoseconds). The two
+workers of a pair share a ``PYTHONHASHSEED`` (the repetition's number), so their dicts are
+laid out alike. ``--callgrind DIR``: the workers run under valgrind's callgrind, counting
+the instructions of the drain (a third clock; far slower: use fewer ``--runs``).
 ``--py-spy DIR``: each worker runs under ``py-spy record`` (on-CPU samples, flame graph and
 speedscope profile per worker in DIR).
 """
@@ -70,12 +78,30 @@ W0_NODES = 200
 
 
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and its reaped children (0 once it is gone)."""
+    """utime + stime of ``pid`` (0 once it is gone)."""
+    return sum(user_system(pid))
+
+
+def user_system(pid: int) -> tuple[float, float]:
+    """utime and stime of ``pid`` (0 once it is gone)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
+        return 0.0, 0.0
+    return int(fields[11]) / TICK, int(fields[12]) / TICK
+
+
+def ran_seconds(pid: int) -> float:
+    """Time the threads of ``pid`` alive now spent on a CPU (``schedstat``, nanoseconds: finer
+    than ``cpu_seconds``' clock ticks; a thread that ended is not counted)."""
+    total = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                total += int((task / "schedstat").read_text().split()[0])
+    except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICK
+    return total / 1e9
 
 
 def waited_seconds(pid: int) -> float:
@@ -128,9 +154,11 @@ def worker_env(src: str | None) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), tree])}
 
 
-def drain(args: argparse.Namespace, src: str | None, concurrency: int) -> dict[str, float]:
+def drain(args: argparse.Namespace, src: str | None, concurrency: int,
+          metrics: bool = False, seed: int | None = None) -> dict[str, float]:
     """One drain by ``--workers`` worker processes (see the module docstring); the details
-    printed with ``--detail``. Returns steps/s and the workers' CPU per step."""
+    printed with ``--detail``. Returns steps/s and the workers' CPU per step (``metrics``:
+    the workers serve Prometheus metrics; ``seed``: their ``PYTHONHASHSEED``)."""
     schema = wb.Schema()
     workdir = Path(tempfile.mkdtemp(prefix="worker-cpu-"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -146,11 +174,16 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int) -> dict[s
                 spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
                 prefix = [spy, "record", "--gil",
                           "-r", "250", "-f", "raw", "-o", f"{args.py_spy}/worker-{i}.txt", "--"]
+            if args.callgrind:
+                prefix = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                          f"--callgrind-out-file={args.callgrind}/worker-"
+                          f"{'metrics' if metrics else 'plain'}-{uuid.uuid4().hex[:6]}.out"]
             procs.append(subprocess.Popen(
                 [*prefix, sys.executable, "-m", "tether", "worker", "--db", schema.url,
                  "--tasks", "worker_tasks", "--concurrency", str(concurrency),
-                 "--queue", wb.SERVED, *(["--metrics-port", "0"] if args.metrics else [])],
-                env=worker_env(src), cwd=workdir,
+                 "--queue", wb.SERVED, *(["--metrics-port", "0"] if metrics else [])],
+                env={**worker_env(src), **({} if seed is None else
+                                           {"PYTHONHASHSEED": str(seed)})}, cwd=workdir,
                 stdout=open(workdir / f"worker-{i}.log", "wb"),  # noqa: SIM115
                 stderr=subprocess.STDOUT))
         while len(schema.store.list_workers()) < args.workers:
@@ -185,8 +218,11 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int) -> dict[s
         everyone = processes()
         server = [p for p, name in everyone.items() if name == "postgres"]
         before = {p: cpu_seconds(p) for p in everyone}
+        ran = {p: ran_seconds(p) for p in pids}
+        system = sum(user_system(p)[1] for p in pids)
         queued = {p: waited_seconds(p) for p in everyone}
         machine = machine_seconds()
+        callgrind(args, procs, "on")
         wall = time.time()
         schema.sql(f"UPDATE %S.runs SET queue = '{wb.SERVED}' WHERE queue = '{wb.HOLD}'; "
                    f'NOTIFY "{schema.store.notify_channel}"')
@@ -199,10 +235,13 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int) -> dict[s
             if done == args.runs:
                 break
             time.sleep(0.1)
+        callgrind(args, procs, "off")
         (commits_after,), = watch.execute(commits_sql).fetchall()
         later = processes()  # (processes started during the drain: all their CPU is in it)
         everyone.update(later)
         after = {p: cpu_seconds(p) for p in everyone}
+        ran = {p: ran_seconds(p) - ran[p] for p in pids}
+        system = sum(user_system(p)[1] for p in pids) - system
         before.update({p: 0.0 for p in everyone if p not in before})
         server = [p for p, name in everyone.items() if name == "postgres"]
         machine = {k: v - machine[k] for k, v in machine_seconds().items()}
@@ -252,12 +291,17 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int) -> dict[s
             proc.send_signal(signal.SIGINT if args.py_spy else signal.SIGTERM)
         for proc in procs:
             proc.wait(60)
+        instructions = 0
         for i in range(len(procs)):  # each worker's group commit, logged as it stops
             for line in (workdir / f"worker-{i}.log").read_text().splitlines():
                 if "checkpoint writes:" in line:
                     say(f"  worker {i}: {line.split('checkpoint writes: ', 1)[1]}")
-        return {"steps_per_second": steps / seconds, "cpu_per_step": mine / steps,
-                "postgres_per_step": everything / steps}
+                if "I   refs:" in line or "I refs:" in line:
+                    instructions += int(line.rsplit(":", 1)[1].strip().replace(",", ""))
+        return {"instructions_per_step": instructions / steps,
+                "steps_per_second": steps / seconds, "cpu_per_step": mine / steps,
+                "postgres_per_step": everything / steps,
+                "ran_per_step": sum(ran.values()) / steps, "system_per_step": system / steps}
     finally:
         for proc in procs:  # (an error above leaves no worker running)
             if proc.poll() is None:
@@ -265,6 +309,14 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int) -> dict[s
                 proc.wait(60)
         schema.drop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def callgrind(args: argparse.Namespace, procs: list[subprocess.Popen[bytes]],
+              state: str) -> None:
+    """Switch the workers' callgrind instrumentation ``on`` or ``off`` (with --callgrind)."""
+    for proc in procs if args.callgrind else []:
+        subprocess.run(["callgrind_control", "-i", state, str(proc.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def in_process(args: argparse.Namespace, src: str | None) -> dict[str, float]:
@@ -318,6 +370,61 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def spread(values: list[float]) -> str:
+    """Median, quartiles and extremes of ``values``."""
+    if len(values) < 2:
+        return f"{median(values):.3f}"
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return (f"median {median(values):.3f} (quartiles {low:.3f}-{high:.3f}, "
+            f"range {min(values):.3f}-{max(values):.3f}, n={len(values)})")
+
+
+CLOCKS = (("cpu_per_step", "utime+stime"), ("ran_per_step", "schedstat"),
+          ("instructions_per_step", "instructions"))
+
+
+def metrics_pairs(args: argparse.Namespace, trees: list[str | None],
+                  concurrencies: list[int]) -> None:
+    """``--metrics both``: each repetition drains with a plain worker and a worker serving
+    metrics (``--metrics-port 0``), in alternated order (plain first, then metrics first,
+    ...), for each tree and concurrency; prints each pair and, per tree, the paired ratios
+    metrics / plain of the worker's CPU per step (issue 23: at most 1.03)."""
+    clocks = CLOCKS if args.callgrind else CLOCKS[:2]
+    started = wb.load()
+    ratios: dict[tuple[int, int, str], list[float]] = {}
+    plain: dict[tuple[int, int], list[float]] = {}
+    for repetition in range(args.repeat):
+        for index in (range(len(trees)) if repetition % 2 == 0 else
+                      reversed(range(len(trees)))):
+            for concurrency in concurrencies:
+                order = (False, True) if (repetition // 2 + repetition) % 2 == 0 else (
+                    True, False)  # plain, metrics; metrics, plain; metrics, plain; ...
+                got = {on: drain(args, trees[index], concurrency, on, repetition)
+                       for on in order}
+                plain.setdefault((index, concurrency), []).append(got[False]["cpu_per_step"])
+                line = []
+                for clock, name in clocks:
+                    ratio = got[True][clock] / got[False][clock]
+                    ratios.setdefault((index, concurrency, clock), []).append(ratio)
+                    scale, unit = (1, "") if clock == "instructions_per_step" else (1e6, " µs")
+                    line.append(f"{name} {got[False][clock] * scale:,.1f}/"
+                                f"{got[True][clock] * scale:,.1f}{unit} = {ratio:.3f}")
+                print(f"[{repetition + 1}/{args.repeat}] {trees[index] or 'this tree'} "
+                      f"x{concurrency} plain/metrics: {'; '.join(line)}; system "
+                      f"{got[False]['system_per_step'] * 1e6:,.0f}/"
+                      f"{got[True]['system_per_step'] * 1e6:,.0f} µs; load "
+                      f"{wb.load()[0]:.1f}", flush=True)
+    print(f"\nWorker CPU per step with metrics / without, {args.runs} runs of {args.nodes} "
+          f"`def` nodes, {args.workers} worker(s), PostgreSQL, {args.repeat} pairs (load "
+          f"average before {started}, after {wb.load()}; {os.cpu_count()} cores)")
+    for (index, concurrency), values in sorted(plain.items()):
+        print(f"  {trees[index] or 'this tree'} x{concurrency} (plain worker "
+              f"{median(values) * 1e6:,.1f} µs/step):")
+        for clock, name in clocks:
+            print(f"    {name:12} {spread(ratios[(index, concurrency, clock)])}")
+    print("  bound (issue 23): metrics / plain <= 1.03")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -328,11 +435,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="measurements of each")
     parser.add_argument("--src", default="", help="comma-separated src trees (A/B)")
     parser.add_argument("--py-spy", default=None)
-    parser.add_argument("--metrics", action="store_true",
-                        help="workers serve Prometheus metrics (--metrics-port 0): their cost")
+    parser.add_argument("--metrics", nargs="?", const="on", default="off",
+                        choices=("off", "on", "both"),
+                        help="workers serve Prometheus metrics (--metrics-port 0); both: "
+                        "alternate plain and metrics workers, print the paired ratios")
+    parser.add_argument("--callgrind", default=None, metavar="DIR",
+                        help="workers run under valgrind's callgrind, counting the drain's "
+                        "instructions (profiles in DIR)")
     parser.add_argument("--detail", action="store_true", help="print each drain's details")
     parser.add_argument("--in-process-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # (the finally blocks clean up)
     if args.in_process_child:
         child(args.in_process_child, args.runs, args.nodes)
         return
@@ -342,6 +455,9 @@ def main() -> None:
         return
     trees: list[str | None] = [t.strip() for t in args.src.split(",") if t.strip()] or [None]
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    if args.metrics == "both":
+        metrics_pairs(args, trees, concurrencies)
+        return
     started = wb.load()
     figures: dict[tuple[int, int], dict[str, list[float]]] = {}
     for repetition in range(args.repeat):
@@ -351,7 +467,7 @@ def main() -> None:
         for index in order:
             inside = in_process(args, trees[index])
             for concurrency in concurrencies:
-                drained = drain(args, trees[index], concurrency)
+                drained = drain(args, trees[index], concurrency, args.metrics == "on")
                 row = figures.setdefault((index, concurrency), {})
                 for key, value in {**inside, **drained}.items():
                     row.setdefault(key, []).append(value)
