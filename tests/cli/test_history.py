@@ -258,6 +258,8 @@ def test_skipped_nodes_show_why(project: Path, shared_url: str) -> None:
     assert failed["error"] == {"type": "RuntimeError", "message": "boom"}
     text = tether(project, shared_url, "show", eid).stdout
     assert "skipped: when" in text and "skipped: trigger_rule" in text
+    skipped = next(line for line in text.splitlines() if "after_bad" in line)
+    assert "upstream_failed" in skipped and "upstream_failed: upstream_failed" not in skipped
 
 
 def test_a_paused_run_cancelled_shows_the_request_and_its_never_started_nodes_skipped(

@@ -60,6 +60,8 @@ def describe(event: HistoryEvent) -> str:
         case EventKind.NODE_COMPLETED:
             return f"{event.duration_ms:,.0f} ms: {_short(event.detail, 40)}"
         case EventKind.NODE_SKIPPED:
+            if event.reason is not None and str(event.reason) == str(event.status):
+                return str(event.status)  # upstream_failed says why by itself
             return f"{event.status}: {event.reason or 'reason not recorded'}"
         case EventKind.PAUSED:
             return f"asks: {event.reason}"
