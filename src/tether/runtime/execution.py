@@ -346,7 +346,7 @@ class Level:
                  inline: bool) -> Coroutine[Any, Any, UnitResult]:
         """The coroutine that runs ``node`` (one coroutine frame fewer per node than awaiting
         it here: this is the path of every node)."""
-        if isinstance(node, TaskNode | WorkflowNode) and node.fans_out:
+        if fans_out(node):
             return ForEach(self, node).run()  # (each element has its own span, not the node)
         return self.unit(node, unit_path(node.id), node.id, inline=inline)
 
