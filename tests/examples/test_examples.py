@@ -72,7 +72,7 @@ def test_refund_pauses_for_a_manager_and_refunds_once(ledger: Path) -> None:
 
 
 def test_refund_below_the_threshold_skips_the_approval(ledger: Path) -> None:
-    """The guard is false: no pause, the refund still runs (trigger all_done)."""
+    """The guard is false: no pause, the refund still runs (trigger none_failed)."""
     result = run_example("refund/refund.yaml", {"amount": 50, "account": "ACC-7"},
                          tether.InMemoryCheckpointer())
     assert result.status == "completed"
@@ -89,6 +89,22 @@ def test_refund_rejected_by_the_manager_refunds_nothing(ledger: Path) -> None:
     assert done.status == "completed", done.error
     assert done.output == {"refund_id": None, "approved_by_manager": True}
     assert done.state["nodes"]["refund"]["status"] == "skipped"
+    assert not ledger.exists()
+
+
+@pytest.mark.parametrize("workflow", ["refund/refund.yaml", "refund/refund.flow"])
+def test_refund_of_an_unknown_account_fails_with_the_lookup_error_only(
+        workflow: str, ledger: Path) -> None:
+    """The lookup fails: the review and the refund are skipped as `upstream_failed` (trigger
+    none_failed); the refund's guard is not evaluated on a review that never ran, so the run's
+    one failure is the lookup's."""
+    result = run_example(workflow, {"amount": 500, "account": "ACC-0"},
+                         tether.InMemoryCheckpointer())
+    assert result.status == "failed"
+    assert result.error is not None and result.error["type"] == "LookupError"
+    statuses = {node: entry["status"] for node, entry in result.state["nodes"].items()}
+    assert statuses == {"lookup": "failed", "review": "upstream_failed",
+                        "refund": "upstream_failed", "notify": "upstream_failed"}
     assert not ledger.exists()
 
 
