@@ -4,9 +4,6 @@ psycopg does not parse a long statement's text again at every execution."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from sqlalchemy import String, bindparam, func, literal_column, select
 
 from tether.stores.postgres import PostgresCheckpointer, server_placeholders
@@ -17,13 +14,6 @@ def test_placeholders_are_numbered_in_order_and_a_doubled_percent_is_a_literal_o
     assert server_placeholders("SELECT '50%%' || %s, %%s, %s") == "SELECT '50%' || $1, %s, $2"
     assert server_placeholders("SELECT 1") == "SELECT 1"
 
-
-@pytest.fixture
-def pg_store(pg_schema: tuple[str, str]) -> Iterator[PostgresCheckpointer]:
-    url, schema = pg_schema
-    store = PostgresCheckpointer(url, schema=schema)
-    yield store
-    store.close()
 
 
 def test_a_statement_with_a_literal_percent_and_parameters_runs_as_written(

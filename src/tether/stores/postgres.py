@@ -53,6 +53,7 @@ from tether.stores.schema import checkpoints, run_events, runs
 from tether.stores.sql import SQLCheckpointer
 from tether.stores.sql_events import event_values
 from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
+from tether.stores.write_group import WriteGroup
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
 _PLACEHOLDER = re.compile(r"%([s%])")
@@ -169,6 +170,17 @@ def _parse(dsn: str | URL) -> StoreURL:
     return parsed
 
 
+GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
+"""A worker's connections plan each prepared statement once, for any parameters. By
+default (``auto``) PostgreSQL plans a statement anew at each execution while its plan for
+the values at hand is estimated cheaper than a plan for any values; the claim's is, always
+(its generic plan's estimate counts ``LIMIT $n`` and the status and time comparisons by
+default selectivities), so every claim was planned again: about half of a claim's server CPU,
+for the same plan (docs/decisions.md, "The leaner worker, third pass"). Every statement a
+worker runs reads by key or by an index in the index's order (``ORDER BY ... LIMIT``), so
+the plan for any values is the plan for these."""
+
+
 class PostgresCheckpointer(SQLCheckpointer):
     """Checkpointer in a PostgreSQL database (psycopg 3), optionally in its own schema."""
 
@@ -216,6 +228,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         self._hot_lock = threading.Lock()
         self._batch_sql: dict[tuple[int, bool], str] = {}  # fenced_batch_sql by (rows, ends)
         self._server_sql: dict[str, str] = {}  # _text's conversions
+        self._generic_plans = False  # use_for_worker turns it on
         self._starts = ConnectionPool(self._connect, pool_size)
         """Connections for creating runs (``pg_starts.py``), as many as ``pool_size``."""
         super().__init__(engine)
@@ -240,11 +253,26 @@ class PostgresCheckpointer(SQLCheckpointer):
             raise
 
     def _connect(self) -> Any:
-        """A new autocommit driver connection whose search path is the store's schema."""
+        """A new autocommit driver connection whose search path is the store's schema, on
+        generic plans once the store is a worker's (:meth:`use_for_worker`)."""
         connection = self._psycopg.connect(autocommit=True, **self._connect_args)
-        if self.schema:
-            connection.execute(f"SET search_path TO {self._quoted_schema()}")
+        settings = [f"SET search_path TO {self._quoted_schema()}"] if self.schema else []
+        if self._generic_plans:
+            settings.append(GENERIC_PLANS)
+        if settings:
+            connection.execute("; ".join(settings))
         return connection
+
+    def use_for_worker(self, *, write_group: WriteGroup[FencedWrite, tuple[bool, float | None]]
+                       | None = None) -> None:
+        """As every store's, and: this store's connections plan its prepared statements
+        once (``plan_cache_mode = force_generic_plan``; :data:`GENERIC_PLANS`)."""
+        super().use_for_worker(write_group=write_group)
+        self._generic_plans = True
+        with self._errors("planning a worker's statements once"), self._lock:
+            hot = self._hot_connection
+            if hot is not None and not hot.closed:
+                hot.execute(GENERIC_PLANS)
 
     def _hot(self) -> Any:
         if self._hot_connection is None or self._hot_connection.closed:

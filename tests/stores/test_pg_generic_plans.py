@@ -1,0 +1,51 @@
+"""A worker's PostgreSQL connections plan each prepared statement once
+(``plan_cache_mode = force_generic_plan``, ``postgres.GENERIC_PLANS``): the claim was planned
+again at every execution under ``auto``. Other stores keep PostgreSQL's default."""
+
+from __future__ import annotations
+
+import time
+
+from helpers import new_run
+
+from tether.stores.postgres import PostgresCheckpointer
+
+
+def _mode(store: PostgresCheckpointer) -> str:
+    with store.sql_cursor("reading the plan cache mode") as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        return str(cursor.fetchone()[0])
+
+
+
+def test_a_store_plans_as_postgresql_does_until_a_worker_uses_it(
+        pg_store: PostgresCheckpointer) -> None:
+    assert _mode(pg_store) == "auto"
+    pg_store.use_for_worker()
+    assert _mode(pg_store) == "force_generic_plan"  # the open connection
+    pg_store.close()  # every connection made afterwards: the search path and the mode
+    assert _mode(pg_store) == "force_generic_plan"
+    with pg_store.sql_cursor("reading the search path") as cursor:
+        cursor.execute("SHOW search_path")
+        assert pg_store.schema is not None and pg_store.schema in str(cursor.fetchone()[0])
+
+
+def test_a_workers_claims_on_generic_plans_take_runs_in_claim_order(
+        pg_store: PostgresCheckpointer) -> None:
+    priorities = [3, 0, 7, 1, 7, 5, 2, 0, 4, 6, 1, 3, 9, 8, 2]
+    ids: dict[str, int] = {}
+    for priority in priorities:
+        eid = new_run(pg_store, status="queued")
+        assert pg_store.enqueue_run(eid, "q", priority, None)
+        ids[eid] = priority
+    pg_store.use_for_worker()
+    taken: list[str] = []
+    for limit in (1, 2, 1, 3, 1, 1, 2, 1, 1, 2):  # beyond 5 executions: the generic plan
+        now = time.time()
+        claimed = pg_store.claim_runs("w", ["q"], limit, now, now + 60)
+        assert len(claimed) == limit
+        taken += [c.run.execution_id for c in claimed]
+    assert len(set(taken)) == len(taken) == len(ids)
+    assert [ids[e] for e in taken] == sorted(priorities, reverse=True)
+    now = time.time()
+    assert pg_store.claim_runs("w", ["q"], 3, now, now + 60) == []
