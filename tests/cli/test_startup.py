@@ -35,7 +35,7 @@ NEVER_AT_IMPORT = (
 # What checking a YAML file has no use for: the store, the runtime, the console, the
 # provider SDKs, the .flow grammar, and the other commands' modules.
 NOT_FOR_CHECK = (
-    "click", "tether.cli.group", "tether.cli.authoring", "tether.compiler.plan",
+    "click", "tether.cli.group", "tether.cli.authoring", "tether.compiler.plan", "jinja2",
     "tether.compiler.build", "cronsim", "tether.cron", "sqlalchemy", "lark", "asyncio",
     "fastapi", "starlette", "uvicorn", "rich", "networkx",
     "openai", "anthropic", "httpx", "psycopg", "opentelemetry", "tether.stores",

@@ -239,13 +239,13 @@ QUICK_TEXTS = ["{{ inputs.x }}", "{{ nodes.a.output.value + 1 }}", "{{ inputs._p
 def test_the_quick_analysis_is_the_one_jinja2s_tree_gives(text: str) -> None:
     """The quick paths (no parser) make their analyses and references without the frozen
     dataclasses' __init__: equal, same hash and repr, as the parser's walk gives them."""
-    from tether.dsl import expressions
+    from tether.dsl import expression_tree, expressions
     from tether.templating import classify
 
     kind, source = classify(text)
     quick = expressions._analyse(kind, source, text)
-    tree = expressions._parse(kind, source)
-    walker = expressions._Walker(expressions._free_names(kind, tree))
+    tree = expression_tree.parse(kind, source)
+    walker = expression_tree._Walker(expression_tree._free_names(kind, tree))
     walker.visit(tree)
     slow = expressions.Analysis(kind, references=tuple(walker.references),
                                 unsafe=tuple(walker.unsafe))

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jinja2 import TemplateSyntaxError, meta, nodes
-
 from tether.compiler.context import Context
 from tether.dsl.ast import Workflow
 from tether.suggest import did_you_mean
-from tether.templating import ENV, has_markup
+from tether.templating import has_markup
 
 if TYPE_CHECKING:  # the plan models are imported only to build a plan (`check` builds none)
     from tether.compiler.plan import OnConflict, PlanConcurrency
@@ -50,6 +48,10 @@ def key_problems(key: str, workflow: Workflow) -> list[str]:
     ``inputs``, an input the workflow does not declare."""
     if not has_markup(key):
         return [] if key else ["the key is empty"]
+    from jinja2 import TemplateSyntaxError, meta, nodes
+
+    from tether.templating import ENV
+
     try:
         tree = ENV.parse(key)
     except TemplateSyntaxError as exc:
@@ -73,6 +75,10 @@ def key_inputs(workflow: Workflow) -> frozenset[str]:
     spec = workflow.doc.concurrency
     if spec is None or not has_markup(spec.key):
         return frozenset()
+    from jinja2 import TemplateSyntaxError, nodes
+
+    from tether.templating import ENV
+
     try:
         tree = ENV.parse(spec.key)
     except TemplateSyntaxError:

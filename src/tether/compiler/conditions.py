@@ -9,11 +9,13 @@ without names is evaluated within a small budget.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
-from jinja2 import TemplateSyntaxError, nodes
+from tether.dsl.expressions import analyse, quick_truth
+from tether.templating import TemplateBudget, classify
 
-from tether.dsl.expressions import analyse
-from tether.templating import ENV, TemplateBudget, classify, compiled
+if TYPE_CHECKING:
+    from jinja2 import nodes
 
 # Deciding whether a guard is constant must not make `check` slow: a small budget each.
 CONSTANT_BUDGET = TemplateBudget(seconds=0.05, max_size=10_000)
@@ -28,14 +30,29 @@ def constant_truth(text: str | None) -> bool | None:
     if analysis.error or analysis.kind != "expression":
         return None
     if not analysis.references:
+        from tether.templating import compiled
+
         try:
             return bool(compiled(text)({}, CONSTANT_BUDGET))
         except Exception:  # one that fails (or goes over its budget) at run time: unknown
             return None
     if " or " not in text and " and " not in text and "not " not in text:
         return None
+    source = classify(text)[1]
+    quick = quick_truth(source)  # the common conditions, folded without Jinja2's parser
+    if quick is not None:
+        return quick[0]
+    return _tree_truth(source)
+
+
+def _tree_truth(source: str) -> bool | None:
+    """:func:`constant_truth` of an expression folded over Jinja2's tree."""
+    from jinja2 import TemplateSyntaxError, nodes
+
+    from tether.templating import ENV
+
     try:
-        tree = ENV.parse("{{ " + classify(text)[1] + " }}")
+        tree = ENV.parse("{{ " + source + " }}")
     except (TemplateSyntaxError, RecursionError):
         return None
     output = tree.body[0] if tree.body else None
@@ -45,6 +62,8 @@ def constant_truth(text: str | None) -> bool | None:
 
 
 def _fold(node: nodes.Node) -> bool | None:
+    from jinja2 import nodes
+
     if isinstance(node, nodes.Const):
         return bool(node.value)
     if isinstance(node, nodes.Not):

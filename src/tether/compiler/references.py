@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from tether import templating
 from tether.compiler.agents import callers_in_graph
 from tether.compiler.context import Context, Where
 from tether.compiler.graph import Graph
@@ -19,7 +20,6 @@ from tether.dsl.document import AgentSpec, NodeSpec
 from tether.dsl.expressions import Analysis, Reference, analyse
 from tether.dsl.source import Path
 from tether.suggest import did_you_mean
-from tether.templating import ENV
 from tether.trigger import TRIGGER_FIELDS
 
 NODE_FIELDS = ("output", "status")
@@ -217,10 +217,12 @@ def _check_site(ctx: Context, graph: Graph, site: Site, analysis: Analysis,
                    help="the template sandbox refuses names starting with an underscore")
     for name in analysis.unknown_filters:
         ctx.report("E410", f"unknown filter `{name}`", ctx.locate(site.path, site.text, name),
-                   node_id=node_id, help=_available(name, "filters", sorted(ENV.filters)))
+                   node_id=node_id,
+                   help=_available(name, "filters", sorted(templating.ENV.filters)))
     for name in analysis.unknown_tests:
         ctx.report("E410", f"unknown test `{name}`", ctx.locate(site.path, site.text, name),
-                   node_id=node_id, help=_available(name, "tests", sorted(ENV.tests)))
+                   node_id=node_id,
+                   help=_available(name, "tests", sorted(templating.ENV.tests)))
     for ref in analysis.references:
         _check_reference(ctx, graph, site, ref, reads)
 
@@ -311,9 +313,9 @@ def _check_reference(ctx: Context, graph: Graph, site: Site, ref: Reference,
         if not site.iteration:
             ctx.report("E407", "`iteration` is only defined inside a loop", span,
                        node_id=reader, help="`iteration` counts the passes of the enclosing loop")
-    elif ref.root in analysis_calls(site) and ref.root not in ENV.globals:
+    elif ref.root in analysis_calls(site) and ref.root not in templating.ENV.globals:
         report_unknown_function(ctx, ref.root, span, reader)
-    elif ref.root not in ENV.globals and not _dashed_id_part(site.text, ref.root):
+    elif ref.root not in templating.ENV.globals and not _dashed_id_part(site.text, ref.root):
         ctx.report("E401", f"unknown name `{ref.root}`", span, node_id=reader,
                    help=_unknown_name_help(ref, site))
 
@@ -342,9 +344,9 @@ def analysis_calls(site: Site) -> tuple[str, ...]:
 
 def report_unknown_function(ctx: Context, name: str, span: Where, reader: str | None) -> None:
     """E412: a call of a name that is not a template function, with what is available."""
-    functions = sorted(n for n, v in ENV.globals.items() if callable(v))
+    functions = sorted(n for n, v in templating.ENV.globals.items() if callable(v))
     close = did_you_mean(name, functions)
-    filters = difflib.get_close_matches(name, sorted(ENV.filters), n=1, cutoff=0.6)
+    filters = difflib.get_close_matches(name, sorted(templating.ENV.filters), n=1, cutoff=0.6)
     if close is None and filters:
         close = f"`{name}` is not a function; did you mean the filter `x | {filters[0]}`?"
     listed = "functions: " + ", ".join(f"`{f}`" for f in functions) + \

@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import TemplateSyntaxError, meta, nodes
-
 from tether.compiler.context import Context
 from tether.compiler.references import strings
 from tether.dsl.ast import Workflow
@@ -19,7 +17,7 @@ from tether.dsl.document import SECRET_PATTERN, ManualSpec, WebhookSpec
 from tether.dsl.expressions import analyse
 from tether.durations import DurationError, parse_duration
 from tether.suggest import did_you_mean
-from tether.templating import ENV, has_markup
+from tether.templating import has_markup
 from tether.trigger import TRIGGER_FIELDS
 
 if TYPE_CHECKING:
@@ -115,6 +113,10 @@ def _template_problems(value: Any) -> list[str]:
         return [p for v in value for p in _template_problems(v)]
     if not isinstance(value, str) or not has_markup(value):
         return []
+    from jinja2 import TemplateSyntaxError, meta, nodes
+
+    from tether.templating import ENV
+
     try:
         tree = ENV.parse(value)
     except TemplateSyntaxError as exc:

@@ -4,6 +4,10 @@
 ``nodes.lookup.output``), the private attributes it reaches for and the filters and tests it
 uses, so the compiler can check them against the workflow. Rendering lives in
 :mod:`tether.templating`, which the runtime uses without this module.
+
+The common expressions are read here without Jinja2 (:class:`_Quick`, which accepts only what
+Jinja2 accepts and finds what its tree gives: tests/dsl/test_quick_expressions.py); anything
+else goes to Jinja2's parser and the walk of its tree (:mod:`tether.dsl.expression_tree`).
 """
 
 from __future__ import annotations
@@ -11,11 +15,9 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, fields
+from typing import Any
 
-from jinja2 import TemplateSyntaxError, nodes
-from jinja2.meta import find_undeclared_variables
-
-from tether.templating import ENV, Kind, classify, nesting_problem, segments
+from tether.templating import Kind, classify, nesting_problem, segments
 
 
 @dataclass(frozen=True)
@@ -68,11 +70,6 @@ def _reference(root: str, attrs: tuple[str, ...]) -> Reference:
     return made
 
 
-def _parse(kind: Kind, source: str) -> nodes.Template:
-    text = "{{ " + source + " }}" if kind == "expression" else source
-    return ENV.parse(text)
-
-
 def _quick_template(text: str) -> Analysis | None:
     """:func:`_quick_analysis` for a template of text and simple expressions."""
     parts = segments(text)
@@ -95,7 +92,7 @@ def analyse(text: str) -> Analysis:
     kind, source = classify(text)
     if kind == "literal":
         return Analysis(kind)
-    problem = nesting_problem(ENV, text)
+    problem = nesting_problem(text)
     if problem is not None:
         return Analysis(kind, error=problem, too_complex=True)
     try:
@@ -109,48 +106,59 @@ def _analyse(kind: Kind, source: str, text: str) -> Analysis:
     quick = _quick_analysis(source) if kind == "expression" else _quick_template(text)
     if quick is not None:
         return quick
-    try:
-        tree = _parse(kind, source)
-    except TemplateSyntaxError as exc:
-        return Analysis(kind, error=_syntax_message(exc), error_line=exc.lineno or 1)
-    walker = _Walker(_free_names(kind, tree))
-    walker.visit(tree)
-    return Analysis(
-        kind,
-        references=tuple(walker.references),
-        unsafe=tuple(walker.unsafe),
-        unknown_filters=tuple(sorted(walker.filters - set(ENV.filters))),
-        unknown_tests=tuple(sorted(walker.tests - set(ENV.tests))),
-        calls=tuple(sorted(walker.calls)),
-        refused=tuple(walker.refused),
-    )
+    from tether.dsl.expression_tree import analyse_tree
+
+    return analyse_tree(kind, source)
 
 
-def _free_names(kind: Kind, tree: nodes.Template) -> set[str] | None:
-    """Names the template reads without binding them itself (None: every name is free)."""
-    if kind == "expression" or not any(
-            True for _ in tree.find_all((nodes.For, nodes.Assign, nodes.Macro))):
-        return None
-    try:
-        return find_undeclared_variables(tree)
-    except TemplateSyntaxError:  # an unknown filter; reported separately
-        return None
-
-
-def _syntax_message(exc: TemplateSyntaxError) -> str:
-    message = exc.message or "invalid template"
-    return message[0].lower() + message[1:] if message else message
-
-
+# A number as Jinja2's lexer reads one: a float (a fraction, an exponent or both), or an
+# integer without a leading zero (Jinja2 reads `01` as two integers: a syntax error).
+_NUMBER = r"(?:\d+(?:\.\d+)?[eE][+-]?\d+|\d+\.\d+|[1-9]\d*|0+)(?![A-Za-z0-9_.])"
 _TOKEN = re.compile(
     r"\s*(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
-    r"|(?P<number>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![A-Za-z0-9_.]))"
+    rf"|(?P<number>{_NUMBER})"
     r"""|(?P<string>'[^'\\]*'|"[^"\\]*")"""
     r"|(?P<op>\*\*|//|==|!=|<=|>=|[-+*/%<>().]))"
 )
 _CONSTANTS = frozenset({"true", "false", "none", "True", "False", "None"})
+_TRUE = frozenset({"true", "True"})
 _KEYWORDS = frozenset({"and", "or", "not", "in", "is", "if", "else"}) | _CONSTANTS
 _COMPARE = frozenset({"==", "!=", "<", "<=", ">", ">="})
+
+Truth = bool | None
+"""What a sub-expression's truth is known to be without its names: True, False, or None
+(it depends on what it reads, or is not a constant, an ``and``, ``or`` or ``not``)."""
+
+
+def _folded(is_or: bool, left: Truth, right: Truth) -> Truth:
+    """The truth of ``left or right`` (``is_or``) or ``left and right``: ``or`` is decided
+    by a true side, ``and`` by a false one; two known sides decide it otherwise."""
+    if is_or in (left, right):
+        return is_or
+    if left is not None and right is not None:
+        return not is_or
+    return None
+
+
+def _constant_truth(kind: str, text: str) -> bool:
+    """The truth of a literal token's value: a number (as Jinja2 reads it, a float or an
+    int), a string without escapes, or ``true``/``false``/``none``."""
+    if kind == "number":
+        return float(text) != 0
+    if kind == "string":
+        return len(text) > 2
+    return text in _TRUE
+
+
+def _unsafe(attrs: list[str]) -> list[str]:
+    """The private attributes of a chain, last first, as the walk of Jinja2's tree (from the
+    outermost attribute in) lists them."""
+    return [attr for attr in reversed(attrs) if attr.startswith("_")]
+
+
+def _rotate(found: list[Any], start: int, middle: int) -> None:
+    """Move ``found[middle:]`` before ``found[start:middle]``."""
+    found[start:] = found[middle:] + found[start:middle]
 
 
 class _Quick:
@@ -159,8 +167,10 @@ class _Quick:
 
     It accepts only what Jinja2 accepts and finds the same references, without Jinja2's
     general lexer and parser (about ten times faster, which matters for 10,000-node
-    workflows). Anything outside the subset (strings, filters, tests, calls, subscripts,
-    literals of lists or dicts) returns None and goes to Jinja2.
+    workflows; and `tether check` of such templates imports no Jinja2). Anything outside the
+    subset (filters, tests, calls, subscripts, literals of lists or dicts, strings with
+    escapes) returns None and goes to Jinja2. Each level returns its :data:`Truth`, folded
+    as :func:`tether.compiler.conditions.constant_truth` folds Jinja2's tree.
     """
 
     def __init__(self, source: str) -> None:
@@ -194,31 +204,44 @@ class _Quick:
             return True
         return False
 
-    def expression(self) -> None:
-        self.or_test()
+    def expression(self) -> Truth:
+        starts = len(self.references), len(self.unsafe)
+        truth = self.or_test()
         if self.accept("if"):
+            middles = len(self.references), len(self.unsafe)
             self.or_test()
+            self.test_first(starts, middles)
             if self.accept("else"):
                 self.expression()
+            return None
+        return truth
 
-    def or_test(self) -> None:
-        self.and_test()
+    def test_first(self, starts: tuple[int, int], middles: tuple[int, int]) -> None:
+        """``a if b``: what ``b`` reads comes first, as in Jinja2's tree (``CondExpr``'s
+        fields are the test, then the two values)."""
+        _rotate(self.references, starts[0], middles[0])
+        _rotate(self.unsafe, starts[1], middles[1])
+
+    def or_test(self) -> Truth:
+        truth = self.and_test()
         while self.accept("or"):
-            self.and_test()
+            truth = _folded(True, truth, self.and_test())
+        return truth
 
-    def and_test(self) -> None:
-        self.not_test()
+    def and_test(self) -> Truth:
+        truth = self.not_test()
         while self.accept("and"):
-            self.not_test()
+            truth = _folded(False, truth, self.not_test())
+        return truth
 
-    def not_test(self) -> None:
+    def not_test(self) -> Truth:
         if self.accept("not"):
-            self.not_test()
-        else:
-            self.compare()
+            inner = self.not_test()
+            return None if inner is None else not inner
+        return self.compare()
 
-    def compare(self) -> None:
-        self.arith()
+    def compare(self) -> Truth:
+        truth = self.arith()
         while True:
             kind, text = self.peek()
             if (kind == "op" and text in _COMPARE) or (kind == "name" and text == "in"):
@@ -227,54 +250,66 @@ class _Quick:
                     self.tokens[self.position + 1][1] == "in":
                 self.position += 2
             else:
-                return
+                return truth
             self.arith()
+            truth = None
 
-    def arith(self) -> None:
-        self.term()
+    def arith(self) -> Truth:
+        truth = self.term()
         while self.accept("+", "-"):
             self.term()
+            truth = None
+        return truth
 
-    def term(self) -> None:
-        self.power()
+    def term(self) -> Truth:
+        truth = self.power()
         while self.accept("*", "/", "//", "%"):
             self.power()
+            truth = None
+        return truth
 
-    def power(self) -> None:
-        self.unary()
+    def power(self) -> Truth:
+        truth = self.unary()
         while self.accept("**"):
             self.unary()
+            truth = None
+        return truth
 
-    def unary(self) -> None:
+    def unary(self) -> Truth:
         if self.accept("-", "+"):
             self.unary()
-            return
+            return None
         kind, text = self.peek()
         if kind in ("number", "string") or (kind == "name" and text in _CONSTANTS):
             self.position += 1
-        elif kind == "op" and text == "(":
+            return _constant_truth(kind, text)
+        if kind == "op" and text == "(":
             self.position += 1
-            self.expression()
+            truth = self.expression()
             self.take(")")
-        elif kind == "name" and text not in _KEYWORDS:
+            return truth
+        if kind == "name" and text not in _KEYWORDS:
+            self.name(text)
+            return None
+        raise ValueError(text)
+
+    def name(self, text: str) -> None:
+        """A name and its dotted attributes: one reference."""
+        self.position += 1
+        attrs: list[str] = []
+        while self.accept("."):
+            kind, attr = self.peek()
+            if kind != "name":
+                raise ValueError(attr)
             self.position += 1
-            attrs: list[str] = []
-            while self.accept("."):
-                kind, attr = self.peek()
-                if kind != "name":
-                    raise ValueError(attr)
-                self.position += 1
-                attrs.append(attr)
-                if attr.startswith("_"):
-                    self.unsafe.append(attr)
-            if self.peek()[1] in ("(", "["):
-                raise ValueError("call or subscript")
-            self.references.append(_reference(text, tuple(attrs)))
-        else:
-            raise ValueError(text)
+            attrs.append(attr)
+        if self.peek()[1] in ("(", "["):
+            raise ValueError("call or subscript")
+        self.unsafe.extend(_unsafe(attrs))
+        self.references.append(_reference(text, tuple(attrs)))
 
 
-_OPERAND = r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\d+(?:\.\d+)?)"
+_OPERAND = r"(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*|\d+\.\d+|[1-9]\d*|0+)"
 _OPERATOR = r"(?:\*\*|//|==|!=|<=|>=|[-+*/%<>])"
 _FLAT = re.compile(rf"\s*{_OPERAND}(?:\s*{_OPERATOR}\s*{_OPERAND})*\s*")
 _CHAIN = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
@@ -292,9 +327,15 @@ def _flat_analysis(source: str) -> Analysis | None:
             return None
         if root[0].isdigit():
             continue
-        unsafe.extend(a for a in attrs if a.startswith("_"))
+        unsafe.extend(_unsafe(attrs))
         references.append(_reference(root, tuple(attrs)))
     return _analysis("expression", tuple(references), tuple(unsafe))
+
+
+def _multiline(source: str) -> bool:
+    """Whether ``source`` spans lines: Jinja2 numbers each reference's line, the quick
+    readers only ever say line 1, so they leave such an expression to Jinja2."""
+    return "\n" in source or "\r" in source
 
 
 @functools.lru_cache(maxsize=65536)
@@ -302,6 +343,8 @@ def _quick_analysis(source: str) -> Analysis | None:
     """The analysis of a simple expression (``inputs.x``, ``nodes.a.output.v + 1``) without
     Jinja2's parser, or None; cached, as the same ``{{ inputs.x }}`` recurs in many
     templates."""
+    if _multiline(source):
+        return None
     flat = _flat_analysis(source)
     if flat is not None:
         return flat
@@ -315,80 +358,16 @@ def _quick_analysis(source: str) -> Analysis | None:
     return _analysis("expression", tuple(quick.references), tuple(quick.unsafe))
 
 
-class _Walker:
-    def __init__(self, free: set[str] | None) -> None:
-        self.free = free
-        self.references: list[Reference] = []
-        self.unsafe: list[str] = []
-        self.filters: set[str] = set()
-        self.tests: set[str] = set()
-        self.calls: set[str] = set()
-        self.refused: list[tuple[str, str]] = []
-
-    def visit(self, node: nodes.Node) -> None:
-        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name):
-            self.calls.add(node.node.name)
-        refused = _REFUSED.get(type(node))
-        if refused is not None:
-            self.refused.append(refused)
-        if isinstance(node, nodes.Filter) and node.name == "attr":
-            self.refused.append(_attr_refusal(node))
-        if isinstance(node, nodes.Getattr | nodes.Getitem | nodes.Name):
-            self.chain(node)
-            return
-        if isinstance(node, nodes.Filter) and node.name:
-            self.filters.add(node.name)
-        if isinstance(node, nodes.Test):
-            self.tests.add(node.name)
-        for child in node.iter_child_nodes():
-            self.visit(child)
-
-    def chain(self, node: nodes.Node) -> None:
-        """Record the reference an attribute chain starts from; visit computed subscripts."""
-        attrs: list[str] = []
-        dynamic = False
-        line = node.lineno
-        while True:
-            if isinstance(node, nodes.Getattr):
-                self.check_safe(node.attr)
-                attrs.append(node.attr)
-                node = node.node
-            elif isinstance(node, nodes.Getitem):
-                arg = node.arg
-                if isinstance(arg, nodes.Const) and isinstance(arg.value, str | int):
-                    self.check_safe(str(arg.value))
-                    attrs.append(str(arg.value))
-                else:
-                    self.visit(arg)
-                    attrs.clear()
-                    dynamic = True
-                node = node.node
-            else:
-                break
-        if isinstance(node, nodes.Name):
-            if node.ctx == "load" and (self.free is None or node.name in self.free):
-                self.references.append(Reference(node.name, tuple(reversed(attrs)), line, dynamic))
-        else:
-            self.visit(node)
-
-    def check_safe(self, attr: str) -> None:
-        if attr.startswith("_"):
-            self.unsafe.append(attr)
-
-
-# Statements that would read another template: the sandbox has no loader, so each fails at
-# run time; `check` reports them first (code, the word the diagnostic points at).
-_REFUSED: dict[type[nodes.Node], tuple[str, str]] = {
-    nodes.Include: ("E420", "include"), nodes.Import: ("E421", "import"),
-    nodes.FromImport: ("E421", "from"), nodes.Extends: ("E422", "extends"),
-}
-
-
-def _attr_refusal(node: nodes.Filter) -> tuple[str, str]:
-    """E424 for ``attr('_private')`` (the sandbox's SecurityError), else E423: the sandbox
-    refuses ``attr`` itself, whose name may be computed where no check can see it."""
-    name = node.args[0] if node.args else None
-    if isinstance(name, nodes.Const) and isinstance(name.value, str) and \
-            name.value.startswith("_"):
-        return "E424", name.value
-    return "E423", "attr"
+def quick_truth(source: str) -> tuple[Truth] | None:
+    """``(truth,)`` of an expression's source as the quick reader folds it (see
+    :data:`Truth`), or None when the quick reader does not read it (Jinja2's tree decides)."""
+    if _multiline(source):
+        return None
+    try:
+        quick = _Quick(source)
+        truth = quick.expression()
+        if quick.position != len(quick.tokens) or not quick.tokens:
+            return None
+    except (ValueError, IndexError, RecursionError):
+        return None
+    return (truth,)

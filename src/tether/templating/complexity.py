@@ -9,9 +9,6 @@ refuses more than :data:`MAX_NESTING` open brackets or blocks, or more than
 
 from __future__ import annotations
 
-from jinja2 import TemplateSyntaxError
-from jinja2.environment import Environment
-
 MAX_NESTING = 32
 MAX_OPERATORS = 100
 
@@ -64,13 +61,17 @@ class _Scan:
         return None
 
 
-def nesting_problem(env: Environment, text: str) -> str | None:
+def nesting_problem(text: str) -> str | None:
     """Why ``text`` is too deeply nested to parse safely, or None."""
     if len(text) <= 2 * MAX_OPERATORS and sum(map(text.count, "([{")) <= MAX_NESTING:
         return None  # too short to break a limit: the common case, without lexing
+    from jinja2 import TemplateSyntaxError
+
+    from tether.templating.engine import ENV
+
     scan = _Scan()
     try:
-        for _, kind, value in env.lex(text):
+        for _, kind, value in ENV.lex(text):
             problem = scan.token(kind, value)
             if problem is not None:
                 return problem
