@@ -266,6 +266,7 @@ def _serve_metrics(fleet: object, port: int, host: str, db: str, lease: float | 
         raise click.BadParameter(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                                  param_hint="--metrics-port") from None
     served.watch_slots(fleet.busy_slots)
+    served.watch_write_batches(fleet.write_batch_fallbacks)
     click.echo(f"worker: metrics at http://{host}:{port}/metrics", err=True)
 
 

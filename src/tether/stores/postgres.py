@@ -16,6 +16,7 @@ and causes are masked (libpq can quote the connection string in its messages).
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -53,6 +54,8 @@ from tether.stores.schema import checkpoints, run_events, runs
 from tether.stores.sql import SQLCheckpointer
 from tether.stores.sql_events import event_values
 from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
+
+log = logging.getLogger("tether.stores")
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
 _PLACEHOLDER = re.compile(r"%([s%])")
@@ -347,7 +350,9 @@ class PostgresCheckpointer(SQLCheckpointer):
         ``_lock``): one item alone as :meth:`_put_seen` (a run's end as
         :meth:`_end_alone`); several in one statement (:func:`fenced_batch_sql`, with the
         runs' ends when the batch has one). If that statement fails for another reason than
-        the connection, each item is written alone, so an error is its own item's."""
+        the connection, each item is written alone, so an error is its own item's; that
+        fallback is logged (a warning naming the error's class: its message may quote the
+        rows' values) and counted by the group (:meth:`WriteGroup.fell_back`)."""
         connection = self._hot()
         if len(items) == 1:
             return [self._write_alone(connection, items[0], alone=True)]
@@ -368,6 +373,10 @@ class PostgresCheckpointer(SQLCheckpointer):
         except Exception as exc:
             if self._is_disconnect(exc):
                 raise
+            log.warning("a batch of %d checkpoint writes failed (%s); writing them one by "
+                        "one", len(items), type(exc).__name__)
+            if self.write_group is not None:
+                self.write_group.fell_back()
             return [self._write_alone(connection, item) for item in items]
         found = {checkpoint_id: (bool(written), requested_at)
                  for checkpoint_id, requested_at, written in rows}

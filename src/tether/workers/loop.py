@@ -127,6 +127,11 @@ class Worker:
         """How many runs this worker executes now (read from any thread: a metric)."""
         return len(self._running)
 
+    def write_batch_fallbacks(self) -> int:
+        """How many of the slots' batched writes failed and were written row by row (read
+        from any thread: a metric)."""
+        return self._writes.fallbacks if self._writes is not None else 0
+
     def _poke(self) -> None:
         loop, wake = self._loop, self._wake
         if loop is not None and wake is not None:
