@@ -47,6 +47,7 @@ from tether.errors import ExecutionExists, StoreError, StoreUnavailable, StoreUR
 from tether.status import RunStatus
 from tether.stores.base import SeenCancel
 from tether.stores.events import RunEvent
+from tether.stores.pg_sessions import SessionTimeouts, session_timeouts
 from tether.stores.pg_starts import ConnectionPool, create_statement
 from tether.stores.records import CheckpointRow, FencedWrite, RunEnd, RunRecord
 from tether.stores.retry import transient
@@ -179,10 +180,13 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     def __init__(self, dsn_or_engine: str | URL | Engine, *, schema: str | None = None,
                  pool_size: int = 5, max_overflow: int = 10, connect_timeout: int | None = None,
-                 retry_seconds: float | None = None, create: bool = True) -> None:
+                 retry_seconds: float | None = None, create: bool = True,
+                 timeouts: SessionTimeouts | None = None) -> None:
         """``schema``, ``connect_timeout`` and ``retry_seconds`` default to the URL's options
         (``?schema=``, ...), then to no schema, 10 s and 15 s. With ``create=False`` a schema
-        that does not exist is an error instead of being created."""
+        that does not exist is an error instead of being created. ``timeouts``: the
+        sessions' idle-in-transaction and lock timeouts (``pg_sessions.py``; default: the
+        URL's options, else derived from the lease)."""
         try:
             import psycopg
         except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -195,10 +199,14 @@ class PostgresCheckpointer(SQLCheckpointer):
             parsed = _parse(dsn_or_engine)
             schema = schema if schema is not None else parsed.schema
             timeout = connect_timeout or parsed.connect_timeout
+            timeouts = timeouts or session_timeouts(idle=parsed.idle_in_transaction_timeout,
+                                                    lock=parsed.lock_timeout)
             engine = create_engine(
                 parsed.url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
                 connect_args={"connect_timeout": timeout,
-                              **_dead_peer_options(parsed.url.query, timeout)})
+                              **_dead_peer_options(parsed.url.query, timeout),
+                              "options": timeouts.options(_given(parsed.url.query))})
+        self.timeouts = timeouts or session_timeouts()
         self.schema = check_identifier(schema) if schema is not None else None
         self.retry_seconds = retry_seconds if retry_seconds is not None else (
             parsed.retry_seconds if parsed else 15.0)
@@ -212,7 +220,8 @@ class PostgresCheckpointer(SQLCheckpointer):
             "connect_timeout": connect_timeout or (parsed.connect_timeout if parsed else 10)}
         self._connect_args = {**_dead_peer_options(self._connect_args,
                                                    int(self._connect_args["connect_timeout"])),
-                              **self._connect_args}
+                              **self._connect_args,
+                              "options": self.timeouts.options(_given(self._connect_args))}
         self._hot_connection: Any = None
         self._hot_cursor: Any = None
         self._seen: dict[str, tuple[float, float | None]] = {}  # take_cancel_seen's readings
@@ -238,9 +247,34 @@ class PostgresCheckpointer(SQLCheckpointer):
         try:
             with super()._errors(what):
                 yield
+        except StoreUnavailable as exc:
+            redact_exception(exc, self._password)
+            ended = self._session_ended(exc, what)
+            if ended is None:
+                raise
+            raise ended from exc
         except Exception as exc:
             redact_exception(exc, self._password)
             raise
+
+    def _session_ended(self, exc: StoreUnavailable, what: str) -> StoreUnavailable | None:
+        """The error (and a log line) for a session the server ended while this process
+        left it idle inside a transaction, or a statement that outwaited ``lock_timeout``;
+        None for other outages. Nothing of such a transaction was committed."""
+        original = getattr(exc.__cause__, "orig", exc.__cause__)
+        errors = self._psycopg.errors
+        if isinstance(original, errors.IdleInTransactionSessionTimeout):
+            log.warning("%s: the database ended this process's session: it sat inside a "
+                        "transaction for more than %g s (was the process stopped?); that "
+                        "transaction was rolled back, reconnecting", what,
+                        self.timeouts.idle_in_transaction)
+            return StoreUnavailable(f"{what}: the database ended the session after it sat "
+                                    f"idle inside a transaction for more than "
+                                    f"{self.timeouts.idle_in_transaction:g} s (rolled back)")
+        if isinstance(original, errors.LockNotAvailable):
+            return StoreUnavailable(f"{what}: another session held a lock it needs for more "
+                                    f"than lock_timeout ({self.timeouts.lock:g} s)")
+        return None
 
     def _connect(self) -> Any:
         """A new autocommit driver connection whose search path is the store's schema."""
@@ -447,6 +481,9 @@ class PostgresCheckpointer(SQLCheckpointer):
         return pg_insert(table).on_conflict_do_nothing()
 
     def _lock_schema(self, connection: Connection) -> None:
+        """The set-up's advisory lock, waited for as long as another process's migration
+        takes (``lock_timeout`` off for this transaction)."""
+        connection.exec_driver_sql("SET LOCAL lock_timeout = 0")
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")
         if not self.schema:
             return
@@ -462,16 +499,27 @@ class PostgresCheckpointer(SQLCheckpointer):
         return isinstance(original, self._psycopg.errors.UniqueViolation)
 
     def _is_disconnect(self, exc: BaseException) -> bool:
+        """A lost connection, a session the server ended (idle in a transaction too long:
+        ``pg_sessions.py``), or a lock waited for longer than ``lock_timeout``: each is
+        retried on a new connection like an outage."""
         if isinstance(exc, DBAPIError) and exc.connection_invalidated:
             return True
         original = getattr(exc, "orig", exc)
-        return isinstance(original, self._psycopg.OperationalError)
+        errors = self._psycopg.errors
+        return isinstance(original, (self._psycopg.OperationalError,
+                                     errors.IdleInTransactionSessionTimeout))
 
     def close(self) -> None:
         with self._lock:
             self._reset_hot()
         self._starts.close()
         super().close()
+
+
+def _given(query: Mapping[str, object]) -> str:
+    """The libpq ``options`` a URL sets itself."""
+    given = query.get("options", "")
+    return given if isinstance(given, str) else ""
 
 
 def _dead_peer_options(given: Mapping[str, object], seconds: int) -> dict[str, str]:

@@ -3,7 +3,8 @@
 ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``postgresql://user:pw@host/db``
 (also ``postgres://`` and ``postgresql+psycopg://``) and ``memory://`` are parsed with
 SQLAlchemy's :func:`~sqlalchemy.engine.make_url`. Every query option is checked: tether's own
-(``durability``, ``schema``, ``retry_seconds``, ``connect_timeout``) by value, the others
+(``durability``, ``schema``, ``retry_seconds``, ``connect_timeout``,
+``idle_in_transaction_timeout``, ``lock_timeout``) by value, the others
 against the connection parameters libpq knows. A URL that cannot be used raises
 :class:`~tether.errors.StoreURLError` naming the part at fault, with the password masked as
 ``***``; so does every message the PostgreSQL store builds (see :func:`redact`).
@@ -31,11 +32,13 @@ SCHEMES: dict[str, Kind] = {
     "postgresql+psycopg": "postgresql", "memory": "memory",
 }
 SQLITE_OPTIONS = ("durability",)
-POSTGRES_OPTIONS = ("schema", "retry_seconds", "connect_timeout")
+POSTGRES_OPTIONS = ("schema", "retry_seconds", "connect_timeout", "idle_in_transaction_timeout",
+                    "lock_timeout")
 DURABILITIES = ("normal", "full")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 MAX_RETRY_SECONDS = 3600.0
 MAX_CONNECT_TIMEOUT = 3600
+MAX_SESSION_TIMEOUT = 86400.0
 MASK = "***"
 
 
@@ -50,6 +53,8 @@ class StoreURL:
     schema: str | None = None
     retry_seconds: float = 15.0
     connect_timeout: int = 10
+    idle_in_transaction_timeout: float | None = None  # None: derived (stores/pg_sessions.py)
+    lock_timeout: float | None = None
 
     def __str__(self) -> str:
         return self.url.render_as_string(hide_password=True)
@@ -203,10 +208,13 @@ def _postgresql(url: URL, options: dict[str, str]) -> StoreURL:
     if timeout != int(timeout) or timeout < 1:
         raise StoreURLError(f"connect_timeout must be a whole number of seconds from 1 to "
                             f"{MAX_CONNECT_TIMEOUT}", parameter="connect_timeout")
+    idle, lock = (_number(options[name], name, MAX_SESSION_TIMEOUT) if name in options
+                  else None for name in ("idle_in_transaction_timeout", "lock_timeout"))
     driver_url = url.set(drivername="postgresql+psycopg").difference_update_query(
         POSTGRES_OPTIONS)
     return StoreURL("postgresql", driver_url, schema=schema, retry_seconds=retry,
-                    connect_timeout=int(timeout))
+                    connect_timeout=int(timeout), idle_in_transaction_timeout=idle,
+                    lock_timeout=lock)
 
 
 def _number(text: str, name: str, limit: float) -> float:

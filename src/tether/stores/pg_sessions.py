@@ -1,0 +1,81 @@
+"""How long a tether session may hold PostgreSQL locks it is not using, or wait for some.
+
+A process stopped while its connection is *inside* a transaction (``SIGSTOP``, a frozen VM,
+a debugger, a client partitioned away) keeps that transaction's locks: a claim's ``FOR
+UPDATE`` on a limited queue's row, the ``FOR SHARE`` a fenced write takes on run rows, the
+advisory lock of a concurrency key. Every claimer of that queue, every submission of that
+key, then waits for it, and ``SKIP LOCKED`` claims skip its rows forever: the whole fleet
+stalls on one frozen process. So every connection the PostgreSQL store opens (the engine's
+pool, the hot connection, the pool of run creations) sets two session parameters in its
+start-up packet (libpq ``options``):
+
+- ``idle_in_transaction_session_timeout``: the server ends a session that sat idle inside a
+  transaction this long, rolling it back and releasing its locks. tether's transactions
+  last milliseconds, so the default is derived from the lease: a third of it (the renewal
+  interval), at least 1 s, at most 60 s. A holder frozen inside a transaction therefore
+  loses its locks no later than a third of a lease after it froze, before its lease (renewed
+  every third) can expire and another worker needs to take its runs over.
+- ``lock_timeout``: a statement waiting for a lock longer than this fails (the store reports
+  it, names the lock wait and retries it like a lost connection) instead of waiting forever
+  behind a holder that is not idle (another application's session, a long statement). By
+  default the lease, at least twice the idle timeout (so a waiter outlasts a frozen tether
+  holder being ended), at most 120 s. Schema set-up waits for another process's migration
+  without it.
+
+The lease is ``$TETHER_LEASE_SECONDS`` (default 30 s; ``tether worker --lease`` sets it for
+its process). Both can be set per store URL: ``?idle_in_transaction_timeout=SECONDS`` and
+``?lock_timeout=SECONDS`` (0 turns one off); a ``-c`` of either in the URL's own libpq
+``options`` wins too.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["LEASE_ENV", "SessionTimeouts", "env_lease_seconds", "session_timeouts"]
+
+LEASE_ENV = "TETHER_LEASE_SECONDS"  # workers/claims.py's (stores do not import workers)
+DEFAULT_LEASE_SECONDS = 30.0
+IDLE_FLOOR, IDLE_CAP = 1.0, 60.0
+LOCK_CAP = 120.0
+IDLE_SETTING = "idle_in_transaction_session_timeout"
+LOCK_SETTING = "lock_timeout"
+
+
+@dataclass(frozen=True)
+class SessionTimeouts:
+    """The two session parameters, in seconds (0: the server's default, no limit)."""
+
+    idle_in_transaction: float
+    lock: float
+
+    def options(self, given: str = "") -> str:
+        """libpq ``options`` setting both (in milliseconds) before ``given`` (the URL's own
+        ``options``); a parameter ``given`` sets already is left to it."""
+        mine = [f"-c {name}={round(seconds * 1000)}"
+                for name, seconds in ((IDLE_SETTING, self.idle_in_transaction),
+                                      (LOCK_SETTING, self.lock)) if name not in given]
+        return " ".join([*mine, given]).strip()
+
+
+def env_lease_seconds() -> float:
+    """``$TETHER_LEASE_SECONDS``, else 30 s (a bad value: 30 s; the CLI reports it)."""
+    raw = os.environ.get(LEASE_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_LEASE_SECONDS
+    except ValueError:
+        return DEFAULT_LEASE_SECONDS
+    return value if 0 < value <= 86400 else DEFAULT_LEASE_SECONDS
+
+
+def session_timeouts(lease: float | None = None, *, idle: float | None = None,
+                     lock: float | None = None) -> SessionTimeouts:
+    """The timeouts for ``lease`` (default :func:`env_lease_seconds`); ``idle`` and
+    ``lock`` given (a URL's options) win over the derived ones."""
+    lease = env_lease_seconds() if lease is None else lease
+    derived_idle = min(IDLE_CAP, max(IDLE_FLOOR, lease / 3))
+    idle = derived_idle if idle is None else idle
+    if lock is None:
+        lock = min(LOCK_CAP, max(lease, 2 * idle))
+    return SessionTimeouts(idle, lock)
