@@ -30,13 +30,12 @@ its process). Both can be set per store URL: ``?idle_in_transaction_timeout=SECO
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-__all__ = ["LEASE_ENV", "SessionTimeouts", "env_lease_seconds", "session_timeouts"]
+from tether.stores.lease_env import DEFAULT_LEASE_SECONDS, env_lease_seconds
 
-LEASE_ENV = "TETHER_LEASE_SECONDS"  # workers/claims.py's (stores do not import workers)
-DEFAULT_LEASE_SECONDS = 30.0
+__all__ = ["SessionTimeouts", "session_timeouts"]
+
 IDLE_FLOOR, IDLE_CAP = 1.0, 60.0
 LOCK_CAP = 120.0
 IDLE_SETTING = "idle_in_transaction_session_timeout"
@@ -59,21 +58,11 @@ class SessionTimeouts:
         return " ".join([*mine, given]).strip()
 
 
-def env_lease_seconds() -> float:
-    """``$TETHER_LEASE_SECONDS``, else 30 s (a bad value: 30 s; the CLI reports it)."""
-    raw = os.environ.get(LEASE_ENV, "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_LEASE_SECONDS
-    except ValueError:
-        return DEFAULT_LEASE_SECONDS
-    return value if 0 < value <= 86400 else DEFAULT_LEASE_SECONDS
-
-
 def session_timeouts(lease: float | None = None, *, idle: float | None = None,
                      lock: float | None = None) -> SessionTimeouts:
     """The timeouts for ``lease`` (default :func:`env_lease_seconds`); ``idle`` and
     ``lock`` given (a URL's options) win over the derived ones."""
-    lease = env_lease_seconds() if lease is None else lease
+    lease = (env_lease_seconds() or DEFAULT_LEASE_SECONDS) if lease is None else lease
     derived_idle = min(IDLE_CAP, max(IDLE_FLOOR, lease / 3))
     idle = derived_idle if idle is None else idle
     if lock is None:
