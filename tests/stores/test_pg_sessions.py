@@ -99,7 +99,7 @@ def test_a_session_ended_idle_in_a_transaction_is_a_clear_retried_error(
             other.execute("SET lock_timeout = '60s'")
             other.execute(f'UPDATE "{schema}".runs SET priority = 1 WHERE execution_id = %s',
                           (eid,))
-        with pytest.raises(StoreUnavailable, match=r"idle inside a transaction for more "
+        with pytest.raises(StoreUnavailable, match=r"inside a transaction for more "
                                                    r"than 0\.2 s"), store._cursor("probe") as cur:
             cur.execute("SELECT 1")
         assert "the database ended this process's session" in caplog.text

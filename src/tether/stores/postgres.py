@@ -63,6 +63,7 @@ _PLACEHOLDER = re.compile(r"%([s%])")
 _SEEN_LIMIT = 256
 _ROW_FIELDS = [c.name for c in checkpoints.columns]
 _SEEN_NAMES = ("eid", "owner", *_ROW_FIELDS)
+_OPEN_FOR = "tether_transaction_open_for"  # set by _transaction on a session it lost
 
 
 def fenced_insert_seen() -> ClauseElement:
@@ -263,14 +264,18 @@ class PostgresCheckpointer(SQLCheckpointer):
         None for other outages. Nothing of such a transaction was committed."""
         original = getattr(exc.__cause__, "orig", exc.__cause__)
         errors = self._psycopg.errors
-        if isinstance(original, errors.IdleInTransactionSessionTimeout):
+        if isinstance(original, errors.IdleInTransactionSessionTimeout) or \
+                hasattr(original, _OPEN_FOR):
+            idle = self.timeouts.idle_in_transaction
+            opened = getattr(original, _OPEN_FOR, None)
+            held = f" (open {opened:.1f} s)" if opened is not None else ""
             log.warning("%s: the database ended this process's session: it sat inside a "
-                        "transaction for more than %g s (was the process stopped?); that "
-                        "transaction was rolled back, reconnecting", what,
-                        self.timeouts.idle_in_transaction)
+                        "transaction%s for more than the idle-in-transaction timeout (%g s; "
+                        "was the process stopped?); the transaction was rolled back, "
+                        "reconnecting", what, held, idle)
             return StoreUnavailable(f"{what}: the database ended the session after it sat "
-                                    f"idle inside a transaction for more than "
-                                    f"{self.timeouts.idle_in_transaction:g} s (rolled back)")
+                                    f"inside a transaction for more than {idle:g} s "
+                                    f"(rolled back)")
         if isinstance(original, errors.LockNotAvailable):
             return StoreUnavailable(f"{what}: another session held a lock it needs for more "
                                     f"than lock_timeout ({self.timeouts.lock:g} s)")
@@ -470,9 +475,22 @@ class PostgresCheckpointer(SQLCheckpointer):
         quote = self.engine.dialect.identifier_preparer.quote
         return f"{quote(self.schema)}.{quote(table)}" if self.schema else str(quote(table))
 
-    def _transaction(self, connection: Any) -> contextlib.AbstractContextManager[Any]:
-        """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception)."""
-        return connection.transaction()  # type: ignore[no-any-return]
+    @contextlib.contextmanager
+    def _transaction(self, connection: Any) -> Iterator[None]:
+        """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception).
+        A connection lost inside it after longer than the idle-in-transaction timeout is
+        marked (``_OPEN_FOR``): the server most likely ended the session while this process
+        was stopped (libpq reports only "server closed the connection")."""
+        started = time.monotonic()
+        try:
+            with connection.transaction():
+                yield
+        except Exception as exc:
+            idle = self.timeouts.idle_in_transaction
+            elapsed = time.monotonic() - started
+            if idle > 0 and elapsed > idle and self._is_disconnect(exc):
+                setattr(exc, _OPEN_FOR, elapsed)
+            raise
 
     def _begin_write(self, connection: Connection) -> None:
         """PostgreSQL begins a transaction with the first statement."""
