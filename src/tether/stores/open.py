@@ -12,7 +12,8 @@ def open_checkpointer(url: str | None = None, *, create: bool = True) -> Checkpo
     """The checkpointer a URL names (default: ``sqlite:///.tether/tether.db``).
 
     ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (with
-    ``?durability=full`` for fsync on every commit), ``postgresql://...`` /
+    ``?durability=full`` for fsync on every commit, ``?busy_timeout=N`` for how long a
+    writer waits for another process's write lock, default 30), ``postgresql://...`` /
     ``postgresql+psycopg://...`` (with ``?schema=name`` to use a schema,
     ``?retry_seconds=N`` for how long to wait out an unreachable server,
     ``?connect_timeout=N``, ``?idle_in_transaction_timeout=N`` and ``?lock_timeout=N``
@@ -30,7 +31,8 @@ def open_checkpointer(url: str | None = None, *, create: bool = True) -> Checkpo
     if parsed.kind == "sqlite":
         from tether.stores.sqlite import SQLiteCheckpointer
 
-        return SQLiteCheckpointer(parsed.path, durability=parsed.durability, create=create)
+        return SQLiteCheckpointer(parsed.path, durability=parsed.durability, create=create,
+                                  timeout=parsed.busy_timeout)
     from tether.stores.pg_sessions import session_timeouts
     from tether.stores.postgres import PostgresCheckpointer
 

@@ -3,7 +3,7 @@
 ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``postgresql://user:pw@host/db``
 (also ``postgres://`` and ``postgresql+psycopg://``) and ``memory://`` are parsed with
 SQLAlchemy's :func:`~sqlalchemy.engine.make_url`. Every query option is checked: tether's own
-(``durability``, ``schema``, ``retry_seconds``, ``connect_timeout``,
+(``durability``, ``busy_timeout``, ``schema``, ``retry_seconds``, ``connect_timeout``,
 ``idle_in_transaction_timeout``, ``lock_timeout``) by value, the others
 against the connection parameters libpq knows. A URL that cannot be used raises
 :class:`~tether.errors.StoreURLError` naming the part at fault, with the password masked as
@@ -31,7 +31,7 @@ SCHEMES: dict[str, Kind] = {
     "sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql",
     "postgresql+psycopg": "postgresql", "memory": "memory",
 }
-SQLITE_OPTIONS = ("durability",)
+SQLITE_OPTIONS = ("durability", "busy_timeout")
 POSTGRES_OPTIONS = ("schema", "retry_seconds", "connect_timeout", "idle_in_transaction_timeout",
                     "lock_timeout")
 DURABILITIES = ("normal", "full")
@@ -50,6 +50,7 @@ class StoreURL:
     url: URL = field(repr=False)
     path: str = ""
     durability: Literal["normal", "full"] = "normal"
+    busy_timeout: float = 30.0  # SQLite: how long a writer waits for another's write lock
     schema: str | None = None
     retry_seconds: float = 15.0
     connect_timeout: int = 10
@@ -179,8 +180,9 @@ def _sqlite(url: URL, options: dict[str, str]) -> StoreURL:
     if durability not in DURABILITIES:
         raise StoreURLError(f"durability must be normal or full, not {durability!r}",
                             parameter="durability")
+    busy = _number(options.get("busy_timeout", "30"), "busy_timeout", MAX_CONNECT_TIMEOUT)
     return StoreURL("sqlite", url, path=url.database,
-                    durability="full" if durability == "full" else "normal")
+                    durability="full" if durability == "full" else "normal", busy_timeout=busy)
 
 
 def _postgresql(url: URL, options: dict[str, str]) -> StoreURL:
