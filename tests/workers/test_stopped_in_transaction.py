@@ -22,25 +22,30 @@ again)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
-from keyproof import by_worker, ends, events_of, mark, snapshot, spawn_worker, stale, statuses
+from keyproof import (
+    Namespaced,
+    by_worker,
+    ends,
+    events_of,
+    mark,
+    namespace_refused,
+    snapshot,
+    stale,
+    statuses,
+)
 
 from conftest import wait_for
 from tether.runtime.runner import Runner
 from tether.stores.open import open_checkpointer
 from tether.stores.queueing import QueueRecord
 
-UNSHARE = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
 NODES = ("n0", "n1", "n2")
 WORKFLOW = """\
 tether: 1
@@ -52,54 +57,11 @@ nodes:
   n1: {task: keyed_step, needs: n0, with: {rid: "{{ inputs.rid }}", node: n1}}
   n2: {task: keyed_step, needs: n1, with: {rid: "{{ inputs.rid }}", node: n2}}
 """
-Proc = subprocess.Popen[bytes]
-
-
-def _namespaces() -> bool:
-    """Whether ``unshare`` can make a PID namespace here (else plain processes)."""
-    if shutil.which("unshare") is None:
-        return False
-    try:
-        done = subprocess.run([*UNSHARE, "true"], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-class Workers:
-    """``tether worker`` processes, each leading a process group (with its ``unshare``)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.wrap = UNSHARE if _namespaces() else []
-        self.procs: list[Proc] = []
-
-    def start(self, url: str, name: str, gate: Path | None = None) -> tuple[Proc, Path]:
-        proc, log = spawn_worker(lambda argv: [*self.wrap, *argv], url, self.directory, name,
-                                 gate, new_session=True)
-        self.procs.append(proc)
-        return proc, log
-
-    def signal(self, proc: Proc, sig: signal.Signals) -> None:
-        os.killpg(proc.pid, sig)
-
-    def stop(self, proc: Proc) -> int:
-        self.signal(proc, signal.SIGCONT)
-        self.signal(proc, signal.SIGTERM)
-        return proc.wait(60)
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGCONT)
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
 
 
 @pytest.fixture
-def workers(tmp_path: Path) -> Iterator[Workers]:
-    made = Workers(tmp_path)
+def workers(tmp_path: Path) -> Iterator[Namespaced]:
+    made = Namespaced(tmp_path, isolate=namespace_refused() is None)
     yield made
     made.close()
 
@@ -115,7 +77,7 @@ def _backends(admin: psycopg.Connection[tuple[object, ...]], app: str,
 
 
 def test_a_worker_stopped_inside_a_claim_transaction_does_not_stall_the_fleet(
-        pg_schema: tuple[str, str], workers: Workers, tmp_path: Path) -> None:
+        pg_schema: tuple[str, str], workers: Namespaced, tmp_path: Path) -> None:
     server, schema = pg_schema
     url = f"{server}?schema={schema}"
     # A: waits on the test's lock for as long as it takes (lock_timeout is not what this
@@ -127,7 +89,7 @@ def test_a_worker_stopped_inside_a_claim_transaction_does_not_stall_the_fleet(
     store.put_queue(QueueRecord("default", concurrency=4, created_at=time.time()))
     runner = Runner(tmp_path / "frozen.yaml", store, {})
     r1 = runner.submit({"rid": "r1"})
-    worker_a, log_a = workers.start(url_a, "A", gate)
+    worker_a, log_a = workers.worker(url_a, "A", gate)
     wait_for(lambda: Path(f"{gate}.started").exists(), 90, "A to hold r1 in n1")
     with psycopg.connect(server, autocommit=True) as admin:
         with psycopg.connect(server) as holder:  # the queue's row, in a transaction
@@ -146,7 +108,7 @@ def test_a_worker_stopped_inside_a_claim_transaction_does_not_stall_the_fleet(
         wait_for(lambda: claimer not in [b[0] for b in _backends(admin, "frozen-a")], 60,
                  "the server to end A's session idle in its transaction")
     assert worker_a.poll() is None  # still there, still stopped
-    worker_b, _ = workers.start(url, "B")
+    worker_b, _ = workers.worker(url, "B")
     wait_for(lambda: statuses(url, [r1]) == {r1: "completed"}, 120,
              "B to take r1 over after its lease and finish it")
     before, noted = snapshot(url, [r1]), events_of(url, [r1])
