@@ -38,6 +38,8 @@ def test_a_urls_options_win_and_so_do_its_own_libpq_options(
         "-c idle_in_transaction_session_timeout=1500 -c lock_timeout=3000"
     assert SessionTimeouts(1.5, 3).options("-c lock_timeout=9 -c work_mem=64MB") == \
         "-c idle_in_transaction_session_timeout=1500 -c lock_timeout=9 -c work_mem=64MB"
+    assert SessionTimeouts(0, 3).options() == "-c lock_timeout=3000"
+    assert SessionTimeouts(0, 0).options() == ""  # nothing sent: a pooler without options
     parsed = parse_store_url("postgresql://h/db?idle_in_transaction_timeout=4&lock_timeout=0")
     assert (parsed.idle_in_transaction_timeout, parsed.lock_timeout) == (4.0, 0.0)
     assert "idle_in_transaction_timeout" not in str(parsed)
@@ -74,9 +76,18 @@ def test_every_connection_of_the_store_carries_them(pg_schema: tuple[str, str],
     assert isinstance(store, PostgresCheckpointer)
     try:
         with store._lock:
-            assert _settings(store._hot()) == ("250ms", "0")
+            assert _settings(store._hot())[0] == "250ms"  # lock_timeout: the server's
             row = store._hot().execute("SHOW statement_timeout").fetchone()
             assert row is not None and row[0] == "7s"
+    finally:
+        store.close()
+    store = open_checkpointer(f"{url}?schema={schema}&idle_in_transaction_timeout=0"
+                              "&lock_timeout=0")
+    assert isinstance(store, PostgresCheckpointer)
+    try:  # no start-up options at all (a pooler that refuses them still connects)
+        assert "options" not in store._connect_args
+        with store._lock:
+            assert _settings(store._hot()) == ("0", "0")
     finally:
         store.close()
 

@@ -24,8 +24,11 @@ start-up packet (libpq ``options``):
 
 The lease is ``$TETHER_LEASE_SECONDS`` (default 30 s; ``tether worker --lease`` sets it for
 its process). Both can be set per store URL: ``?idle_in_transaction_timeout=SECONDS`` and
-``?lock_timeout=SECONDS`` (0 turns one off); a ``-c`` of either in the URL's own libpq
-``options`` wins too.
+``?lock_timeout=SECONDS`` (0: not set by tether, the server's or role's own setting
+holds); a ``-c`` of either in the URL's own libpq ``options`` wins too. With both 0 and no
+``options`` in the URL, no ``options`` parameter is sent at all: a connection pooler that
+refuses start-up options (PgBouncer without ``ignore_startup_parameters = options``) then
+works as before, and the timeouts can be set on the role instead (``ALTER ROLE ... SET``).
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ LOCK_SETTING = "lock_timeout"
 
 @dataclass(frozen=True)
 class SessionTimeouts:
-    """The two session parameters, in seconds (0: the server's default, no limit)."""
+    """The two session parameters, in seconds (0: not set; the server's own setting holds,
+    by default no limit)."""
 
     idle_in_transaction: float
     lock: float
@@ -54,7 +58,8 @@ class SessionTimeouts:
         ``options``); a parameter ``given`` sets already is left to it."""
         mine = [f"-c {name}={round(seconds * 1000)}"
                 for name, seconds in ((IDLE_SETTING, self.idle_in_transaction),
-                                      (LOCK_SETTING, self.lock)) if name not in given]
+                                      (LOCK_SETTING, self.lock))
+                if seconds > 0 and name not in given]
         return " ".join([*mine, given]).strip()
 
 

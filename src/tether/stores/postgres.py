@@ -206,7 +206,7 @@ class PostgresCheckpointer(SQLCheckpointer):
                 parsed.url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
                 connect_args={"connect_timeout": timeout,
                               **_dead_peer_options(parsed.url.query, timeout),
-                              "options": timeouts.options(_given(parsed.url.query))})
+                              **_options(timeouts, parsed.url.query)})
         self.timeouts = timeouts or session_timeouts()
         self.schema = check_identifier(schema) if schema is not None else None
         self.retry_seconds = retry_seconds if retry_seconds is not None else (
@@ -222,7 +222,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         self._connect_args = {**_dead_peer_options(self._connect_args,
                                                    int(self._connect_args["connect_timeout"])),
                               **self._connect_args,
-                              "options": self.timeouts.options(_given(self._connect_args))}
+                              **_options(self.timeouts, self._connect_args)}
         self._hot_connection: Any = None
         self._hot_cursor: Any = None
         self._seen: dict[str, tuple[float, float | None]] = {}  # take_cancel_seen's readings
@@ -534,10 +534,12 @@ class PostgresCheckpointer(SQLCheckpointer):
         super().close()
 
 
-def _given(query: Mapping[str, object]) -> str:
-    """The libpq ``options`` a URL sets itself."""
+def _options(timeouts: SessionTimeouts, query: Mapping[str, object]) -> dict[str, str]:
+    """libpq ``options`` with the session timeouts and the URL's own ``options``; nothing
+    when neither sets anything (``pg_sessions.py``)."""
     given = query.get("options", "")
-    return given if isinstance(given, str) else ""
+    options = timeouts.options(given if isinstance(given, str) else "")
+    return {"options": options} if options else {}
 
 
 def _dead_peer_options(given: Mapping[str, object], seconds: int) -> dict[str, str]:
