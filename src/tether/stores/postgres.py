@@ -475,22 +475,21 @@ class PostgresCheckpointer(SQLCheckpointer):
         quote = self.engine.dialect.identifier_preparer.quote
         return f"{quote(self.schema)}.{quote(table)}" if self.schema else str(quote(table))
 
-    @contextlib.contextmanager
-    def _transaction(self, connection: Any) -> Iterator[None]:
-        """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception).
-        A connection lost inside it after longer than the idle-in-transaction timeout is
-        marked (``_OPEN_FOR``): the server most likely ended the session while this process
-        was stopped (libpq reports only "server closed the connection")."""
-        started = time.monotonic()
-        try:
-            with connection.transaction():
-                yield
-        except Exception as exc:
-            idle = self.timeouts.idle_in_transaction
-            elapsed = time.monotonic() - started
-            if idle > 0 and elapsed > idle and self._is_disconnect(exc):
-                setattr(exc, _OPEN_FOR, elapsed)
-            raise
+    def _transaction(self, connection: Any) -> contextlib.AbstractContextManager[Any]:
+        """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception),
+        timed (:class:`_Timed`) so that a session lost inside it can be recognised."""
+        return _Timed(self, connection.transaction())
+
+    def _mark_lost(self, exc: BaseException, started: float) -> None:
+        """Mark ``exc`` (``_OPEN_FOR``) when it lost the connection inside a transaction open
+        longer than the idle-in-transaction timeout: the server most likely ended the
+        session while this process was stopped (libpq reports only "server closed the
+        connection")."""
+        idle = self.timeouts.idle_in_transaction
+        elapsed = time.monotonic() - started
+        if idle > 0 and elapsed > idle and isinstance(exc, Exception) and \
+                self._is_disconnect(exc):
+            setattr(exc, _OPEN_FOR, elapsed)
 
     def _begin_write(self, connection: Connection) -> None:
         """PostgreSQL begins a transaction with the first statement."""
@@ -532,6 +531,32 @@ class PostgresCheckpointer(SQLCheckpointer):
             self._reset_hot()
         self._starts.close()
         super().close()
+
+
+class _Timed:
+    """A psycopg transaction block that notes when it began and hands an exception that
+    ends it to :meth:`PostgresCheckpointer._mark_lost` (a class, not a generator context
+    manager: a claim or lease renewal paid 10k instructions more for the generator)."""
+
+    __slots__ = ("_inner", "_started", "_store")
+
+    def __init__(self, store: PostgresCheckpointer, inner: Any) -> None:
+        self._store, self._inner, self._started = store, inner, 0.0
+
+    def __enter__(self) -> Any:
+        self._started = time.monotonic()
+        return self._inner.__enter__()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: Any) -> bool:
+        try:
+            return bool(self._inner.__exit__(kind, exc, traceback))
+        except Exception as raised:
+            self._store._mark_lost(raised, self._started)
+            raise
+        finally:
+            if exc is not None:
+                self._store._mark_lost(exc, self._started)
 
 
 def _options(timeouts: SessionTimeouts, query: Mapping[str, object]) -> dict[str, str]:
