@@ -22,6 +22,7 @@ from prometheus_client import (
 )
 
 from tether.observability.metrics import DURATION_BUCKETS, Metrics
+from tether.stores.write_group import WriteGroup
 
 EVENTS: list[tuple[str, tuple[object, ...]]] = [
     ("node", ("flow", "task", "completed", 0.0004)),
@@ -167,3 +168,20 @@ def test_counts_from_several_threads_at_once_are_all_kept() -> None:
     metrics.node_finished("flow", "task", "completed", 0.002)  # and this thread's own
     assert attempts() == 30_001
     assert registry.get_sample_value("tether_runs_started_total", {"workflow": "flow"}) == 3_000
+
+
+def test_a_workers_write_batch_fallbacks_are_a_counter_read_from_its_write_group() -> None:
+    """``tether_write_batch_fallbacks_total``: 0 until a worker is watched, then its write
+    group's count of batches written row by row, read at each scrape."""
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    assert registry.get_sample_value("tether_write_batch_fallbacks_total") == 0.0
+    group: WriteGroup[int, int] = WriteGroup()
+    metrics.watch_write_batches(lambda: group.fallbacks)
+    group.fell_back()
+    group.fell_back()
+    text = generate_latest(registry).decode()
+    assert re.search(r"^# TYPE tether_write_batch_fallbacks(_total)? counter$", text, re.M)
+    assert "\ntether_write_batch_fallbacks_total 2.0\n" in text
+    group.fell_back()
+    assert registry.get_sample_value("tether_write_batch_fallbacks_total") == 3.0

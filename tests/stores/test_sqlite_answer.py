@@ -15,7 +15,7 @@ import pytest
 
 from tether.compiler.plan import PLAN_FORMAT
 from tether.runtime.runner import Runner
-from tether.stores import sql_text, sqlite_answer
+from tether.stores import lease_env, sql_text, sqlite_answer
 from tether.stores.sqlite import SQLiteCheckpointer
 from tether.workers import claims
 
@@ -64,7 +64,7 @@ def test_the_statements_are_the_ones_the_full_path_runs(tmp_path: Path) -> None:
 
 def test_its_constants_are_the_runtimes() -> None:
     assert sqlite_answer.PLAN_FORMAT == PLAN_FORMAT
-    assert (sqlite_answer._LEASE_ENV, sqlite_answer._DEFAULT_LEASE) == (
+    assert (lease_env.LEASE_ENV, lease_env.DEFAULT_LEASE_SECONDS) == (
         claims.LEASE_ENV, claims.DEFAULT_LEASE_SECONDS)
 
 

@@ -204,9 +204,12 @@ def test_overlapping_fenced_writes_share_one_statement_each_fenced_on_its_own_ow
 
 
 def test_a_row_that_fails_in_a_batch_fails_its_own_write_alone(
-        slot_stores: list[PostgresCheckpointer], pg_schema: tuple[str, str]) -> None:
+        slot_stores: list[PostgresCheckpointer], pg_schema: tuple[str, str],
+        caplog: pytest.LogCaptureFixture) -> None:
     """A batch whose statement fails for one row (its checkpoint id already written) is
-    written row by row: that write raises StoreError, the others are written."""
+    written row by row: that write raises StoreError, the others are written. The fallback
+    is logged once, naming the error's class and not the rows' values, and counted by the
+    group."""
     first = slot_stores[0]
     now = time.time()
     runs = [new_run(first, owner=f"owner-{i}", lease_until=now + 60) for i in range(4)]
@@ -216,6 +219,13 @@ def test_a_row_that_fails_in_a_batch_fails_its_own_write_alone(
     assert outcomes[:2] == [None, None] and outcomes[3] is None
     assert isinstance(outcomes[2], StoreError) and rows[2].checkpoint_id in str(outcomes[2])
     assert [len(first._rows(eid)) for eid in runs] == [1, 1, 1, 1]
+    group = first.write_group
+    assert group is not None and group.fallbacks == 1
+    fallbacks = [r for r in caplog.records if "one by one" in r.getMessage()]
+    assert len(fallbacks) == 1 and fallbacks[0].levelname == "WARNING"
+    assert fallbacks[0].getMessage() == ("a batch of 3 checkpoint writes failed "
+                                         "(UniqueViolation); writing them one by one")
+    assert rows[2].checkpoint_id not in caplog.text
 
 
 def test_a_runs_end_goes_in_the_batch_fenced_like_its_rows(

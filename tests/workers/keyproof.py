@@ -11,8 +11,11 @@ longer holds its runs; one may still end later, and nothing of it is committed).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -67,6 +70,57 @@ def spawn_worker(wrap: Callable[[list[str]], list[str]], url: str, directory: Pa
             "--concurrency", "2", "--lease", "2", "--poll", "0.1"]), env=env, cwd=directory,
             stdout=out, stderr=subprocess.STDOUT, start_new_session=new_session)
     return proc, log
+
+
+UNSHARE = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+
+
+def namespace_refused() -> str | None:
+    """Why a PID namespace cannot be made here (None when it can)."""
+    if shutil.which("unshare") is None:
+        return "the unshare command is not installed"
+    try:
+        done = subprocess.run([*UNSHARE, "true"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare failed: {exc}"
+    return None if done.returncode == 0 else \
+        f"the kernel refuses a new PID namespace: {done.stderr.strip()}"
+
+
+class Namespaced:
+    """Worker processes of one test, each the leader of a process group with its
+    ``unshare`` (signals go to the group: ``unshare`` itself and the process it runs), each
+    pid 1 of its own PID namespace; with ``isolate=False`` (a kernel that refuses
+    namespaces, for a proof that does not need them) plain processes."""
+
+    def __init__(self, directory: Path, isolate: bool = True) -> None:
+        self.directory = directory
+        self.wrap = UNSHARE if isolate else []
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def worker(self, url: str, name: str, gate: Path | None = None,
+               ) -> tuple[subprocess.Popen[bytes], Path]:
+        proc, log = spawn_worker(lambda argv: [*self.wrap, *argv], url, self.directory, name,
+                                 gate, new_session=True)
+        self.procs.append(proc)
+        return proc, log
+
+    def signal(self, proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+        os.killpg(proc.pid, sig)
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> int:
+        """SIGTERM to the worker (pid 1 of its namespace: it has a handler), then wait."""
+        self.signal(proc, signal.SIGCONT)
+        self.signal(proc, signal.SIGTERM)
+        return proc.wait(60)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGCONT)
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(30)
 
 
 def workflow(directory: Path, policy: str) -> Path:

@@ -33,10 +33,7 @@ Skipped, with the reason, where the kernel refuses a PID namespace; CI runs as r
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -46,63 +43,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from keyproof import KEY, LostHolder, spawn_worker, worker_env, workflow
+from keyproof import (
+    KEY,
+    UNSHARE,
+    LostHolder,
+    Namespaced,
+    namespace_refused,
+    worker_env,
+    workflow,
+)
 
 from conftest import wait_for
 from tether.runtime.runner import Runner
 from tether.stores.open import open_checkpointer
 
-UNSHARE = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
 RACERS = 8
 
 
 def _refused() -> str | None:
-    """Why a PID namespace cannot be made here (None when it can)."""
-    if shutil.which("unshare") is None:
-        return "the unshare command is not installed"
-    try:
-        done = subprocess.run([*UNSHARE, "true"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unshare failed: {exc}"
-    return None if done.returncode == 0 else \
-        f"the kernel refuses a new PID namespace: {done.stderr.strip()}"
+    return namespace_refused()
 
 
 pytestmark = pytest.mark.skipif(_refused() is not None, reason=str(_refused()))
-
-
-class Namespaced:
-    """Processes of one test, each pid 1 of its own PID namespace, each the leader of a
-    process group with its ``unshare`` (signals go to the group: ``unshare`` itself and
-    the process it runs)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def worker(self, url: str, name: str, gate: Path | None = None,
-               ) -> tuple[subprocess.Popen[bytes], Path]:
-        proc, log = spawn_worker(lambda argv: [*UNSHARE, *argv], url, self.directory, name,
-                                 gate, new_session=True)
-        self.procs.append(proc)
-        return proc, log
-
-    def signal(self, proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-        os.killpg(proc.pid, sig)
-
-    def stop(self, proc: subprocess.Popen[bytes]) -> int:
-        """SIGTERM to the worker (pid 1 of its namespace: it has a handler), then wait."""
-        self.signal(proc, signal.SIGCONT)
-        self.signal(proc, signal.SIGTERM)
-        return proc.wait(60)
-
-    def close(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGCONT)
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
 
 
 @pytest.fixture

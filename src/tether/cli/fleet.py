@@ -10,6 +10,7 @@ when nothing executes it, else at its holder's next node boundary). See ``docs/w
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -195,13 +196,15 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
     pyproject.toml). With --workflows, first puts the schedules of those files into effect
     (registered once however many workers start with them; a changed schedule is updated).
     """
-    from tether.workers import Worker
+    from tether.workers import LEASE_ENV, Worker
 
     plans = _workflow_plans(workflows)
     registry = load_tasks_or_exit(tasks, from_pyproject=not tasks)
     from tether.observability.logs import configure_logging
 
     configure_logging(log_format)
+    if lease is not None:  # the stores' session timeouts derive from it (pg_sessions.py)
+        os.environ[LEASE_ENV] = repr(lease)
     store = open_store(db, create=bool(plans))  # (a deploy's first worker may create it)
     _declare_schedules(store, plans, (queues or ("default",))[0])
     fleet = Worker(store, registry if registry is not None else {}, queues or ("default",),
@@ -266,6 +269,7 @@ def _serve_metrics(fleet: object, port: int, host: str, db: str, lease: float | 
         raise click.BadParameter(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
                                  param_hint="--metrics-port") from None
     served.watch_slots(fleet.busy_slots)
+    served.watch_write_batches(fleet.write_batch_fallbacks)
     click.echo(f"worker: metrics at http://{host}:{port}/metrics", err=True)
 
 

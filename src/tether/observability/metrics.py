@@ -80,6 +80,8 @@ _NODE_DURATION: Family = ("tether_node_duration_seconds", "Time a node attempt r
                           ("workflow", "kind", "status"))
 _CLAIM_LATENCY: Family = ("tether_claim_latency_seconds", "Time a queued run waited, "
                           "claimable, before a worker claimed it.", ())
+_FALLBACKS = ("tether_write_batch_fallbacks", "Batched checkpoint writes of a worker's slots "
+              "whose statement failed and that were written row by row.")
 _BOUNDS = (*DURATION_BUCKETS, float("inf"))
 _ZEROS = (0.0,) * len(_BOUNDS)
 STARTED, FINISHED, NODES, CLAIMS = range(4)  # the tables of counts.Shares
@@ -118,6 +120,7 @@ class Metrics(Collector):
                                     ["model", "type"], registry=registry)
         self.slots_busy = Gauge("tether_worker_slots_busy", "Runs this worker executes now.",
                                 registry=registry)
+        self._fallbacks: Callable[[], int] | None = None  # watch_write_batches
 
     def run_started(self, workflow: str) -> None:
         _count(self._local.tables[STARTED], (workflow,))
@@ -151,7 +154,8 @@ class Metrics(Collector):
         return [CounterMetricFamily(name, text, labels=labels)
                 for name, text, labels in (_RUNS_STARTED, _RUNS_FINISHED, _NODE_ATTEMPTS)
                 ] + [HistogramMetricFamily(name, text, labels=labels)
-                     for name, text, labels in (_NODE_DURATION, _CLAIM_LATENCY)]
+                     for name, text, labels in (_NODE_DURATION, _CLAIM_LATENCY)
+                     ] + [CounterMetricFamily(*_FALLBACKS)]
 
     def collect(self) -> Iterator[Any]:
         """The counted families, as prometheus-client's Counter and Histogram show them."""
@@ -177,6 +181,9 @@ class Metrics(Collector):
                     histogram.add_sample(name + "_created",
                                          dict(zip(labels, key, strict=True)), cell[0])
             yield histogram
+        fallbacks = self._fallbacks
+        yield CounterMetricFamily(*_FALLBACKS,
+                                  value=float(fallbacks() if fallbacks is not None else 0))
 
     def tokens(self, model: str, input_tokens: int, output_tokens: int) -> None:
         self.agent_tokens.labels(model, "input").inc(input_tokens)
@@ -191,6 +198,11 @@ class Metrics(Collector):
     def watch_slots(self, busy: Callable[[], int]) -> None:
         """Read the busy slots from the worker at each scrape."""
         self.slots_busy.set_function(lambda: float(busy()))
+
+    def watch_write_batches(self, fallbacks: Callable[[], int]) -> None:
+        """Read, at each scrape, how many batched writes of the worker's write group fell
+        back to row-by-row writes (``WriteGroup.fallbacks``)."""
+        self._fallbacks = fallbacks
 
 
 def _count(table: Cells, key: tuple[str, ...]) -> None:

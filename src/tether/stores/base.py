@@ -190,8 +190,10 @@ class Checkpointer(abc.ABC):
         """Extend ``owner``'s lease; False if another attempt holds the run now (fencing)."""
 
     @abc.abstractmethod
-    def release(self, execution_id: str, owner: str) -> None:
-        """Give the lease up (if ``owner`` holds it)."""
+    def release(self, execution_id: str, owner: str, event: RunEvent | None = None) -> None:
+        """Give the lease up (if ``owner`` holds it). ``event`` (a ``released`` event of
+        the attempt, say) is recorded atomically with the release, and only if the release
+        took effect: an attempt that no longer holds the run writes nothing."""
 
     # -- queues and workers ------------------------------------------------------------------
     @abc.abstractmethod

@@ -233,8 +233,8 @@ class QueueStore(Protocol):
     def renew(self, execution_id: str, owner: str, until: float) -> bool:
         """Extend ``owner``'s lease; False when fenced out."""
 
-    def release(self, execution_id: str, owner: str) -> None:
-        """Give the lease up."""
+    def release(self, execution_id: str, owner: str, event: RunEvent | None = None) -> None:
+        """Give the lease up (with ``event`` recorded with it)."""
 
     def enqueue_run(self, execution_id: str, queue: str, priority: int = 0,
                     available_at: float | None = None) -> bool:

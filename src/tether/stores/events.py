@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from tether.stores.records import PendingInterrupt
 
 __all__ = ["CLAIMED_REASON", "AnswerChannel", "RunEvent", "RunEventKind", "answered_event",
-           "claimed_event", "new_event_id", "upgraded_event"]
+           "claimed_event", "new_event_id", "released_event", "upgraded_event"]
 
 CLAIMED_REASON = "claimed"
 """The ``reason`` of a worker's claim in its ``claimed`` event (``Attempt.reason``)."""
@@ -94,6 +94,15 @@ def claimed_event(execution_id: str, owner: str, attempt: int, worker: str,
     it starts does not write another)."""
     return RunEvent(execution_id, RunEventKind.CLAIMED, now, owner, data={
         "attempt": attempt, "reason": CLAIMED_REASON, "worker": worker})
+
+
+def released_event(execution_id: str, owner: str, attempt: int, worker: str,
+                   why: str) -> RunEvent:
+    """The ``released`` event of a worker's claim it gives back unused (the run finished
+    already, or cannot be resumed as claimed): it closes the claim's ``claimed`` event,
+    as the driver's ``released`` event closes an attempt that paused or stopped."""
+    return RunEvent(execution_id, RunEventKind.RELEASED, owner=owner, data={
+        "attempt": attempt, "reason": CLAIMED_REASON, "worker": worker, "why": why})
 
 
 def answered_event(pending: PendingInterrupt, actor: str | None, channel: str) -> RunEvent:

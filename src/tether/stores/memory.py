@@ -357,11 +357,13 @@ class InMemoryCheckpointer(Checkpointer):
             self._runs[execution_id] = dataclasses.replace(run, lease_until=until)
             return True
 
-    def release(self, execution_id: str, owner: str) -> None:
+    def release(self, execution_id: str, owner: str, event: RunEvent | None = None) -> None:
         with self._lock:
             run = self._runs.get(execution_id)
             if run is not None and run.owner == owner:
                 self._update(execution_id, owner=None, lease_until=None)
+                if event is not None:
+                    self.add_event(event)
 
     # -- checkpoints -------------------------------------------------------------------------
     def put(self, row: CheckpointRow, owner: str | None = None) -> None:

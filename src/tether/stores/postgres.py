@@ -16,6 +16,7 @@ and causes are masked (libpq can quote the connection string in its messages).
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -46,6 +47,7 @@ from tether.errors import ExecutionExists, StoreError, StoreUnavailable, StoreUR
 from tether.status import RunStatus
 from tether.stores.base import SeenCancel
 from tether.stores.events import RunEvent
+from tether.stores.pg_sessions import SessionTimeouts, session_timeouts
 from tether.stores.pg_starts import ConnectionPool, create_statement
 from tether.stores.records import CheckpointRow, FencedWrite, RunEnd, RunRecord
 from tether.stores.retry import transient
@@ -55,11 +57,14 @@ from tether.stores.sql_events import event_values
 from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
 from tether.stores.write_group import WriteGroup
 
+log = logging.getLogger("tether.stores")
+
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
 _PLACEHOLDER = re.compile(r"%([s%])")
 _SEEN_LIMIT = 256
 _ROW_FIELDS = [c.name for c in checkpoints.columns]
 _SEEN_NAMES = ("eid", "owner", *_ROW_FIELDS)
+_OPEN_FOR = "tether_transaction_open_for"  # set by _mark_lost on a session lost in a block
 
 
 def fenced_insert_seen() -> ClauseElement:
@@ -188,10 +193,13 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     def __init__(self, dsn_or_engine: str | URL | Engine, *, schema: str | None = None,
                  pool_size: int = 5, max_overflow: int = 10, connect_timeout: int | None = None,
-                 retry_seconds: float | None = None, create: bool = True) -> None:
+                 retry_seconds: float | None = None, create: bool = True,
+                 timeouts: SessionTimeouts | None = None) -> None:
         """``schema``, ``connect_timeout`` and ``retry_seconds`` default to the URL's options
         (``?schema=``, ...), then to no schema, 10 s and 15 s. With ``create=False`` a schema
-        that does not exist is an error instead of being created."""
+        that does not exist is an error instead of being created. ``timeouts``: the
+        sessions' idle-in-transaction and lock timeouts (``pg_sessions.py``; default: the
+        URL's options, else derived from the lease)."""
         try:
             import psycopg
         except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -204,10 +212,14 @@ class PostgresCheckpointer(SQLCheckpointer):
             parsed = _parse(dsn_or_engine)
             schema = schema if schema is not None else parsed.schema
             timeout = connect_timeout or parsed.connect_timeout
+            timeouts = timeouts or session_timeouts(idle=parsed.idle_in_transaction_timeout,
+                                                    lock=parsed.lock_timeout)
             engine = create_engine(
                 parsed.url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
                 connect_args={"connect_timeout": timeout,
-                              **_dead_peer_options(parsed.url.query, timeout)})
+                              **_dead_peer_options(parsed.url.query, timeout),
+                              **_options(timeouts, parsed.url.query)})
+        self.timeouts = timeouts or session_timeouts()
         self.schema = check_identifier(schema) if schema is not None else None
         self.retry_seconds = retry_seconds if retry_seconds is not None else (
             parsed.retry_seconds if parsed else 15.0)
@@ -221,7 +233,8 @@ class PostgresCheckpointer(SQLCheckpointer):
             "connect_timeout": connect_timeout or (parsed.connect_timeout if parsed else 10)}
         self._connect_args = {**_dead_peer_options(self._connect_args,
                                                    int(self._connect_args["connect_timeout"])),
-                              **self._connect_args}
+                              **self._connect_args,
+                              **_options(self.timeouts, self._connect_args)}
         self._hot_connection: Any = None
         self._hot_cursor: Any = None
         self._seen: dict[str, tuple[float, float | None]] = {}  # take_cancel_seen's readings
@@ -248,9 +261,38 @@ class PostgresCheckpointer(SQLCheckpointer):
         try:
             with super()._errors(what):
                 yield
+        except StoreUnavailable as exc:
+            redact_exception(exc, self._password)
+            ended = self._session_ended(exc, what)
+            if ended is None:
+                raise
+            raise ended from exc
         except Exception as exc:
             redact_exception(exc, self._password)
             raise
+
+    def _session_ended(self, exc: StoreUnavailable, what: str) -> StoreUnavailable | None:
+        """The error (and a log line) for a session the server ended while this process
+        left it idle inside a transaction, or a statement that outwaited ``lock_timeout``;
+        None for other outages. Nothing of such a transaction was committed."""
+        original = getattr(exc.__cause__, "orig", exc.__cause__)
+        errors = self._psycopg.errors
+        if isinstance(original, errors.IdleInTransactionSessionTimeout) or \
+                hasattr(original, _OPEN_FOR):
+            idle = self.timeouts.idle_in_transaction
+            opened = getattr(original, _OPEN_FOR, None)
+            held = f" (open {opened:.1f} s)" if opened is not None else ""
+            log.warning("%s: the database ended this process's session: it sat inside a "
+                        "transaction%s for more than the idle-in-transaction timeout (%g s; "
+                        "was the process stopped?); the transaction was rolled back, "
+                        "reconnecting", what, held, idle)
+            return StoreUnavailable(f"{what}: the database ended the session after it sat "
+                                    f"inside a transaction for more than {idle:g} s "
+                                    f"(rolled back)")
+        if isinstance(original, errors.LockNotAvailable):
+            return StoreUnavailable(f"{what}: another session held a lock it needs for more "
+                                    f"than lock_timeout ({self.timeouts.lock:g} s)")
+        return None
 
     def _connect(self) -> Any:
         """A new autocommit driver connection whose search path is the store's schema, on
@@ -375,7 +417,9 @@ class PostgresCheckpointer(SQLCheckpointer):
         ``_lock``): one item alone as :meth:`_put_seen` (a run's end as
         :meth:`_end_alone`); several in one statement (:func:`fenced_batch_sql`, with the
         runs' ends when the batch has one). If that statement fails for another reason than
-        the connection, each item is written alone, so an error is its own item's."""
+        the connection, each item is written alone, so an error is its own item's; that
+        fallback is logged (a warning naming the error's class: its message may quote the
+        rows' values) and counted by the group (:meth:`WriteGroup.fell_back`)."""
         connection = self._hot()
         if len(items) == 1:
             return [self._write_alone(connection, items[0], alone=True)]
@@ -396,6 +440,10 @@ class PostgresCheckpointer(SQLCheckpointer):
         except Exception as exc:
             if self._is_disconnect(exc):
                 raise
+            log.warning("a batch of %d checkpoint writes failed (%s); writing them one by "
+                        "one", len(items), type(exc).__name__)
+            if self.write_group is not None:
+                self.write_group.fell_back()
             return [self._write_alone(connection, item) for item in items]
         found = {checkpoint_id: (bool(written), requested_at)
                  for checkpoint_id, requested_at, written in rows}
@@ -456,8 +504,20 @@ class PostgresCheckpointer(SQLCheckpointer):
         return f"{quote(self.schema)}.{quote(table)}" if self.schema else str(quote(table))
 
     def _transaction(self, connection: Any) -> contextlib.AbstractContextManager[Any]:
-        """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception)."""
-        return connection.transaction()  # type: ignore[no-any-return]
+        """psycopg's transaction block: BEGIN, then COMMIT (or ROLLBACK on an exception),
+        timed (:class:`_Timed`) so that a session lost inside it can be recognised."""
+        return _Timed(self, connection.transaction())
+
+    def _mark_lost(self, exc: BaseException, started: float) -> None:
+        """Mark ``exc`` (``_OPEN_FOR``) when it lost the connection inside a transaction open
+        longer than the idle-in-transaction timeout: the server most likely ended the
+        session while this process was stopped (libpq reports only "server closed the
+        connection")."""
+        idle = self.timeouts.idle_in_transaction
+        elapsed = time.monotonic() - started
+        if idle > 0 and elapsed > idle and isinstance(exc, Exception) and \
+                self._is_disconnect(exc):
+            setattr(exc, _OPEN_FOR, elapsed)
 
     def _begin_write(self, connection: Connection) -> None:
         """PostgreSQL begins a transaction with the first statement."""
@@ -466,6 +526,9 @@ class PostgresCheckpointer(SQLCheckpointer):
         return pg_insert(table).on_conflict_do_nothing()
 
     def _lock_schema(self, connection: Connection) -> None:
+        """The set-up's advisory lock, waited for as long as another process's migration
+        takes (``lock_timeout`` off for this transaction)."""
+        connection.exec_driver_sql("SET LOCAL lock_timeout = 0")
         connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_ADVISORY_KEY})")
         if not self.schema:
             return
@@ -481,16 +544,56 @@ class PostgresCheckpointer(SQLCheckpointer):
         return isinstance(original, self._psycopg.errors.UniqueViolation)
 
     def _is_disconnect(self, exc: BaseException) -> bool:
+        """A lost connection, a session the server ended (idle in a transaction too long:
+        ``pg_sessions.py``), or a lock waited for longer than ``lock_timeout``: each is
+        retried on a new connection like an outage."""
         if isinstance(exc, DBAPIError) and exc.connection_invalidated:
             return True
         original = getattr(exc, "orig", exc)
-        return isinstance(original, self._psycopg.OperationalError)
+        errors = self._psycopg.errors
+        return isinstance(original, (self._psycopg.OperationalError,
+                                     errors.IdleInTransactionSessionTimeout))
 
     def close(self) -> None:
         with self._lock:
             self._reset_hot()
         self._starts.close()
         super().close()
+
+
+class _Timed:
+    """A psycopg transaction block that notes when it began and hands an exception that
+    ends it to :meth:`PostgresCheckpointer._mark_lost`. A class, not a generator context
+    manager: a lease renewal costs 4k instructions more than psycopg's block alone, 10k with
+    the generator (docs/performance.md, txn26)."""
+
+    __slots__ = ("_inner", "_started", "_store")
+
+    def __init__(self, store: PostgresCheckpointer, inner: Any) -> None:
+        self._store, self._inner, self._started = store, inner, 0.0
+
+    def __enter__(self) -> Any:
+        self._started = time.monotonic()
+        return self._inner.__enter__()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: Any) -> bool:
+        try:
+            return bool(self._inner.__exit__(kind, exc, traceback))
+        except Exception as raised:
+            self._store._mark_lost(raised, self._started)
+            raise
+        finally:
+            if exc is not None:
+                self._store._mark_lost(exc, self._started)
+
+
+def _options(timeouts: SessionTimeouts, query: Mapping[str, object]) -> dict[str, str]:
+    """libpq ``options`` with the session timeouts and the URL's own ``options``; nothing
+    when neither sets anything (``pg_sessions.py``)."""
+    given = query.get("options", "")
+    options = timeouts.options(given if isinstance(given, str) else "")
+    return {"options": options} if options else {}
 
 
 def _dead_peer_options(given: Mapping[str, object], seconds: int) -> dict[str, str]:

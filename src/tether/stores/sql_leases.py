@@ -17,6 +17,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.elements import BindParameter
 
 from tether.errors import LeaseLost
+from tether.stores.events import RunEvent
 from tether.stores.owners import describe_owner
 from tether.stores.records import RunRecord, RunStatus
 from tether.stores.retry import transient
@@ -49,8 +50,9 @@ def _lost_reason(holder: str | None) -> str:
 class SQLLeases:
     """Leases on rows of the ``runs`` table: take, renew, release, and fence a write."""
 
-    # the plumbing and runs of SQLCheckpointer (sql.py)
+    # the plumbing and runs of SQLCheckpointer (sql.py), and SQLEvents._insert_event
     retry_seconds: float
+    _insert_event: Callable[[Any, RunEvent], None]
 
     def _cursor(self, what: str, *, write: bool = False,
                 ) -> contextlib.AbstractContextManager[Any]:
@@ -108,9 +110,13 @@ class SQLLeases:
             return bool(cursor.rowcount == 1)
 
     @transient()
-    def release(self, execution_id: str, owner: str) -> None:
+    def release(self, execution_id: str, owner: str, event: RunEvent | None = None) -> None:
+        """The release and ``event`` (if given and the release took effect) in one
+        transaction; a retry after a lost commit finds the owner gone and adds nothing."""
         with self._cursor(f"releasing run {execution_id}", write=True) as cursor:
             self._release(cursor, execution_id, owner)
+            if event is not None and cursor.rowcount == 1:
+                self._insert_event(cursor, event)
 
     def _release(self, cursor: Any, execution_id: str, owner: str | None) -> None:
         self._execute(cursor, "release", lambda: update(runs).where(and_(

@@ -8,7 +8,11 @@ is fsynced and survives power loss, at the cost of one fsync per checkpoint.
 Concurrency: one connection per process, serialised by a lock; write transactions start with
 ``BEGIN IMMEDIATE``, which takes SQLite's write lock up front, so a read-then-write never
 deadlocks and the claim of a pending interrupt is atomic across processes. ``busy_timeout``
-makes writers wait for the lock instead of failing with "database is locked".
+makes writers wait for the lock instead of failing with "database is locked" (30 s, or the
+URL's ``?busy_timeout=``); past it the error names the file and the likely holder. Nothing
+can take the lock from a process stopped inside a transaction (SIGSTOP, a debugger): until
+it continues or exits, writers fail after the busy timeout and readers go on (WAL). That is
+SQLite's single-machine limit; fleets use PostgreSQL (``pg_sessions.py``).
 
 Files: a database file tether creates is made ``0600`` (SQLite gives its ``-wal`` and ``-shm``
 files the same mode) and each directory it creates for it ``0700``: runs hold inputs and
@@ -48,6 +52,7 @@ class SQLiteCheckpointer(SQLCheckpointer):
                  durability: Durability = "normal", timeout: float = 30.0,
                  create: bool = True) -> None:
         self.path = os.fspath(path)
+        self.timeout = timeout
         if durability not in ("normal", "full"):
             raise ValueError("durability must be 'normal' or 'full'")
         self.durability = durability
@@ -126,6 +131,24 @@ class SQLiteCheckpointer(SQLCheckpointer):
 
     def _is_duplicate(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        """The shared mapping, and a write lock held past the busy timeout as an error
+        naming the file and the likely holder (SQLite says only "database is locked")."""
+        try:
+            with super()._errors(what):
+                yield
+        except StoreError as exc:
+            original = getattr(exc.__cause__, "orig", exc.__cause__)
+            if isinstance(original, sqlite3.OperationalError) and "locked" in str(original):
+                raise StoreError(
+                    f"{what}: the SQLite database {self.path} stayed locked for its busy "
+                    f"timeout ({self.timeout:g} s): another process holds its write lock "
+                    "inside a transaction (a tether process stopped with SIGSTOP or in a "
+                    "debugger holds it until it continues or exits; reading still works). "
+                    "SQLite serves one machine; a fleet of workers needs PostgreSQL") from exc
+            raise
 
     def _is_disconnect(self, exc: BaseException) -> bool:
         original = getattr(exc, "orig", exc)

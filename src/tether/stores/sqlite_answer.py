@@ -30,7 +30,6 @@ the store's error, never retried through the full path: the answer may have been
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from tether.runtime.input_values import check_values
 from tether.runtime.route_text import held_message, left_message
 from tether.stores.events import AnswerChannel, RunEventKind, new_event_id
 from tether.stores.idprefix import MIN_PREFIX, upper_bound
+from tether.stores.lease_env import env_lease_seconds
 from tether.stores.owners import describe_owner, provably_dead
 from tether.stores.records import names_place
 from tether.stores.sql_text import (
@@ -57,7 +57,6 @@ from tether.stores.sqlite_submit import open_current
 __all__ = ["Recorded", "record_answer"]
 
 PLAN_FORMAT = 1  # tether.compiler.plan.PLAN_FORMAT (a test keeps them equal)
-_LEASE_ENV, _DEFAULT_LEASE = "TETHER_LEASE_SECONDS", 30.0  # workers/claims.py's
 
 
 @dataclass(frozen=True)
@@ -161,15 +160,6 @@ def _value_text(answer: dict[str, Any]) -> str | None:
     return None if "\\u0000" in text else to_json(answer)
 
 
-def _lease_seconds() -> float | None:
-    raw = os.environ.get(_LEASE_ENV, "").strip()
-    try:
-        value = float(raw) if raw else _DEFAULT_LEASE
-    except ValueError:
-        return None
-    return value if 0 < value <= 86400 else None
-
-
 def _held(run: dict[str, Any], now: float) -> bool:
     """``lifecycle._held``: a live attempt holds the run."""
     owner, until = run["owner"], run["lease_until"]
@@ -185,7 +175,7 @@ def record_answer(url: str, text_id: str, answer: dict[str, Any], node: str | No
     ``--tasks`` or a pyproject's), so the full path leaves the run to the workers only when
     its plan calls a task and a worker of its queue is live; otherwise (a plan without
     tasks runs here, no live worker makes it exit 5) this returns None first."""
-    lease = _lease_seconds()
+    lease = env_lease_seconds()
     value = _value_text(answer)
     if lease is None or value is None:
         return None

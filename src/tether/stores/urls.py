@@ -3,7 +3,8 @@
 ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``postgresql://user:pw@host/db``
 (also ``postgres://`` and ``postgresql+psycopg://``) and ``memory://`` are parsed with
 SQLAlchemy's :func:`~sqlalchemy.engine.make_url`. Every query option is checked: tether's own
-(``durability``, ``schema``, ``retry_seconds``, ``connect_timeout``) by value, the others
+(``durability``, ``busy_timeout``, ``schema``, ``retry_seconds``, ``connect_timeout``,
+``idle_in_transaction_timeout``, ``lock_timeout``) by value, the others
 against the connection parameters libpq knows. A URL that cannot be used raises
 :class:`~tether.errors.StoreURLError` naming the part at fault, with the password masked as
 ``***``; so does every message the PostgreSQL store builds (see :func:`redact`).
@@ -30,12 +31,14 @@ SCHEMES: dict[str, Kind] = {
     "sqlite": "sqlite", "postgresql": "postgresql", "postgres": "postgresql",
     "postgresql+psycopg": "postgresql", "memory": "memory",
 }
-SQLITE_OPTIONS = ("durability",)
-POSTGRES_OPTIONS = ("schema", "retry_seconds", "connect_timeout")
+SQLITE_OPTIONS = ("durability", "busy_timeout")
+POSTGRES_OPTIONS = ("schema", "retry_seconds", "connect_timeout", "idle_in_transaction_timeout",
+                    "lock_timeout")
 DURABILITIES = ("normal", "full")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 MAX_RETRY_SECONDS = 3600.0
 MAX_CONNECT_TIMEOUT = 3600
+MAX_SESSION_TIMEOUT = 86400.0
 MASK = "***"
 
 
@@ -47,9 +50,12 @@ class StoreURL:
     url: URL = field(repr=False)
     path: str = ""
     durability: Literal["normal", "full"] = "normal"
+    busy_timeout: float = 30.0  # SQLite: how long a writer waits for another's write lock
     schema: str | None = None
     retry_seconds: float = 15.0
     connect_timeout: int = 10
+    idle_in_transaction_timeout: float | None = None  # None: derived (stores/pg_sessions.py)
+    lock_timeout: float | None = None
 
     def __str__(self) -> str:
         return self.url.render_as_string(hide_password=True)
@@ -174,8 +180,9 @@ def _sqlite(url: URL, options: dict[str, str]) -> StoreURL:
     if durability not in DURABILITIES:
         raise StoreURLError(f"durability must be normal or full, not {durability!r}",
                             parameter="durability")
+    busy = _number(options.get("busy_timeout", "30"), "busy_timeout", MAX_CONNECT_TIMEOUT)
     return StoreURL("sqlite", url, path=url.database,
-                    durability="full" if durability == "full" else "normal")
+                    durability="full" if durability == "full" else "normal", busy_timeout=busy)
 
 
 def _postgresql(url: URL, options: dict[str, str]) -> StoreURL:
@@ -203,10 +210,13 @@ def _postgresql(url: URL, options: dict[str, str]) -> StoreURL:
     if timeout != int(timeout) or timeout < 1:
         raise StoreURLError(f"connect_timeout must be a whole number of seconds from 1 to "
                             f"{MAX_CONNECT_TIMEOUT}", parameter="connect_timeout")
+    idle, lock = (_number(options[name], name, MAX_SESSION_TIMEOUT) if name in options
+                  else None for name in ("idle_in_transaction_timeout", "lock_timeout"))
     driver_url = url.set(drivername="postgresql+psycopg").difference_update_query(
         POSTGRES_OPTIONS)
     return StoreURL("postgresql", driver_url, schema=schema, retry_seconds=retry,
-                    connect_timeout=int(timeout))
+                    connect_timeout=int(timeout), idle_in_transaction_timeout=idle,
+                    lock_timeout=lock)
 
 
 def _number(text: str, name: str, limit: float) -> float:

@@ -51,6 +51,13 @@ class WriteGroup(Generic[I, R]):
         self._busy = False  # a leader is writing (or has been handed the lead)
         self.batches = 0  # statements written (a figure for benchmarks and tests)
         self.items = 0    # items written in them
+        self.fallbacks = 0  # batches whose statement failed and were written item by item
+
+    def fell_back(self) -> None:
+        """Count a batch its writer wrote item by item after its statement failed (the
+        worker's ``tether_write_batch_fallbacks`` metric reads :attr:`fallbacks`)."""
+        with self._lock:
+            self.fallbacks += 1
 
     def submit(self, item: I, write: Callable[[Sequence[I]], Sequence[R | BaseException]],
                ) -> R:

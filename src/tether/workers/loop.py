@@ -38,9 +38,11 @@ from tether.runtime.attempt import StopAtBoundary
 from tether.runtime.drift import task_drift
 from tether.runtime.plans import task_names
 from tether.runtime.resume import Claimed, first_claim
+from tether.runtime.run_events import add_event
 from tether.runtime.runner import Runner
 from tether.runtime.signatures import loads, record_signatures
 from tether.stores.base import Checkpointer, SeenCancel
+from tether.stores.events import RunEvent, released_event
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
 from tether.stores.records import FencedWrite
@@ -126,6 +128,11 @@ class Worker:
     def busy_slots(self) -> int:
         """How many runs this worker executes now (read from any thread: a metric)."""
         return len(self._running)
+
+    def write_batch_fallbacks(self) -> int:
+        """How many of the slots' batched writes failed and were written row by row (read
+        from any thread: a metric)."""
+        return self._writes.fallbacks if self._writes is not None else 0
 
     def _poke(self) -> None:
         loop, wake = self._loop, self._wake
@@ -480,7 +487,9 @@ class Worker:
             self._report_lost(claim, exc)
         except (AlreadyResumed, ResumeError) as exc:
             log.info("run %s: %s", execution_id, exc)
-            self._give_back(store, claim)
+            self._give_back(store, claim, released_event(
+                execution_id, claim.owner, claim.run.attempt, self.worker_id,
+                f"given back: {exc}"))
         except TetherError as exc:
             log.warning("run %s: %s", execution_id, exc)
             await self._retry_later(store, claim, str(exc))
@@ -511,14 +520,19 @@ class Worker:
                         claim.run.execution_id, exc)
 
     @staticmethod
-    def _give_back(store: Checkpointer, claim: ClaimedRun) -> None:
+    def _give_back(store: Checkpointer, claim: ClaimedRun,
+                   released: RunEvent | None = None) -> None:
         """Undo a claim this worker could not use: a paused run goes back to paused (its
-        answer stays recorded), anything else is released."""
+        answer stays recorded), anything else is released. ``released`` closes the claim's
+        ``claimed`` event in the run's history: written with the release (in its
+        transaction) or after the pause, only if this claim still held the run."""
         try:
             if claim.reason == ClaimReason.ANSWERED:
                 store.pause_run(claim.run.execution_id, claim.owner, [])
+                if released is not None:
+                    add_event(store, released)
             else:
-                store.release(claim.run.execution_id, claim.owner)
+                store.release(claim.run.execution_id, claim.owner, released)
         except TetherError as exc:
             log.warning("run %s: giving it back failed (%s); its lease expires",
                         claim.run.execution_id, exc)
