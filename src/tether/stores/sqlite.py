@@ -35,7 +35,7 @@ from sqlalchemy.pool import StaticPool
 from tether.errors import StoreError, StoreUnavailable
 from tether.stores.records import CheckpointRow, Decision
 from tether.stores.sql import SQLCheckpointer
-from tether.stores.sqlite_file import Durability
+from tether.stores.sqlite_file import Durability, is_locked, locked_error
 from tether.stores.sqlite_file import connect as _connect
 from tether.stores.sqlite_file import identity as _identity
 from tether.stores.sqlite_file import make_private as _make_private
@@ -141,13 +141,8 @@ class SQLiteCheckpointer(SQLCheckpointer):
                 yield
         except StoreError as exc:
             original = getattr(exc.__cause__, "orig", exc.__cause__)
-            if isinstance(original, sqlite3.OperationalError) and "locked" in str(original):
-                raise StoreError(
-                    f"{what}: the SQLite database {self.path} stayed locked for its busy "
-                    f"timeout ({self.timeout:g} s): another process holds its write lock "
-                    "inside a transaction (a tether process stopped with SIGSTOP or in a "
-                    "debugger holds it until it continues or exits; reading still works). "
-                    "SQLite serves one machine; a fleet of workers needs PostgreSQL") from exc
+            if original is not None and is_locked(original):
+                raise locked_error(what, self.path, self.timeout) from exc
             raise
 
     def _is_disconnect(self, exc: BaseException) -> bool:

@@ -52,6 +52,7 @@ from tether.stores.sql_text import (
     WORKER_COLUMNS,
     to_json,
 )
+from tether.stores.sqlite_file import is_locked, locked_error_of
 from tether.stores.sqlite_submit import open_current
 
 __all__ = ["Recorded", "record_answer"]
@@ -237,10 +238,13 @@ def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any]
     try:
         decided = _decide(connection, text_id, answer, node, queue, lease, leave)
         holder = _claim(connection, decided, value) if decided is not None else None
-    except (sqlite3.Error, ValueError, KeyError, TypeError, AttributeError):
+    except (sqlite3.Error, ValueError, KeyError, TypeError, AttributeError) as exc:
         # (a SQLite error, or a stored row this path does not read as the full one would)
         if connection.in_transaction:
             connection.execute("ROLLBACK")
+        if is_locked(exc):  # the full path would wait as long again, then say the same
+            raise locked_error_of(f"claiming the interrupt of run {text_id}",
+                                  connection) from exc
         return None
     if decided is None or holder is None:
         return None  # nothing written

@@ -17,7 +17,8 @@ from typing import Literal
 
 from tether.errors import StoreError
 
-__all__ = ["Durability", "connect", "existing", "identity", "make_private"]
+__all__ = ["Durability", "connect", "existing", "identity", "is_locked", "locked_error",
+           "locked_error_of", "make_private"]
 
 Durability = Literal["normal", "full"]
 
@@ -77,3 +78,28 @@ def connect(path: str, timeout: float, durability: Durability,
             time.sleep(0.01)
     connection.execute(f"PRAGMA synchronous = {durability.upper()}")
     return connection
+
+
+def is_locked(exc: BaseException) -> bool:
+    """SQLite's "database is locked": another process held the write lock for the whole
+    busy timeout."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+def locked_error(what: str, path: str | os.PathLike[str], timeout: float) -> StoreError:
+    """The error for a write lock held past the busy timeout, naming the file and the likely
+    holder (SQLite itself says only "database is locked")."""
+    return StoreError(
+        f"{what}: the SQLite database {path} stayed locked for its busy timeout "
+        f"({timeout:g} s): another process holds its write lock inside a transaction (a "
+        "tether process stopped with SIGSTOP or in a debugger holds it until it continues or "
+        "exits; reading still works). SQLite serves one machine; a fleet of workers needs "
+        "PostgreSQL")
+
+
+def locked_error_of(what: str, connection: sqlite3.Connection) -> StoreError:
+    """:func:`locked_error` for an open ``connection``: its main file and its busy timeout."""
+    path = next((str(row[2]) for row in connection.execute("PRAGMA database_list")
+                 if row[1] == "main"), "")
+    timeout_ms = connection.execute("PRAGMA busy_timeout").fetchone()[0]
+    return locked_error(what, path, int(timeout_ms) / 1000)

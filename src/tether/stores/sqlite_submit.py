@@ -5,7 +5,9 @@ Used only when it writes exactly what the full store would (``SQLiteCheckpointer
 through ``dedup.create_once``): the URL is a plain ``sqlite:///PATH`` naming an existing file
 whose schema is this release's (the one SELECT the full store makes first), and the run has
 no concurrency key. Anything else, and any SQLite error before the insert is committed,
-returns None and the caller uses the full store, which creates, migrates or reports. A
+returns None and the caller uses the full store, which creates, migrates or reports; but a
+write lock held past the busy timeout is reported at once (the full store would wait as long
+again for the same lock and say the same). A
 failed COMMIT is reported (a :class:`~tether.errors.StoreError` worded as the store's), never
 retried through the full store: the run may have been written.
 
@@ -36,7 +38,7 @@ from tether.stores.sql_text import (
     SQLITE_SCHEMA_VERSION,
     run_values,
 )
-from tether.stores.sqlite_file import connect
+from tether.stores.sqlite_file import connect, is_locked, locked_error_of
 
 __all__ = ["Inserted", "insert_queued", "open_current", "plain_sqlite_path"]
 
@@ -115,7 +117,9 @@ def insert_queued(connection: sqlite3.Connection, run: RunRecord, plan_json: str
             connection.execute("ROLLBACK")
         else:
             _commit(connection, run.execution_id)
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        if is_locked(exc):  # the full store would wait as long again, then say the same
+            raise locked_error_of(f"creating run {run.execution_id}", connection) from exc
         return None
     if created is not None:
         return Inserted(run.execution_id, True, str(run.status))
