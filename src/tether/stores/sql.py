@@ -206,7 +206,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                 reason = getattr(exc, "orig", exc)
                 raise StoreUnavailable(f"{what}: the database is unreachable: {reason}") \
                     from exc
-            raise StoreError(f"{what}: {exc}") from exc
+            raise self._refused(what, exc) from exc
         except Exception as exc:
             if self._is_disconnect(exc):
                 self._reset_hot()
@@ -214,8 +214,12 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             if self._is_duplicate(exc):
                 raise StoreError(f"{what}: {exc}") from exc
             if type(exc).__module__.split(".")[0] in ("sqlite3", "psycopg"):
-                raise StoreError(f"{what}: {exc}") from exc
+                raise self._refused(what, exc) from exc
             raise
+
+    def _refused(self, what: str, exc: Exception) -> StoreError:
+        """The error for a statement the database refused (a store may word it better)."""
+        return StoreError(f"{what}: {exc}")
 
     @contextlib.contextmanager
     def _cursor(self, what: str, *, write: bool = False) -> Iterator[Any]:

@@ -132,18 +132,12 @@ class SQLiteCheckpointer(SQLCheckpointer):
     def _is_duplicate(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
 
-    @contextlib.contextmanager
-    def _errors(self, what: str) -> Iterator[None]:
-        """The shared mapping, and a write lock held past the busy timeout as an error
-        naming the file and the likely holder (SQLite says only "database is locked")."""
-        try:
-            with super()._errors(what):
-                yield
-        except StoreError as exc:
-            original = getattr(exc.__cause__, "orig", exc.__cause__)
-            if original is not None and is_locked(original):
-                raise locked_error(what, self.path, self.timeout) from exc
-            raise
+    def _refused(self, what: str, exc: Exception) -> StoreError:
+        """A write lock held past the busy timeout as an error naming the file and the
+        likely holder (SQLite says only "database is locked")."""
+        if is_locked(getattr(exc, "orig", exc)):
+            return locked_error(what, self.path, self.timeout)
+        return super()._refused(what, exc)
 
     def _is_disconnect(self, exc: BaseException) -> bool:
         original = getattr(exc, "orig", exc)
