@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 from tether.errors import TetherError
 from tether.stores.base import Checkpointer
+from tether.stores.lease_env import DEFAULT_LEASE_SECONDS as DEFAULT_LEASE_SECONDS
+from tether.stores.lease_env import LEASE_ENV as LEASE_ENV
 
 log = logging.getLogger("tether.workers")
 
-LEASE_ENV = "TETHER_LEASE_SECONDS"
-DEFAULT_LEASE_SECONDS = 30.0
 POSTGRES_POLL_SECONDS = 1.0
 SQLITE_POLL_SECONDS = 0.2
 BACKOFF_FIRST_SECONDS = 1.0  # a failed drive: the first wait before any worker retries it
