@@ -90,3 +90,54 @@ def test_a_release_records_its_event_only_while_the_owner_holds_the_run(
     assert [(e.owner, e.data["why"]) for e in released] == [("first", "given back: test")]
     run = store.get_run(eid)
     assert run is not None and run.owner == "second"
+
+
+def test_retry_later_records_its_event_only_while_the_owner_holds_the_run(
+        store: Checkpointer) -> None:
+    """``retry_later(..., event)``: the ``released`` event with the backoff, atomically; an
+    owner the run no longer names changes nothing and records nothing."""
+    eid = Runner(_plan(), store).submit({})
+    now = time.time()
+    assert store.acquire(eid, "first", now + 60, now)
+    assert store.retry_later(eid, "first", now + 1, "recovery failed 1 time(s)",
+                             released_event(eid, "first", 1, "w", "recovery failed 1 time(s)"))
+    assert store.acquire(eid, "second", now + 60, now + 2)
+    assert not store.retry_later(eid, "first", now + 5, "late",
+                                 released_event(eid, "first", 1, "w", "late"))
+    released = [e for e in store.events(eid) if e.kind == RunEventKind.RELEASED]
+    assert [(e.owner, e.data["why"]) for e in released] == [
+        ("first", "recovery failed 1 time(s)")]
+    run = store.get_run(eid)
+    assert run is not None and (run.owner, run.recovery_failures) == ("second", 1)
+
+
+def test_a_claim_whose_drive_fails_is_closed_by_a_released_event(store: Checkpointer) -> None:
+    """A worker whose drive of a claimed run fails for a reason other than fencing (here the
+    run's last checkpoint holds a state that cannot be read) puts the run back with a
+    backoff (``retry_later``) and closes its claim with a ``released`` event saying why."""
+    eid = Runner(_plan(), store).submit({})
+    now = time.time()
+    assert store.acquire(eid, "dead-owner", now - 1, now)  # its lease has expired
+    checkpoint_id = new_checkpoint_id()
+    store.put(CheckpointRow(execution_id=eid, checkpoint_id=checkpoint_id, node_id="n0",
+                            node_index=0, step_type="task", status="completed",
+                            base_id=checkpoint_id, is_full=True, state="{not json",
+                            created_at=time.time()), "dead-owner")
+    worker = Worker(store, {"t": lambda: 1}, concurrency=1, poll_seconds=0.05)
+    thread = threading.Thread(target=worker.run_forever, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: any(e.kind == RunEventKind.RELEASED for e in store.events(eid)), 60,
+                 "the worker to put the run back")
+    finally:
+        worker.stop()
+        thread.join(30)
+    seen = [(e.kind, e.owner) for e in store.events(eid)
+            if e.kind in (RunEventKind.CLAIMED, RunEventKind.RELEASED)]
+    assert [kind for kind, _ in seen[:2]] == [RunEventKind.CLAIMED, RunEventKind.RELEASED]
+    assert seen[0][1] == seen[1][1]  # closed by the claim's own owner
+    event = next(e for e in store.events(eid) if e.kind == RunEventKind.RELEASED)
+    assert event.data["why"].startswith("recovery failed 1 time(s), next try in ")
+    run = store.get_run(eid)
+    assert run is not None and run.recovery_failures >= 1 and run.owner is None
+    assert run.blocked_reason is not None and run.blocked_reason.startswith("recovery failed")

@@ -237,11 +237,12 @@ class Checkpointer(abc.ABC):
 
     @abc.abstractmethod
     def retry_later(self, execution_id: str, owner: str, available_at: float,
-                    reason: str) -> bool:
+                    reason: str, event: RunEvent | None = None) -> bool:
         """Give a claimed run back after a drive that failed for a reason other than
         fencing: release ``owner``'s lease, count ``recovery_failures``, record ``reason``
         and let no claim take it before ``available_at`` (the backoff). False when ``owner``
-        no longer holds it."""
+        no longer holds it. ``event`` (the claim's ``released`` event) is recorded
+        atomically with it, and only if it took effect, as :meth:`release` does."""
 
     @abc.abstractmethod
     def put_queue(self, queue: QueueRecord) -> None:

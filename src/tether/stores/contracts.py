@@ -254,7 +254,7 @@ class QueueStore(Protocol):
         """Record why claimable runs of a plan wait."""
 
     def retry_later(self, execution_id: str, owner: str, available_at: float,
-                    reason: str) -> bool:
+                    reason: str, event: RunEvent | None = None) -> bool:
         """Give a claimed run back with a backoff."""
 
     def put_queue(self, queue: QueueRecord) -> None:

@@ -247,7 +247,7 @@ class InMemoryCheckpointer(Checkpointer):
             return len(found)
 
     def retry_later(self, execution_id: str, owner: str, available_at: float,
-                    reason: str) -> bool:
+                    reason: str, event: RunEvent | None = None) -> bool:
         with self._lock:
             run = self._runs.get(execution_id)
             if run is None or run.owner != owner:
@@ -255,6 +255,8 @@ class InMemoryCheckpointer(Checkpointer):
             self._runs[execution_id] = dataclasses.replace(
                 run, owner=None, lease_until=None, available_at=available_at,
                 blocked_reason=reason, recovery_failures=run.recovery_failures + 1)
+            if event is not None:
+                self.add_event(event)
             return True
 
     def put_queue(self, queue: QueueRecord) -> None:

@@ -52,7 +52,7 @@ from tether.errors import (
 )
 from tether.stores import listing, sql_keys, sql_queue
 from tether.stores.base import Checkpointer
-from tether.stores.events import upgraded_event
+from tether.stores.events import RunEvent, upgraded_event
 from tether.stores.keys import (
     KeyedStart,
     decide,
@@ -467,8 +467,8 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         return sql_queue.block_runs(self, fingerprint, queues, reason, now)
 
     def retry_later(self, execution_id: str, owner: str, available_at: float,
-                    reason: str) -> bool:
-        return sql_queue.retry_later(self, execution_id, owner, available_at, reason)
+                    reason: str, event: RunEvent | None = None) -> bool:
+        return sql_queue.retry_later(self, execution_id, owner, available_at, reason, event)
 
     @transient()
     def put_queue(self, queue: QueueRecord) -> None:

@@ -36,7 +36,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql import ClauseElement, ColumnElement, Select
 
-from tether.stores.events import CLAIMED_REASON, RunEventKind, claimed_event, new_event_id
+from tether.stores.events import (
+    CLAIMED_REASON,
+    RunEvent,
+    RunEventKind,
+    claimed_event,
+    new_event_id,
+)
 from tether.stores.owners import new_owner
 from tether.stores.queueing import (
     Budget,
@@ -306,7 +312,10 @@ def block_runs(store: SQLCheckpointer, fingerprint: str, queues: Sequence[str], 
 
 
 def retry_later(store: SQLCheckpointer, execution_id: str, owner: str, available_at: float,
-                reason: str) -> bool:
+                reason: str, event: RunEvent | None = None) -> bool:
+    """The run given back with its backoff and, if that took effect, ``event`` (the claim's
+    ``released`` event) in the same transaction: a retry after a lost commit finds the owner
+    gone and adds nothing."""
     with store.sql_cursor(f"putting run {execution_id} back for a later retry",
                        write=True) as cursor:
         store.sql_execute(cursor, "retry_later", lambda: update(runs).where(and_(
@@ -315,7 +324,11 @@ def retry_later(store: SQLCheckpointer, execution_id: str, owner: str, available
             blocked_reason=bindparam("reason"),
             recovery_failures=runs.c.recovery_failures + 1),
             eid=execution_id, holder=owner, at=available_at, reason=reason)
-        return bool(cursor.rowcount == 1)
+        took = bool(cursor.rowcount == 1)
+        if took and event is not None:
+            store.sql_execute(cursor, "insert_event", lambda: insert(run_events),
+                              **event_values(event))
+        return took
 
 
 # -- queue configuration ----------------------------------------------------------------------

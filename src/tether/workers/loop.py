@@ -393,8 +393,15 @@ class Worker:
     def _track(self, execution_id: str, future: asyncio.Future[None],
                free: Callable[[], None] | None) -> None:
         self._running[execution_id] = future
+        owner = self._tokens[execution_id]
 
         def done(_: asyncio.Future[None]) -> None:
+            # The claim's token leaves the logged set here, on the loop, after any
+            # _forget its lost-lease hook queued before the drive ended (call_soon_threadsafe
+            # keeps their order): the drive's own report and _forget's log it once between
+            # them, whichever thread sees the loss first.
+            with self._finished_lock:
+                self._reported_lost.discard(owner)
             if free is not None:
                 free()
             if self._running.get(execution_id) is future:  # not given up (_forget) already
@@ -487,9 +494,7 @@ class Worker:
             self._report_lost(claim, exc)
         except (AlreadyResumed, ResumeError) as exc:
             log.info("run %s: %s", execution_id, exc)
-            self._give_back(store, claim, released_event(
-                execution_id, claim.owner, claim.run.attempt, self.worker_id,
-                f"given back: {exc}"))
+            self._give_back(store, claim, self._released(claim, f"given back: {exc}"))
         except TetherError as exc:
             log.warning("run %s: %s", execution_id, exc)
             await self._retry_later(store, claim, str(exc))
@@ -499,25 +504,30 @@ class Worker:
         finally:
             with self._finished_lock:
                 self.finished += 1
-                self._reported_lost.discard(claim.owner)
 
     async def _retry_later(self, store: Checkpointer, claim: ClaimedRun, error: str) -> None:
         """A drive that failed for a reason other than fencing: no worker takes the run again
         before a backoff (doubling with each failure, capped), and the failure is recorded
         on it (``tether runs --stuck``). An answered pause goes back to paused."""
         if claim.reason == ClaimReason.ANSWERED:
-            self._give_back(store, claim)
+            self._give_back(store, claim, self._released(claim, f"given back: {error}"))
             await asyncio.sleep(self._poll or 1.0)  # do not claim it again at once
             return
         failures = claim.run.recovery_failures + 1
         delay = claims.backoff_seconds(failures)
+        reason = f"recovery failed {failures} time(s), next try in {delay:g} s: {error}"
         try:
             store.retry_later(claim.run.execution_id, claim.owner, time.time() + delay,
-                              f"recovery failed {failures} time(s), next try in "
-                              f"{delay:g} s: {error}")
+                              reason, self._released(claim, reason))
         except TetherError as exc:
             log.warning("run %s: giving it back failed (%s); its lease expires",
                         claim.run.execution_id, exc)
+
+    def _released(self, claim: ClaimedRun, why: str) -> RunEvent:
+        """The ``released`` event that closes ``claim``'s ``claimed`` event when it is given
+        back unused (``why``: what the history shows)."""
+        return released_event(claim.run.execution_id, claim.owner, claim.run.attempt,
+                              self.worker_id, why)
 
     @staticmethod
     def _give_back(store: Checkpointer, claim: ClaimedRun,
