@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tether.diagnostics import Diagnostic, Span
-from tether.dsl.document import InputSpec, NodeSpec, WorkflowDoc
 from tether.dsl.source import SourceMap
+
+if TYPE_CHECKING:
+    from tether.dsl.document import InputSpec, NodeSpec, WorkflowDoc
 
 Syntax = Literal["yaml", "flow"]
 
