@@ -1,7 +1,7 @@
 """The core schema of the workflow document (generated: do not edit).
 
-Made by ``python -m tether.dsl.document_schema_gen`` from tether.dsl.document; read
-by tether.dsl.document_light.
+Made by ``python -m tether.dsl.document_schema_gen`` (``make document-schema``) from
+tether.dsl.document; read by tether.dsl.document_light.
 """
 
 from __future__ import annotations
