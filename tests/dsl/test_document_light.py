@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic_core import ValidationError
 
 from tether.compiler import Compiler
@@ -232,7 +231,8 @@ OTHER_VALUES = (None, True, 0, -1, 2.5, "x", "{{ inputs.amount }}", [], ["x"], {
 def test_every_value_replaced_validates_the_same() -> None:
     """Each value of a document touching every model, replaced by values of other types; each
     mapping with a key removed and an unknown key added."""
-    data = yaml.safe_load(EVERY_MODEL)
+    data = _read(EVERY_MODEL, "every.yaml").data
+    document.WorkflowDoc.model_validate(data)  # (valid as it is)
     count = 0
     for path in _paths(data):
         for value in OTHER_VALUES:
@@ -310,3 +310,28 @@ def test_a_light_document_is_frozen() -> None:
     with pytest.raises(AttributeError, match="frozen"):
         doc.name = "other"  # type: ignore[misc]
     assert repr(doc.nodes["done"]).startswith("NodeSpec(task=None")
+
+
+def _models_at(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """(the path as a document spells it, the model's name) of every model in ``value``."""
+    if isinstance(value, document.BaseModel):
+        found = [(path, type(value).__name__)]
+        for name, sub in value.__dict__.items():
+            key = document_schema.ALIASES.get(name, name)
+            found += _models_at(sub, (*path, key))
+        return found
+    if isinstance(value, dict):
+        return [f for key, sub in value.items() for f in _models_at(sub, (*path, key))]
+    return []
+
+
+def test_unknown_keys_are_helped_with_the_keys_of_the_right_model() -> None:
+    """``validate``'s "known keys" help names the model at a path without the models: each
+    model of a document touching every model is found where it is."""
+    from tether.dsl.validate import _model_at
+
+    doc = document.WorkflowDoc.model_validate(_read(EVERY_MODEL, "every.yaml").data)
+    found = _models_at(doc)
+    assert {name for _, name in found} == set(document_schema.FIELDS)
+    for path, name in found:
+        assert _model_at(path) == name, path

@@ -80,6 +80,7 @@ _NESTED: dict[tuple[str, str], str] = {
     ("NodeSpec", "retry"): "RetryPolicy", ("NodeSpec", "loop"): "LoopSpec",
     ("NodeSpec", "approval"): "ApprovalSpec", ("NodeSpec", "agent"): "AgentSpec",
     ("NodeSpec", "switch"): "SwitchSpec", ("AgentSpec", "model"): "ModelRef",
+    ("AgentSpec", "max_tool_calls"): "ToolCallLimitsSpec",
 }
 # ... and under a key of a mapping of such mappings (`nodes.<id>`, `inputs.<name>`, ...).
 _NESTED_BY_NAME: dict[tuple[str, str], str] = {
