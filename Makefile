@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///.tether/demo.db
 
-.PHONY: test demo lint typecheck unit bench bench-peers clean
+.PHONY: test demo lint typecheck unit bench bench-peers clean document-schema
 
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ unit: $(BIN)/tether
 	$(BIN)/python -m pytest tests/stores/test_postgres_restart.py
 
 test: lint typecheck unit
+
+# The core schema `tether check` validates documents with (tether.dsl.document_schema),
+# generated from the pydantic models; a test fails while it is stale.
+document-schema: $(BIN)/tether
+	$(BIN)/python -m tether.dsl.document_schema_gen
 
 demo: $(BIN)/tether
 	PATH="$(abspath $(BIN)):$$PATH" DEMO_DB="$(DEMO_DB)" bash examples/demo.sh

@@ -33,10 +33,12 @@ NEVER_AT_IMPORT = (
     "tether.agents",
 )
 # What checking a YAML file has no use for: the store, the runtime, the console, the
-# provider SDKs, the .flow grammar, and the other commands' modules.
+# provider SDKs, the .flow grammar, the other commands' modules, and pydantic (the document
+# is validated by pydantic-core alone: tether.dsl.document_light).
 NOT_FOR_CHECK = (
+    "pydantic", "tether.dsl.document", "tether.compiler.build",
     "click", "tether.cli.group", "tether.cli.authoring", "tether.compiler.plan", "jinja2",
-    "tether.compiler.build", "cronsim", "tether.cron", "sqlalchemy", "lark", "asyncio",
+    "cronsim", "tether.cron", "sqlalchemy", "lark", "asyncio",
     "fastapi", "starlette", "uvicorn", "rich", "networkx",
     "openai", "anthropic", "httpx", "psycopg", "opentelemetry", "tether.stores",
     "tether.runtime.runner", "tether.runtime.driver", "tether.web", "tether.workers",
@@ -90,6 +92,7 @@ def test_checking_a_yaml_file_imports_only_the_checker(tmp_path: Path) -> None:
     assert isinstance(extra, list)
     modules = set(extra.pop())
     assert "tether.compiler.compile" in modules and "tether.cli.fast" in modules
+    assert "pydantic_core" in modules and "tether.dsl.document_light" in modules
     assert _loaded(modules, NOT_FOR_CHECK) == []
     # exit 0, and the plan's validators were never built (check builds no plan)
     assert extra == [0, False]
@@ -104,8 +107,36 @@ def test_checking_a_small_flow_file_imports_no_parser(tmp_path: Path) -> None:
     )
     modules, extra = _probe(body, tmp_path)
     assert "tether.dsl.flow_direct" in modules and "tether.compiler.compile" in modules
+    assert "pydantic_core" in modules and "tether.dsl.document_light" in modules
     assert _loaded(modules, NOT_FOR_FLOW_CHECK) == []
     assert extra == [0, False]  # checked; pydantic's plugin switch is as it was
+
+
+def test_checking_with_another_pydantic_core_uses_the_models(tmp_path: Path) -> None:
+    """The generated schema is for one pydantic-core: with another, the check validates with
+    the pydantic models, and reports the same."""
+    path = tmp_path / "wrong.yaml"
+    path.write_text(REFUND.read_text().replace("type: number", "type: numbr"))
+    body = (
+        "import contextlib, io\n"
+        "from tether.dsl import document_schema\n"
+        "from tether.cli.main import main\n"
+        "runs = []\n"
+        "for version in (document_schema.PYDANTIC_CORE_VERSION, '0.0.0'):\n"
+        "    document_schema.PYDANTIC_CORE_VERSION = version\n"
+        "    import tether.dsl.document_light as light\n"
+        "    light.light_validator.cache_clear()\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        f"        code = main(['check', '--format', 'json', {str(path)!r}])\n"
+        "    runs.append([code, out.getvalue(), 'pydantic.main' in sys.modules])\n"
+        "extra = runs\n"
+    )
+    _, extra = _probe(body, tmp_path)
+    assert isinstance(extra, list)
+    (light_code, light_out, light_models), (code, out, models) = extra
+    assert (light_code, light_models, code, models) == (1, False, 1, True)
+    assert light_out == out and '"E203"' in out
 
 
 def test_pydantic_loads_its_plugins_again_after_the_fast_check(tmp_path: Path) -> None:

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from tether.compiler.context import Context
 from tether.diagnostics import Related
 from tether.dsl.ast import Workflow
-from tether.dsl.document import AgentSpec, ModelRef
 from tether.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from tether.compiler.plan import PlanAgent, PlanModelRef, PlanToolCalls
+    from tether.dsl.document import AgentSpec, ModelRef
 
 Tasks = Mapping[str, Callable[..., Any]]
 CALLED_ONLY_REFUSES = ("needs", "when", "trigger", "loop")

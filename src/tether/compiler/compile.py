@@ -128,9 +128,10 @@ class Compiler:
         return build_plan(workflow, graph, subplans, ctx.called), ctx.diagnostics
 
     def check_file(self, path: str | os.PathLike[str]) -> list[Diagnostic]:
-        """Every diagnostic of one file (building a plan reports nothing: none is built)."""
+        """Every diagnostic of one file (building a plan reports nothing: none is built, so
+        the document is read light: validated without pydantic)."""
         with paused_gc():
-            workflow, diagnostics = read_workflow(path)
+            workflow, diagnostics = read_workflow(path, light=True)
             if workflow is not None:
                 _, more = self.compile_workflow(workflow, build=False)
                 diagnostics = diagnostics + more

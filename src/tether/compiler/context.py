@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 from tether.diagnostics import Diagnostic, Related, Span, make
 from tether.dsl.ast import Workflow
-from tether.dsl.document import NodeSpec
 from tether.dsl.source import Path
 
 if TYPE_CHECKING:
+    from tether.dsl.document import NodeSpec
     from tether.dsl.expressions import Reference
 
 _LITERAL = re.compile(r"'[^'\\]*(?:\\.[^'\\]*)*'" + r'|"[^"\\]*(?:\\.[^"\\]*)*"')

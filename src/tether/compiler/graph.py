@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 from tether.compiler.context import Context
 from tether.compiler.switches import add_switch_edges
 from tether.diagnostics import Related
-from tether.dsl.document import NodeSpec
 from tether.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from tether.dsl.document import NodeSpec
 
 
 @dataclass

@@ -13,8 +13,8 @@ from tether.compiler.graph import Graph
 from tether.compiler.references import Reads
 from tether.compiler.secrets import check_unused_secrets
 from tether.diagnostics import Related
-from tether.dsl.document import ID_RE
 from tether.dsl.expressions import analyse
+from tether.dsl.patterns import ID_RE
 
 RUNS_ANYWAY = ("all_done", "any_success", "none_failed", "none_failed_min_one_success")
 """Trigger rules that run a node although one of its needs was skipped."""

@@ -7,7 +7,7 @@ import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether import templating
 from tether.compiler.agents import callers_in_graph
@@ -16,11 +16,13 @@ from tether.compiler.graph import Graph
 from tether.compiler.needs_reads import check_needs_read
 from tether.compiler.secrets import check_secret
 from tether.diagnostics import Span
-from tether.dsl.document import AgentSpec, NodeSpec
 from tether.dsl.expressions import Analysis, Reference, analyse
 from tether.dsl.source import Path
 from tether.suggest import did_you_mean
 from tether.trigger import TRIGGER_FIELDS
+
+if TYPE_CHECKING:
+    from tether.dsl.document import AgentSpec, NodeSpec
 
 NODE_FIELDS = ("output", "status")
 ROOTS = ("inputs", "nodes", "secrets", "item", "iteration", "run", "needs", "trigger")

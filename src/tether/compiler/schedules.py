@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from tether.compiler.context import Context
 from tether.dsl.ast import Workflow
-from tether.dsl.document import Catchup, ScheduleSpec
 from tether.jsontypes import article, json_type_name, matches_type
 from tether.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from tether.compiler.plan import PlanSchedule
+    from tether.dsl.document import Catchup, ScheduleSpec
 
 DEFAULT_TIMEZONE = "UTC"
 DEFAULT_CATCHUP: Catchup = "latest"

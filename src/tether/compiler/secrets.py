@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tether.compiler.context import Context, Where
-from tether.dsl.document import SECRET_RE
 from tether.dsl.expressions import Reference
+from tether.dsl.patterns import SECRET_RE
 from tether.suggest import closest, did_you_mean
 
 if TYPE_CHECKING:

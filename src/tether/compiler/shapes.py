@@ -19,13 +19,15 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.compiler.context import Context, Where
 from tether.compiler.references import Reads, Site
-from tether.dsl.document import NodeSpec
 from tether.dsl.expressions import Reference, analyse
 from tether.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from tether.dsl.document import NodeSpec
 
 Tasks = Mapping[str, Callable[..., Any]]
 _NOT_LISTS = ("string", "integer", "number", "boolean", "object")

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 from tether.compiler.context import Context
 from tether.diagnostics import Related
-from tether.dsl.document import SwitchSpec
 from tether.dsl.source import Path
 from tether.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import networkx as nx
+
+    from tether.dsl.document import SwitchSpec
 
 
 def branches(switch: SwitchSpec) -> Iterator[tuple[Path, str, str]]:

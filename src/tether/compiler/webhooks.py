@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from tether.compiler.context import Context
 from tether.compiler.references import strings
 from tether.dsl.ast import Workflow
-from tether.dsl.document import SECRET_PATTERN, ManualSpec, WebhookSpec
 from tether.dsl.expressions import analyse
+from tether.dsl.patterns import SECRET_PATTERN
 from tether.durations import DurationError, parse_duration
 from tether.suggest import did_you_mean
 from tether.templating import has_markup
@@ -22,6 +22,7 @@ from tether.trigger import TRIGGER_FIELDS
 
 if TYPE_CHECKING:
     from tether.compiler.plan import PlanManual, PlanWebhook
+    from tether.dsl.document import WebhookSpec
 
 PATH_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 HEADER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,99}$")
@@ -152,7 +153,7 @@ def plan_manual(workflow: Workflow) -> PlanManual | None:
     manual = on.manual
     if "manual" not in on.model_fields_set or manual is False:
         return PlanManual(allowed=False)
-    if isinstance(manual, ManualSpec):
+    if manual is not None and not isinstance(manual, bool):  # (a ManualSpec)
         return PlanManual(users=tuple(dict.fromkeys(manual.users or ())))
     return PlanManual()
 

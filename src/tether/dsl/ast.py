@@ -4,17 +4,24 @@ A :class:`Workflow` is the validated document (frozen pydantic models, equal for
 file and its ``.flow`` twin) together with where it came from and the span of every key and
 value. Spans are looked up by path (``workflow.span("nodes", "refund", "with")``) so that the
 document models stay the exact schema of the format.
+
+A workflow read for a check alone (``read_workflow(..., light=True)``) holds the same
+document made of the light classes of :mod:`tether.dsl.document_light` (validated without
+pydantic): the same attributes, typed here as the models they stand in for. The compiler
+imports the models only for type checking, so its checks read either.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tether.diagnostics import Diagnostic, Span
-from tether.dsl.document import InputSpec, NodeSpec, WorkflowDoc
 from tether.dsl.source import SourceMap
+
+if TYPE_CHECKING:
+    from tether.dsl.document import InputSpec, NodeSpec, WorkflowDoc
 
 Syntax = Literal["yaml", "flow"]
 

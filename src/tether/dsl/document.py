@@ -16,15 +16,22 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from tether.dsl.document_rules import FORMAT_VERSION as FORMAT_VERSION
+from tether.dsl.document_rules import INPUT_TYPES as INPUT_TYPES
+from tether.dsl.document_rules import TRIGGER_RULES as TRIGGER_RULES
+from tether.dsl.document_rules import (
+    InputDefault,
+    NodeKindOf,
+    as_bare_expression,
+    as_expression,
+    as_list,
+)
 from tether.dsl.patterns import ID_PATTERN as ID_PATTERN
 from tether.dsl.patterns import ID_RE as ID_RE
 from tether.dsl.patterns import NODE_ID_PATTERN as NODE_ID_PATTERN
 from tether.dsl.patterns import NODE_ID_RE as NODE_ID_RE
 from tether.dsl.patterns import SECRET_PATTERN as SECRET_PATTERN
 from tether.dsl.patterns import SECRET_RE as SECRET_RE
-from tether.kinds import KIND_KEYS, NodeKind
-
-FORMAT_VERSION = 1
 
 InputType = Literal["string", "number", "integer", "boolean", "object", "array"]
 TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",
@@ -32,34 +39,6 @@ TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",
 RetryStrategy = Literal["exponential", "fixed"]
 OnExhausted = Literal["fail", "continue"]
 Catchup = Literal["none", "latest", "all"]
-
-INPUT_TYPES: tuple[str, ...] = ("string", "number", "integer", "boolean", "object", "array")
-TRIGGER_RULES: tuple[str, ...] = ("all_success", "all_done", "any_success", "none_failed",
-                                  "none_failed_min_one_success")
-
-
-def as_expression(value: object) -> object:
-    """Canonical form of a condition: ``true``/``false`` and bare text become ``{{ ... }}``.
-
-    ``when: inputs.amount > 100`` and ``when: "{{ inputs.amount > 100 }}"`` mean the same, so
-    both front ends store the braced form and compile to the same plan.
-    """
-    if isinstance(value, bool):
-        return "{{ true }}" if value else "{{ false }}"
-    if isinstance(value, str) and "{{" not in value and "{%" not in value and value.strip():
-        return "{{ " + value.strip() + " }}"
-    return value
-
-
-def as_bare_expression(value: object) -> object:
-    """A string ``for_each`` (or ``switch.on``) without braces is one expression, as a
-    condition is: ``for_each: inputs.urls`` means ``"{{ inputs.urls }}"``."""
-    return as_expression(value) if isinstance(value, str) else value
-
-
-def as_list(value: object) -> object:
-    """``needs: a`` is short for ``needs: [a]``."""
-    return [value] if isinstance(value, str) else value
 
 
 Expression = Annotated[
@@ -79,7 +58,7 @@ class _Model(BaseModel):
     )
 
 
-class InputSpec(_Model):
+class InputSpec(_Model, InputDefault):
     """A typed run parameter (also used for the fields of an approval form)."""
 
     type: InputType = Field(description="The JSON type of the value.")
@@ -90,10 +69,6 @@ class InputSpec(_Model):
         None, description="The allowed values (each of `type`); any other value is refused. "
         "A form shows them as a choice.")
     description: str | None = Field(None, description="What the input is for.")
-
-    @property
-    def has_default(self) -> bool:
-        return "default" in self.model_fields_set
 
 
 class RetryPolicy(_Model):
@@ -222,7 +197,7 @@ class SwitchSpec(_Model):
         None, description="The nodes that run when no case matches.")
 
 
-class NodeSpec(_Model):
+class NodeSpec(_Model, NodeKindOf):
     """One node: exactly one of ``task``, ``approval``, ``workflow``, ``agent``, ``switch``,
     ``noop``, ``fail``, ``sleep``, ``sleep_until``, and optional settings."""
 
@@ -282,12 +257,6 @@ class NodeSpec(_Model):
         None, description="Cache the task's result so a re-executed node does not repeat it."
     )
     loop: LoopSpec | None = Field(None, description="Close a bounded loop at this node.")
-
-    @property
-    def kind(self) -> NodeKind | None:
-        """The node's kind, or None unless exactly one kind is given."""
-        kinds = [kind for kind, key in KIND_KEYS if getattr(self, key) is not None]
-        return kinds[0] if len(kinds) == 1 else None
 
 
 class ScheduleSpec(_Model):

@@ -19,7 +19,7 @@ import math
 from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
 from tether.diagnostics import Diagnostic, Related, Span, make
-from tether.dsl.document import FORMAT_VERSION
+from tether.dsl.document_rules import FORMAT_VERSION
 from tether.dsl.flow_direct import StatementRecord, TaskRecord, read_statement
 from tether.dsl.flow_syntax import (
     AGENT_LISTS,

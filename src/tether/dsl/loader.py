@@ -57,11 +57,14 @@ def parse_text(text: str, file: str, syntax: Syntax) -> RawDocument:
 
 
 def read_workflow(
-    path: str | os.PathLike[str], *, display: str | None = None, syntax: Syntax | None = None
+    path: str | os.PathLike[str], *, display: str | None = None, syntax: Syntax | None = None,
+    light: bool = False,
 ) -> tuple[Workflow | None, list[Diagnostic]]:
     """Read and validate one file; return the (possibly partial) workflow and all diagnostics.
 
-    ``display`` is the file name used in diagnostics (default: ``path`` as given).
+    ``display`` is the file name used in diagnostics (default: ``path`` as given). ``light``:
+    for a check, which builds no plan: the document may be validated without pydantic
+    (:mod:`tether.dsl.document_light`).
     """
     file = display if display is not None else os.fspath(path)
     syntax = syntax or syntax_of(path)
@@ -80,15 +83,16 @@ def read_workflow(
     text, problems = decode(data, file)
     if text is None:
         return None, problems
-    return workflow_from_text(text, file, syntax, location=Path(path))
+    return workflow_from_text(text, file, syntax, location=Path(path), light=light)
 
 
 def workflow_from_text(
-    text: str, file: str, syntax: Syntax, *, location: Path | None = None
+    text: str, file: str, syntax: Syntax, *, location: Path | None = None, light: bool = False
 ) -> tuple[Workflow | None, list[Diagnostic]]:
-    """Parse and validate ``text``; ``file`` names it in diagnostics."""
+    """Parse and validate ``text``; ``file`` names it in diagnostics (``light``: as in
+    :func:`read_workflow`)."""
     raw = parse_text(text, file, syntax)
-    validated = validate(raw) if raw.data is not None or raw.ok else None
+    validated = validate(raw, light=light) if raw.data is not None or raw.ok else None
     raw.diagnostics[:] = with_anchor_notes(raw.diagnostics, raw.source)
     if validated is None or validated.doc is None:
         return None, raw.diagnostics

@@ -10,41 +10,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, ValidationError
 
 from tether.diagnostics import Diagnostic, Related, make
-from tether.dsl.document import (
-    FORMAT_VERSION,
-    ID_RE,
-    INPUT_TYPES,
-    NODE_ID_RE,
-    SECRET_RE,
-    AgentSpec,
-    ApprovalSpec,
-    ConcurrencySpec,
-    InputSpec,
-    LoopSpec,
-    ManualSpec,
-    ModelRef,
-    NodeSpec,
-    RetryPolicy,
-    ScheduleSpec,
-    SwitchSpec,
-    TriggersSpec,
-    WebhookSpec,
-    WorkflowDoc,
-)
+from tether.dsl.document_rules import FORMAT_VERSION, INPUT_TYPES
 from tether.dsl.matrix_checks import check_matrix_entries
+from tether.dsl.patterns import ID_RE, NODE_ID_RE, SECRET_RE
 from tether.dsl.source import Path, RawDocument, SourceMap
 from tether.dsl.timer_checks import check_timers
 from tether.durations import DURATION_RE, MAX_SECONDS, DurationError, parse_duration
 from tether.jsontypes import article, json_type_name, matches_type
 from tether.kinds import KIND_KEYS, KIND_NAMES, KINDS
 from tether.suggest import did_you_mean
+
+if TYPE_CHECKING:
+    from tether.dsl.document import WorkflowDoc
 
 _TYPE_NAMES = {
     "string_type": "a string",
@@ -88,44 +72,43 @@ def describe(path: Path) -> str:
     return "at the top level"
 
 
-def _model_at(path: Path) -> type[BaseModel] | None:
-    """The format model that validates the mapping at ``path``."""
-    model: type[BaseModel] = WorkflowDoc
+# The model that validates the mapping under a key of another model's mapping.
+_NESTED: dict[tuple[str, str], str] = {
+    ("WorkflowDoc", "schedule"): "ScheduleSpec", ("WorkflowDoc", "on"): "TriggersSpec",
+    ("WorkflowDoc", "concurrency"): "ConcurrencySpec", ("TriggersSpec", "webhook"): "WebhookSpec",
+    ("TriggersSpec", "schedule"): "ScheduleSpec", ("TriggersSpec", "manual"): "ManualSpec",
+    ("NodeSpec", "retry"): "RetryPolicy", ("NodeSpec", "loop"): "LoopSpec",
+    ("NodeSpec", "approval"): "ApprovalSpec", ("NodeSpec", "agent"): "AgentSpec",
+    ("NodeSpec", "switch"): "SwitchSpec", ("AgentSpec", "model"): "ModelRef",
+    ("AgentSpec", "max_tool_calls"): "ToolCallLimitsSpec",
+}
+# ... and under a key of a mapping of such mappings (`nodes.<id>`, `inputs.<name>`, ...).
+_NESTED_BY_NAME: dict[tuple[str, str], str] = {
+    ("WorkflowDoc", "nodes"): "NodeSpec", ("WorkflowDoc", "inputs"): "InputSpec",
+    ("ApprovalSpec", "form"): "InputSpec",
+}
+
+
+def _model_at(path: Path) -> str | None:
+    """The name of the format model that validates the mapping at ``path``."""
+    model = "WorkflowDoc"
     steps = list(path)
     while steps:
-        key = steps.pop(0)
-        if model is WorkflowDoc and key == "schedule":
-            model = ScheduleSpec
-        elif model is WorkflowDoc and key == "on":
-            model = TriggersSpec
-        elif model is WorkflowDoc and key == "concurrency":
-            model = ConcurrencySpec
-        elif model is TriggersSpec and key == "webhook":
-            model = WebhookSpec
-        elif model is TriggersSpec and key == "schedule":
-            model = ScheduleSpec
-        elif model is TriggersSpec and key == "manual":
-            model = ManualSpec
-        elif model is WorkflowDoc and key in ("nodes", "inputs") and steps:
+        key = str(steps.pop(0))
+        if (model, key) in _NESTED:
+            model = _NESTED[model, key]
+        elif (model, key) in _NESTED_BY_NAME and steps:
             steps.pop(0)
-            model = NodeSpec if key == "nodes" else InputSpec
-        elif model is NodeSpec and key in ("retry", "loop", "approval", "agent", "switch"):
-            nested: dict[str, type[BaseModel]] = {
-                "retry": RetryPolicy, "loop": LoopSpec, "approval": ApprovalSpec,
-                "agent": AgentSpec, "switch": SwitchSpec}
-            model = nested[str(key)]
-        elif model is AgentSpec and key == "model":
-            model = ModelRef
-        elif model is ApprovalSpec and key == "form" and steps:
-            steps.pop(0)
-            model = InputSpec
+            model = _NESTED_BY_NAME[model, key]
         else:
             return None
     return model
 
 
-def _field_names(model: type[BaseModel]) -> list[str]:
-    return [f.alias or name for name, f in model.model_fields.items()]
+def _field_names(model: str) -> list[str]:
+    from tether.dsl.document_schema import FIELDS
+
+    return list(FIELDS[model])
 
 
 @dataclass
@@ -260,8 +243,26 @@ class Validated:
     """The inputs the templates of set-aside nodes mention (so they are not reported unused)."""
 
 
-def validate(raw: RawDocument) -> Validated:
-    """Validate ``raw.data``; diagnostics are appended to ``raw.diagnostics``."""
+def document_validator(light: bool) -> Callable[[Any], WorkflowDoc]:
+    """What validates a document: pydantic-core with the generated schema and light classes
+    when ``light`` (``tether check``: no pydantic import) and the installed pydantic-core is
+    the one it was generated with, else the pydantic model (:mod:`tether.dsl.document`)."""
+    if light:
+        from tether.dsl.document_light import light_validator
+
+        validator = light_validator()
+        if validator is not None:
+            return validator.validate_python
+    from tether.dsl.document import WorkflowDoc
+
+    return WorkflowDoc.model_validate
+
+
+def validate(raw: RawDocument, *, light: bool = False) -> Validated:
+    """Validate ``raw.data``; diagnostics are appended to ``raw.diagnostics``.
+
+    ``light``: the document may be made of the light classes of
+    :mod:`tether.dsl.document_light` (for a check, which builds no plan from it)."""
     mapper = _Mapper(raw.source)
     data = raw.data
     if not isinstance(data, dict):
@@ -273,9 +274,10 @@ def validate(raw: RawDocument) -> Validated:
     broken_nodes: set[str] = set()
     broken_inputs: set[str] = set()
     doc: WorkflowDoc | None = None
+    validator = document_validator(light)
     for _ in range(2):
         try:
-            doc = WorkflowDoc.model_validate(data)
+            doc = validator(data)
             break
         except ValidationError as exc:
             errors = _merge_manual_errors(_merge_count_errors(exc.errors()))
@@ -505,4 +507,4 @@ def _duration_help(text: str) -> str:
     return "write a positive number and a unit: 500ms, 30s, 5m, 2h, 1d, 2w"
 
 
-__all__ = ["Validated", "describe", "validate"]
+__all__ = ["Validated", "describe", "document_validator", "validate"]
