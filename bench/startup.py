@@ -17,7 +17,8 @@ refund.flow: the ``.flow`` parser's tables come from the user's cache after the 
 as they do for a user), ``tether submit`` of it to a SQLite file, and ``tether resume`` of a
 run waiting at its approval, twice: continuing the run here to its end (``resume``: it also
 runs the run), and recording the answer only, leaving the run to the workers (``resume
---enqueue``: the command's own start-up).
+--enqueue``: the command's own start-up); and without task modules, no worker being live
+(``resume, no tasks``: the answer recorded, the command says what to run and exits 5).
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ REFUND = ROOT / "examples" / "refund" / "refund.yaml"
 TASKS = ROOT / "examples" / "refund" / "tasks.py"
 
 TARGETS: dict[str, float] = {"check": 0.15, "check .flow": 0.15, "submit": 0.25,
-                             "resume": 0.25, "resume --enqueue": 0.25}
-RESUMES = ("resume", "resume --enqueue")
+                             "resume": 0.25, "resume --enqueue": 0.25,
+                             "resume, no tasks": 0.25}
+RESUMES = ("resume", "resume --enqueue", "resume, no tasks")
 """The commands that answer a run: each run gets a fresh waiting run (its argv holds RUN)."""
 
 
@@ -92,9 +94,11 @@ def waiting_run(db: str, env: dict[str, str]) -> str:
 
 
 def commands(db: str) -> dict[str, tuple[list[str], tuple[int, ...]]]:
-    """Name -> (argv, accepted exit codes). ``resume`` (continues the run here, to its end)
-    and ``resume --enqueue`` (records the answer, leaves the run to the workers) get a fresh
-    waiting run each time (see :func:`measure`), so their argv here is a template."""
+    """Name -> (argv, accepted exit codes). ``resume`` (continues the run here, to its end),
+    ``resume --enqueue`` (records the answer, leaves the run to the workers) and ``resume,
+    no tasks`` (no task modules and no live worker: records the answer, says what to run,
+    exits 5) get a fresh waiting run each time (see :func:`measure`), so their argv here is
+    a template."""
     return {
         "--help": (tether("--help"), (0,)),
         "check": (tether("check", str(REFUND)), (0,)),
@@ -105,6 +109,8 @@ def commands(db: str) -> dict[str, tuple[list[str], tuple[int, ...]]]:
                           "--value", '{"approved": true}'), (0,)),
         "resume --enqueue": (tether("resume", "RUN", "--enqueue", "--db", db,
                                     "--value", '{"approved": true}'), (0,)),
+        "resume, no tasks": (tether("resume", "RUN", "--db", db,
+                                    "--value", '{"approved": true}'), (5,)),
     }
 
 
@@ -181,7 +187,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--only", action="append", default=[], metavar="COMMAND",
                         help="Measure only this command (repeatable): --help, check, "
-                        "'check .flow', submit, resume, 'resume --enqueue'.")
+                        "'check .flow', submit, resume, 'resume --enqueue', "
+                        "'resume, no tasks'.")
     parser.add_argument("--against", type=Path, default=None, metavar="SRC",
                         help="Also measure the sources at SRC (e.g. an older checkout's src "
                         "directory), alternating with this checkout's (ABBA), and print "
@@ -191,6 +198,7 @@ def main() -> None:
     if args.against is not None:
         sources = {f"against {args.against}": args.against.resolve(), **sources}
     with tempfile.TemporaryDirectory(prefix="tether-startup-") as tmp:
+        os.chdir(tmp)  # no pyproject.toml above: `resume, no tasks` has none configured
         report(measure(args.repeat, Path(tmp), sources, tuple(args.only)))
 
 

@@ -389,3 +389,17 @@ def test_answering_without_tasks_for_a_live_worker_imports_no_store_and_no_runti
     assert "tether.stores.sqlite_answer" in modules
     assert _loaded(modules, NOT_FOR_SQLITE_ANSWER) == []
     assert extra == [0, True]
+
+
+def test_answering_without_tasks_and_no_live_worker_imports_no_store_and_no_runtime(
+        tmp_path: Path) -> None:
+    """No --tasks, no pyproject.toml and no live worker of the run's queue: the answer is
+    recorded, the run left on its queue, and the command exits 5 saying what to run,
+    decided without SQLAlchemy, pydantic or the runtime."""
+    assert not any((p / "pyproject.toml").is_file() for p in (tmp_path, *tmp_path.parents))
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    modules, extra = _answer_probe(db, _waiting_run(db, tmp_path), tmp_path, "--quiet")
+    assert "tether.stores.sqlite_answer" in modules
+    assert "tether.runtime.route_rules" in modules
+    assert _loaded(modules, NOT_FOR_SQLITE_ANSWER) == []
+    assert extra == [5, True]  # not continued; the collector is on again
