@@ -32,8 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUND = ROOT / "examples" / "refund" / "refund.yaml"
@@ -181,10 +183,16 @@ def report(samples: dict[str, dict[str, list[Sample]]]) -> None:
                 print(f"  {name:16} {medians[second][name] / cpu:6.2f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
+Measure = Callable[[int, Path, dict[str, Path], tuple[str, ...]], Any]
+
+
+def main(doc: str | None = None, measured: Measure | None = None,
+         shown: Callable[[Any], None] | None = None, repeat: int = 15) -> None:
+    """Parse the options, measure (by default, CPU: :func:`measure`) in a temporary
+    directory and print (:func:`report`); ``bench/startup_instructions.py`` passes its own."""
+    parser = argparse.ArgumentParser(description=doc or __doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=repeat)
     parser.add_argument("--only", action="append", default=[], metavar="COMMAND",
                         help="Measure only this command (repeatable): --help, check, "
                         "'check .flow', submit, resume, 'resume --enqueue', "
@@ -192,14 +200,15 @@ def main() -> None:
     parser.add_argument("--against", type=Path, default=None, metavar="SRC",
                         help="Also measure the sources at SRC (e.g. an older checkout's src "
                         "directory), alternating with this checkout's (ABBA), and print "
-                        "this checkout's CPU over theirs.")
+                        "this checkout's figures over theirs.")
     args = parser.parse_args()
     sources = {"this checkout": ROOT / "src"}
     if args.against is not None:
         sources = {f"against {args.against}": args.against.resolve(), **sources}
     with tempfile.TemporaryDirectory(prefix="tether-startup-") as tmp:
         os.chdir(tmp)  # no pyproject.toml above: `resume, no tasks` has none configured
-        report(measure(args.repeat, Path(tmp), sources, tuple(args.only)))
+        (shown or report)((measured or measure)(args.repeat, Path(tmp), sources,
+                                                tuple(args.only)))
 
 
 if __name__ == "__main__":

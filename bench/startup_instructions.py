@@ -16,17 +16,14 @@ above ``python -c pass``, and the second tree's count over the first's. Needs ``
 
 from __future__ import annotations
 
-import argparse
-import os
 import re
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from startup import BASELINE, ROOT, commands, environment, run_once, with_run
+from startup import BASELINE, commands, environment, main, run_once, with_run
 
 COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
@@ -86,23 +83,5 @@ def report(counts: dict[str, dict[str, list[int]]]) -> None:
             print(f"  {name:18} {medians[second][name] / value:6.3f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--only", action="append", default=[], metavar="COMMAND",
-                        help="Count only this command (repeatable; the names of "
-                        "bench/startup.py).")
-    parser.add_argument("--against", type=Path, default=None, metavar="SRC",
-                        help="Also count the sources at SRC (e.g. /work/wt/_main/src).")
-    args = parser.parse_args()
-    sources = {"this checkout": ROOT / "src"}
-    if args.against is not None:
-        sources = {f"against {args.against}": args.against.resolve(), **sources}
-    with tempfile.TemporaryDirectory(prefix="tether-startup-instr-") as tmp:
-        os.chdir(tmp)  # no pyproject.toml above: `resume, no tasks` has none configured
-        report(measure(args.repeat, Path(tmp), sources, tuple(args.only)))
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__, measure, report, repeat=1)
