@@ -223,6 +223,7 @@ NOT_FOR_RESUME = (
     "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
     "fastapi", "starlette", "uvicorn", "openai", "anthropic", "httpx", "psycopg",
     "opentelemetry", "tether.web", "tether.workers.loop", "tether.workers.schedules",
+    "tether.runtime.signatures",  # (recorded by a run's submitter, not by its resume)
 )
 
 

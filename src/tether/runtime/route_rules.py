@@ -10,7 +10,6 @@ live workers); what follows from them is decided here only.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 
 from tether.errors import NotContinued
 from tether.runtime.route_text import left_message
@@ -37,13 +36,16 @@ def held(owner: str | None, lease_until: float | None, now: float) -> bool:
         not provably_dead(owner or "")
 
 
-@dataclass(frozen=True)
 class Left:
     """A run left on its queue: what to say, and the error to raise instead (exit 5) when
-    nothing live continues it."""
+    nothing live continues it. (A plain class: a dataclass would compile its methods at
+    import, a few million instructions on the path that exists to be cheap.)"""
 
-    message: str
-    error: NotContinued | None
+    __slots__ = ("error", "message")
+
+    def __init__(self, message: str, error: NotContinued | None) -> None:
+        self.message = message
+        self.error = error
 
 
 def left(execution_id: str, address: str | None, queue: str, missing: Sequence[str],
