@@ -17,7 +17,8 @@ refund.flow: the ``.flow`` parser's tables come from the user's cache after the 
 as they do for a user), ``tether submit`` of it to a SQLite file, and ``tether resume`` of a
 run waiting at its approval, twice: continuing the run here to its end (``resume``: it also
 runs the run), and recording the answer only, leaving the run to the workers (``resume
---enqueue``: the command's own start-up).
+--enqueue``: the command's own start-up); and without task modules, no worker being live
+(``resume, no tasks``: the answer recorded, the command says what to run and exits 5).
 """
 
 from __future__ import annotations
@@ -31,16 +32,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REFUND = ROOT / "examples" / "refund" / "refund.yaml"
 TASKS = ROOT / "examples" / "refund" / "tasks.py"
 
 TARGETS: dict[str, float] = {"check": 0.15, "check .flow": 0.15, "submit": 0.25,
-                             "resume": 0.25, "resume --enqueue": 0.25}
-RESUMES = ("resume", "resume --enqueue")
+                             "resume": 0.25, "resume --enqueue": 0.25,
+                             "resume, no tasks": 0.25}
+RESUMES = ("resume", "resume --enqueue", "resume, no tasks")
 """The commands that answer a run: each run gets a fresh waiting run (its argv holds RUN)."""
 
 
@@ -92,9 +96,11 @@ def waiting_run(db: str, env: dict[str, str]) -> str:
 
 
 def commands(db: str) -> dict[str, tuple[list[str], tuple[int, ...]]]:
-    """Name -> (argv, accepted exit codes). ``resume`` (continues the run here, to its end)
-    and ``resume --enqueue`` (records the answer, leaves the run to the workers) get a fresh
-    waiting run each time (see :func:`measure`), so their argv here is a template."""
+    """Name -> (argv, accepted exit codes). ``resume`` (continues the run here, to its end),
+    ``resume --enqueue`` (records the answer, leaves the run to the workers) and ``resume,
+    no tasks`` (no task modules and no live worker: records the answer, says what to run,
+    exits 5) get a fresh waiting run each time (see :func:`measure`), so their argv here is
+    a template."""
     return {
         "--help": (tether("--help"), (0,)),
         "check": (tether("check", str(REFUND)), (0,)),
@@ -105,6 +111,8 @@ def commands(db: str) -> dict[str, tuple[list[str], tuple[int, ...]]]:
                           "--value", '{"approved": true}'), (0,)),
         "resume --enqueue": (tether("resume", "RUN", "--enqueue", "--db", db,
                                     "--value", '{"approved": true}'), (0,)),
+        "resume, no tasks": (tether("resume", "RUN", "--db", db,
+                                    "--value", '{"approved": true}'), (5,)),
     }
 
 
@@ -175,23 +183,32 @@ def report(samples: dict[str, dict[str, list[Sample]]]) -> None:
                 print(f"  {name:16} {medians[second][name] / cpu:6.2f}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
+Measure = Callable[[int, Path, dict[str, Path], tuple[str, ...]], Any]
+
+
+def main(doc: str | None = None, measured: Measure | None = None,
+         shown: Callable[[Any], None] | None = None, repeat: int = 15) -> None:
+    """Parse the options, measure (by default, CPU: :func:`measure`) in a temporary
+    directory and print (:func:`report`); ``bench/startup_instructions.py`` passes its own."""
+    parser = argparse.ArgumentParser(description=doc or __doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=repeat)
     parser.add_argument("--only", action="append", default=[], metavar="COMMAND",
                         help="Measure only this command (repeatable): --help, check, "
-                        "'check .flow', submit, resume, 'resume --enqueue'.")
+                        "'check .flow', submit, resume, 'resume --enqueue', "
+                        "'resume, no tasks'.")
     parser.add_argument("--against", type=Path, default=None, metavar="SRC",
                         help="Also measure the sources at SRC (e.g. an older checkout's src "
                         "directory), alternating with this checkout's (ABBA), and print "
-                        "this checkout's CPU over theirs.")
+                        "this checkout's figures over theirs.")
     args = parser.parse_args()
     sources = {"this checkout": ROOT / "src"}
     if args.against is not None:
         sources = {f"against {args.against}": args.against.resolve(), **sources}
     with tempfile.TemporaryDirectory(prefix="tether-startup-") as tmp:
-        report(measure(args.repeat, Path(tmp), sources, tuple(args.only)))
+        os.chdir(tmp)  # no pyproject.toml above: `resume, no tasks` has none configured
+        (shown or report)((measured or measure)(args.repeat, Path(tmp), sources,
+                                                tuple(args.only)))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ inputs are: a webhook keeps only the headers its workflow lists, never the signa
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -110,6 +109,8 @@ def _text(value: Any) -> str | None:
 
 def os_user() -> str | None:
     """The name of the user running this process (None when the system has none for it)."""
+    import getpass  # (imported on use: `pwd`, `termios`; most commands never ask)
+
     try:
         return getpass.getuser()
     except (OSError, KeyError, ImportError):

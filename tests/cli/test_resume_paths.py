@@ -306,3 +306,43 @@ def test_without_task_modules_both_paths_leave_the_run_alike(pair: Pair,
                            '{"approved": true}', cwd=tmp_path)
     assert code == 0 and "(1 live: host-a/4242)" in out, (out, err)
     assert dump(fast_db) == dump(full_db)
+
+
+def test_without_task_modules_or_a_live_worker_both_paths_say_what_to_run(
+        pair: Pair, tmp_path: Path) -> None:
+    """No --tasks, no pyproject.toml, no live worker of the queue: the answer is recorded,
+    the run left on its queue and the command exits 5 naming what to run, whatever the
+    options (--json, --quiet, --node, --queue, an id prefix); alike on both paths, in the
+    same rows. A worker registered on the queue afterwards gets the next run handed over,
+    and every run left continues here (--tasks) to the same end."""
+    fast_db, _, full_db, _ = pair
+    assert not any((p / "pyproject.toml").is_file() for p in (tmp_path, *tmp_path.parents))
+    runs = ("hint-0001", "hint-0002", "prefix-aaaa-0003", "hint-0004", "hint-0005")
+    for run_id in runs:
+        _start(pair, tmp_path, run_id)
+    value = ("--value", '{"approved": true, "note": "late"}')
+    for argv, queue in ((("hint-0001", *value), "default"),
+                        (("hint-0002", "--json", *value), "default"),
+                        (("prefix-aaaa", "--quiet", *value), "default"),
+                        (("hint-0004", "--node", "review", "--queue", "slow", *value), "slow")):
+        code, out, err = _both(pair, "resume", *argv, "--db", "DB", cwd=tmp_path)
+        assert code == 5 and out == "", (argv, out, err)
+        assert "no live worker serves queue" in err and "the answer to 'review' is " \
+            "recorded" in err, err
+        assert f"continue it with: tether worker --queue {queue} --tasks MODULE --db DB" \
+            in err, err
+        assert dump(fast_db) == dump(full_db), argv
+    with sqlite3.connect(fast_db) as connection:
+        assert connection.execute("SELECT queue FROM runs WHERE execution_id = 'hint-0004'"
+                                  ).fetchone() == ("slow",)
+    for db in (fast_db, full_db):
+        _register_worker(db, "slow")
+    code, out, err = _both(pair, "resume", "hint-0005", "--queue", "slow", *value, "--db",
+                           "DB", cwd=tmp_path)
+    assert code == 0 and "(1 live: host-a/4242)" in out, (out, err)
+    assert dump(fast_db) == dump(full_db)
+    for run_id in runs:
+        code, out, err = _both(pair, "resume", run_id, "--tasks", str(TASKS), "--db", "DB",
+                               cwd=tmp_path)
+        assert code == 0 and "completed run" in out, (run_id, err)
+    assert dump(fast_db) == dump(full_db)

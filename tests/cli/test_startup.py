@@ -254,6 +254,7 @@ NOT_FOR_RESUME = (
     "tether.runtime.agent.loop", "tether.runtime.executors.agent", "lark",
     "fastapi", "starlette", "uvicorn", "openai", "anthropic", "httpx", "psycopg",
     "opentelemetry", "tether.web", "tether.workers.loop", "tether.workers.schedules",
+    "tether.runtime.signatures",  # (recorded by a run's submitter, not by its resume)
 )
 
 
@@ -324,7 +325,34 @@ def test_resuming_a_run_without_agents_imports_no_agents(tmp_path: Path) -> None
     modules, extra = _probe(body, tmp_path)
     assert "tether.runtime.driver" in modules and "tether.runtime.resume" in modules
     assert _loaded(modules, NOT_FOR_RESUME) == []
+    # the stored plan is read with no pydantic plugin: pydantic's plugin loader (and its
+    # entry-point scan) is never imported for tether's own models (cli/operator._read_plan)
+    assert "pydantic.plugin._loader" not in modules and "getpass" not in modules
     assert extra == [0, True]  # the run completed; the collector is on again
+
+
+def test_pydantic_loads_its_plugins_again_after_the_resume(tmp_path: Path) -> None:
+    """The stand-in loader stands in only while the stored plan is read: a model the
+    process makes afterwards (a task's, say) gets pydantic's own loader."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    run_id = _waiting_run(db, tmp_path)
+    body = (
+        "import os\n"
+        f"os.environ['TETHER_EXAMPLE_LEDGER'] = {str(tmp_path / 'ledger.jsonl')!r}\n"
+        "from tether.cli.main import main\n"
+        f"code = main(['resume', {run_id!r}, '--tasks', {str(REFUND.parent / 'tasks.py')!r},"
+        f" '--db', {db!r}, '--value', '{{\"approved\": true}}'])\n"
+        "during = 'pydantic.plugin._loader' in sys.modules\n"
+        "from pydantic import BaseModel\n"
+        "class Receipt(BaseModel):\n"
+        "    id: str\n"
+        "made = Receipt(id='R-1').id\n"
+        "loader = sys.modules['pydantic.plugin._loader']\n"
+        "extra = [code, during, made, loader.__file__ is not None,\n"
+        "         os.environ.get('PYDANTIC_DISABLE_PLUGINS')]\n"
+    )
+    _, extra = _probe(body, tmp_path)
+    assert extra == [0, False, "R-1", True, None]
 
 
 def test_checking_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
@@ -420,3 +448,17 @@ def test_answering_without_tasks_for_a_live_worker_imports_no_store_and_no_runti
     assert "tether.stores.sqlite_answer" in modules
     assert _loaded(modules, NOT_FOR_SQLITE_ANSWER) == []
     assert extra == [0, True]
+
+
+def test_answering_without_tasks_and_no_live_worker_imports_no_store_and_no_runtime(
+        tmp_path: Path) -> None:
+    """No --tasks, no pyproject.toml and no live worker of the run's queue: the answer is
+    recorded, the run left on its queue, and the command exits 5 saying what to run,
+    decided without SQLAlchemy, pydantic or the runtime."""
+    assert not any((p / "pyproject.toml").is_file() for p in (tmp_path, *tmp_path.parents))
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    modules, extra = _answer_probe(db, _waiting_run(db, tmp_path), tmp_path, "--quiet")
+    assert "tether.stores.sqlite_answer" in modules
+    assert "tether.runtime.route_rules" in modules
+    assert _loaded(modules, NOT_FOR_SQLITE_ANSWER) == []
+    assert extra == [5, True]  # not continued; the collector is on again

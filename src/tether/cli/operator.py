@@ -12,6 +12,7 @@ while a person watches stderr. These commands import and run task code (``--task
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -292,6 +293,7 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
 
         store = open_store(db)
         execution_id = store.resolve_execution_id(execution_id)
+        _read_plan(store, execution_id)
         runner = make_runner(None, store, () if enqueue else tasks, quiet, load=not enqueue)
     try:
         result = runner.resume(execution_id, answer, node=node, plan=plan_source,
@@ -302,6 +304,23 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
     except NotContinued as exc:
         _report_not_continued(exc, hint_options(tasks, db))
     report(result, as_json, store, hint_options(tasks, db))
+
+
+def _read_plan(store: Checkpointer, execution_id: str) -> None:
+    """Read the run's stored plan (validated and kept for the resume: ``plans.stored_plan``)
+    before any task module is imported, with no pydantic plugin observing it: the plan
+    models are tether's own, as the fast check's document models are
+    (``cli.fast.pydantic_plugins_off``), and so pydantic's plugin loader and its entry-point
+    scan are not paid for them. What goes wrong here is left for the resume to report, at
+    the place it reads the plan."""
+    from tether.cli.fast import pydantic_plugins_off
+    from tether.runtime.plans import stored_plan
+
+    run = store.get_run(execution_id)
+    if run is None:
+        return
+    with pydantic_plugins_off(), contextlib.suppress(TetherError):
+        stored_plan(store, run)
 
 
 def _configured() -> bool:

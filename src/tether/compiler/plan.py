@@ -259,7 +259,9 @@ class PlanAgent(_PlanModel):
     output: dict[str, Any] | None = None
     handoffs: tuple[str, ...] = ()
     approve_tools: tuple[str, ...] = ()
-    max_tool_calls: PlanToolCalls = PlanToolCalls()
+    max_tool_calls: PlanToolCalls = PlanToolCalls.model_construct()
+    """(Made without validation: building the validator of ``PlanToolCalls`` here, at
+    import, would cost every command that imports the plan models.)"""
 
     @model_serializer(mode="wrap")
     def _without_default_limits(self, handler: SerializerFunctionWrapHandler

@@ -36,11 +36,12 @@ from tether.errors import NotContinued, ResumeError
 from tether.runtime.context import Resume
 from tether.runtime.plans import PlanSource, task_names
 from tether.runtime.results import RunResult
-from tether.runtime.route_text import held_message, left_message
+from tether.runtime.route_rules import alive_since, continues_here, held, left
+from tether.runtime.route_text import held_message
 from tether.runtime.timer_rules import not_due
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer
-from tether.stores.owners import describe_owner, provably_dead
+from tether.stores.owners import describe_owner
 from tether.stores.queueing import WorkerRecord
 from tether.stores.records import Decision, RunRecord
 
@@ -74,7 +75,7 @@ def run_queue(run: RunRecord) -> str:
 def live_workers(store: Checkpointer, queue: str, lease_seconds: float,
                  now: float | None = None) -> list[WorkerRecord]:
     """The workers of ``queue`` heard from within two leases (``tether workers``)."""
-    since = (time.time() if now is None else now) - 2 * lease_seconds
+    since = alive_since(time.time() if now is None else now, lease_seconds)
     return [w for w in store.list_workers(alive_since=since) if queue in w.queues]
 
 
@@ -93,7 +94,7 @@ def route(runner: Runner, store: Checkpointer, run: RunRecord, answer: Answer, *
         # sit in this process until then; a worker fires the timer when it is due)
         not_due(run.execution_id, chosen, store.list_pending(run.execution_id))
     missing = tuple(sorted(task_names(chosen) - set(runner.tasks)))
-    if not missing and not leave:
+    if continues_here(missing, leave):
         return None
     if plan is not None:
         raise ResumeError(run.execution_id, "a plan switch (--plan) runs here: it needs the "
@@ -101,17 +102,17 @@ def route(runner: Runner, store: Checkpointer, run: RunRecord, answer: Answer, *
     eid = run.execution_id
     address = _record(runner, store, run, answer)
     fresh = store.get_run(eid) or run
-    if _held(fresh):
+    if held(fresh.owner, fresh.lease_until, time.time()):
         return RunResult(RunStatus.RUNNING, eid, message=held_message(
             eid, address, describe_owner(fresh.owner)))
     where = queue or run_queue(run)
     store.enqueue_run(eid, where, run.priority)
     workers = live_workers(store, where, runner.lease_seconds)
-    error = NotContinued(eid, where, missing, address)
-    if workers or leave:
-        return RunResult(RunStatus.QUEUED, eid, message=left_message(
-            eid, address, where, [f"{w.host}/{w.pid}" for w in workers], error.advice))
-    raise error
+    outcome = left(eid, address, where, missing, [f"{w.host}/{w.pid}" for w in workers],
+                   leave)
+    if outcome.error is not None:
+        raise outcome.error
+    return RunResult(RunStatus.QUEUED, eid, message=outcome.message)
 
 
 def _record(runner: Runner, store: Checkpointer, run: RunRecord,
@@ -136,15 +137,6 @@ def _answered_since_pause(store: Checkpointer, run: RunRecord) -> bool:
     """Whether a decision was recorded after the run last changed status (paused)."""
     since = run.updated_at.timestamp()
     return any(d.created_at.timestamp() >= since for d in store.decisions(run.execution_id))
-
-
-
-def _held(run: RunRecord) -> bool:
-    """Whether a live attempt holds the run (its lease runs, its owner is not provably
-    dead)."""
-    return bool(run.owner) and run.lease_until is not None and \
-        run.lease_until >= time.time() and not provably_dead(run.owner or "")
-
 
 
 @dataclass(frozen=True)

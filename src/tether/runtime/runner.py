@@ -44,7 +44,6 @@ from tether.runtime.registry import resolve_tasks
 from tether.runtime.render import RunInfo
 from tether.runtime.results import RunResult
 from tether.runtime.run_events import record_forked
-from tether.runtime.signatures import record_signatures
 from tether.runtime.state import RunState
 from tether.runtime.submission import check_queue, queued_run, start_values, utc_now
 from tether.runtime.timer_answers import due_approval, fired_answer
@@ -195,6 +194,9 @@ class Runner:
         """Record the signatures of the plan's tasks this Runner has with the plan (issue
         24: task drift), once per plan and Runner."""
         if plan.fingerprint not in self._signed:
+            # (imported here: a resume in place records none, and its dataclasses cost)
+            from tether.runtime.signatures import record_signatures
+
             record_signatures(store, plan, self.tasks)
             self._signed.add(plan.fingerprint)
 

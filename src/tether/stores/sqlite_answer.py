@@ -12,8 +12,10 @@ it (the only one, or the one ``--node`` names in a plan that renames nothing), w
 deadline; the node an approval of the current plan format, and the answer valid for its
 form (the full path's own check, ``input_values.check_values``). Without ``--enqueue`` and
 without task modules it also takes the case the full path leaves to the workers: a plan
-whose only tasks are its top-level task nodes, a live worker of the run's queue. Anything
-else returns
+whose only tasks are its top-level task nodes (and at least one), the run then left to the
+live workers of its queue or, with none live, the full path's ``NotContinued`` (exit 5).
+Who continues the run is decided by the functions ``lifecycle.route`` calls
+(``runtime/route_rules.py``), from the rows read here. Anything else returns
 None *before anything is written*, and the caller runs the full path, which then answers,
 refuses or reports exactly as it always did (the same messages and exit codes).
 
@@ -37,11 +39,12 @@ from typing import Any, NamedTuple
 
 from tether.errors import NotContinued, StoreError
 from tether.runtime.input_values import check_values
-from tether.runtime.route_text import held_message, left_message
+from tether.runtime.route_rules import alive_since, continues_here, held, left
+from tether.runtime.route_text import held_message
 from tether.stores.events import AnswerChannel, RunEventKind, new_event_id
 from tether.stores.idprefix import MIN_PREFIX, upper_bound
 from tether.stores.lease_env import env_lease_seconds
-from tether.stores.owners import describe_owner, provably_dead
+from tether.stores.owners import describe_owner
 from tether.stores.records import names_place
 from tether.stores.sql_text import (
     DECISION_COLUMNS,
@@ -64,8 +67,8 @@ PLAN_FORMAT = 1  # tether.compiler.plan.PLAN_FORMAT (a test keeps them equal)
 class Recorded:
     """The answer recorded: the run's whole id, ``queued`` (left on its queue) or
     ``running`` (a live attempt holds it and applies the answer), and what to print; or,
-    when the run was not left to the workers (``leave=False``) and none of its queue is live
-    any more, the error the full path raises then (``not_continued``, exit 5)."""
+    when the run was not left to the workers (``leave=False``) and none of its queue is live,
+    the error the full path raises then (``not_continued``, exit 5)."""
 
     execution_id: str
     status: str
@@ -161,21 +164,16 @@ def _value_text(answer: dict[str, Any]) -> str | None:
     return None if "\\u0000" in text else to_json(answer)
 
 
-def _held(run: dict[str, Any], now: float) -> bool:
-    """``lifecycle._held``: a live attempt holds the run."""
-    owner, until = run["owner"], run["lease_until"]
-    return bool(owner) and until is not None and until >= now and not provably_dead(owner)
-
-
 def record_answer(url: str, text_id: str, answer: dict[str, Any], node: str | None,
                   queue: str | None, *, leave: bool = True) -> Recorded | None:
     """Claim the pending row ``answer`` is for and leave the run on its queue (see the
     module docstring); None when nothing was written and the full path must act.
 
     ``leave=False``: this process has no task modules (``tether resume`` without
-    ``--tasks`` or a pyproject's), so the full path leaves the run to the workers only when
-    its plan calls a task and a worker of its queue is live; otherwise (a plan without
-    tasks runs here, no live worker makes it exit 5) this returns None first."""
+    ``--tasks`` or a pyproject's), so the full path leaves the run to the workers when its
+    plan calls a task (to the live ones of its queue; with none live the result carries the
+    ``NotContinued`` it raises); a plan without tasks runs here, so this returns None
+    first."""
     lease = env_lease_seconds()
     value = _value_text(answer)
     if lease is None or value is None:
@@ -191,7 +189,7 @@ def record_answer(url: str, text_id: str, answer: dict[str, Any], node: str | No
 
 def _live(connection: sqlite3.Connection, queue: str, lease: float) -> list[str]:
     """``lifecycle.live_workers`` of ``queue``, as ``host/pid``."""
-    since = time.time() - 2 * lease
+    since = alive_since(time.time(), lease)
     rows = (dict(zip(WORKER_COLUMNS, r, strict=True)) for r in connection.execute(
         SQLITE_ANSWER["list_workers"][0], (since,)))
     return [f"{w['host']}/{int(w['pid'])}" for w in rows if queue in json.loads(w["queues"])]
@@ -208,8 +206,7 @@ class _Decided(NamedTuple):
 
 
 def _decide(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any],
-            node: str | None, queue: str | None, lease: float,
-            leave: bool) -> _Decided | None:
+            node: str | None, queue: str | None, leave: bool) -> _Decided | None:
     """Read the run, its plan and its pending rows; None unless this is the common case
     (see the module docstring). Writes nothing."""
     run = _resolve(connection, text_id)
@@ -221,9 +218,9 @@ def _decide(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any]
     plan = _plan(plan_row[0]) if plan_row is not None else None
     if plan is None:
         return None
-    missing = _tasks(plan) if not leave else []
-    if missing is None or (not leave and (not missing or not _live(connection, where, lease))):
-        return None  # not left to the workers here, or no worker to leave it to
+    missing = [] if leave else _tasks(plan)
+    if missing is None or continues_here(missing, leave):
+        return None  # it may call tasks not read here, or the full path continues it here
     target = _target(connection, run["execution_id"], node, plan_row[0])
     if target is None or target["due_at"] is not None or target["agent_path"] \
             or "/" in target["node_id"] \
@@ -236,7 +233,7 @@ def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any]
             value: str, node: str | None, queue: str | None, lease: float,
             leave: bool) -> Recorded | None:
     try:
-        decided = _decide(connection, text_id, answer, node, queue, lease, leave)
+        decided = _decide(connection, text_id, answer, node, queue, leave)
         holder = _claim(connection, decided, value) if decided is not None else None
     except (sqlite3.Error, ValueError, KeyError, TypeError, AttributeError) as exc:
         # (a SQLite error, or a stored row this path does not read as the full one would)
@@ -256,9 +253,8 @@ def _record(connection: sqlite3.Connection, text_id: str, answer: dict[str, Any]
         live = _live(connection, decided.where, lease)
     except sqlite3.Error as exc:
         raise StoreError(f"listing workers: {exc}") from exc
-    error = NotContinued(eid, decided.where, decided.missing, address)
-    message = left_message(eid, address, decided.where, live, error.advice)
-    return Recorded(eid, "queued", message, None if live or leave else error)
+    outcome = left(eid, address, decided.where, decided.missing, live, leave)
+    return Recorded(eid, "queued", outcome.message, outcome.error)
 
 
 def _claim(connection: sqlite3.Connection, decided: _Decided, value: str) -> str | None:
@@ -289,7 +285,7 @@ def _claim(connection: sqlite3.Connection, decided: _Decided, value: str) -> str
     connection.execute(SQLITE_ANSWER["insert_event"][0],
                        tuple(event[c] for c in EVENT_COLUMNS))
     fresh = _run(connection, eid) or decided.run
-    if _held(fresh, time.time()):
+    if held(fresh["owner"], fresh["lease_until"], time.time()):
         return str(fresh["owner"])
     connection.execute(SQLITE_ANSWER["enqueue_run"][0], (
         "failed", "queued", decided.where, decided.run["priority"], None, eid))
