@@ -241,7 +241,6 @@ class PostgresCheckpointer(SQLCheckpointer):
         self._hot_lock = threading.Lock()
         self._batch_sql: dict[tuple[int, bool], str] = {}  # fenced_batch_sql by (rows, ends)
         self._server_sql: dict[str, str] = {}  # _text's conversions
-        self._seen_sql: str | None = None  # _put_seen's server text, once its order is known
         self._generic_plans = False  # use_for_worker turns it on
         self._starts = ConnectionPool(self._connect, pool_size)
         """Connections for creating runs (``pg_starts.py``), as many as ``pool_size``."""
@@ -379,6 +378,11 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     concurrent_connections = True
     claims_in_one_statement = True
+    _seen_sql: str | None = None
+    """``_put_seen``'s server text once its parameters' order is known: set on a worker's
+    store at its first write (a class default, not set in ``__init__``: one attribute more
+    in every store's ``__init__`` cost the in-process path 1.3% of W0's instructions per
+    node, ``bench/w0_instructions.py``)."""
 
     def _put_fenced(self, connection: Any, row: CheckpointRow, owner: str) -> bool:
         """The fenced INSERT as a CTE that also returns the run row's
