@@ -50,6 +50,29 @@ def test_a_lone_writer_writes_its_item_alone() -> None:
     assert (group.batches, group.items) == (2, 2)
 
 
+def test_a_lone_writers_item_error_is_raised_to_it_and_leaves_the_group_idle() -> None:
+    """A writer that finds the group idle writes without a wake-up lock of its own: its
+    item's error (a result, not raised by ``write``) still reaches it, and the group is
+    idle again for the next writer."""
+    group: WriteGroup[int, int] = WriteGroup()
+
+    def write(items: Sequence[int]) -> list[int | BaseException]:
+        return [ValueError(f"bad {i}") if i < 0 else i for i in items]
+
+    with pytest.raises(ValueError, match="bad -1"):
+        group.submit(-1, write)
+    assert not group._busy and _queued(group) == 0
+    assert group.submit(7, write) == 7
+    assert (group.batches, group.items) == (2, 2)
+
+
+def test_a_write_giving_the_wrong_number_of_results_fails_its_writer() -> None:
+    group: WriteGroup[int, int] = WriteGroup()
+    with pytest.raises(RuntimeError, match="gave 2 results"):
+        group.submit(1, lambda items: [1, 2])
+    assert group.submit(3, lambda items: list(items)) == 3
+
+
 def test_writes_that_arrive_while_one_is_in_flight_go_together_each_to_its_writer() -> None:
     """The first writer leads alone; the three that queue meanwhile are written as one
     batch by one of them; every writer gets its own item's result."""

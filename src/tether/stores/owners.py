@@ -84,9 +84,19 @@ class Owner:
 
 def new_owner() -> str:
     """A fresh owner token for one attempt, naming this process."""
+    return f"{secrets.token_hex(16)}{owner_suffix()}"
+
+
+def owner_suffix() -> str:
+    """What follows the random part of this process's owner tokens: ``@host/pid/...``
+    (a claim statement makes each token's random part itself)."""
+    return _suffix(os.getpid())
+
+
+@functools.lru_cache(maxsize=8)
+def _suffix(pid: int) -> str:
     host, boot, namespace = _machine()
-    pid = os.getpid()
-    return f"{secrets.token_hex(16)}@{host}/{pid}/{_process(pid)}/{boot}/{namespace}"
+    return f"@{host}/{pid}/{_process(pid)}/{boot}/{namespace}"
 
 
 def parse_owner(text: str | None) -> Owner | None:

@@ -378,6 +378,11 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     concurrent_connections = True
     claims_in_one_statement = True
+    _seen_sql: str | None = None
+    """``_put_seen``'s server text once its parameters' order is known: set on a worker's
+    store at its first write (a class default, not set in ``__init__``: one attribute more
+    in every store's ``__init__`` cost the in-process path 1.3% of W0's instructions per
+    node, ``bench/w0_instructions.py``)."""
 
     def _put_fenced(self, connection: Any, row: CheckpointRow, owner: str) -> bool:
         """The fenced INSERT as a CTE that also returns the run row's
@@ -405,9 +410,17 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     def _put_seen(self, connection: Any, row: CheckpointRow, owner: str,
                   ) -> tuple[bool, float | None]:
+        seen_sql = self._seen_sql
+        if seen_sql is None:
+            statement = self._sql.get("put_fenced_seen", fenced_insert_seen)
+            if statement.names == _SEEN_NAMES:  # the row's own tuple in order: no mapping
+                seen_sql = self._seen_sql = self._text(statement.sql)
+        if seen_sql is not None and connection is self._hot_connection:
+            written, requested_at = self._hot_cursor.execute(
+                seen_sql, (row.execution_id, owner, *row), prepare=True).fetchone()
+            return bool(written), requested_at
         statement = self._sql.get("put_fenced_seen", fenced_insert_seen)
-        params = (row.execution_id, owner, *row) if statement.names == _SEEN_NAMES else \
-            statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
+        params = statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
         written, requested_at = self._run(connection, statement.sql, params).fetchone()
         return bool(written), requested_at
 
@@ -422,7 +435,10 @@ class PostgresCheckpointer(SQLCheckpointer):
         rows' values) and counted by the group (:meth:`WriteGroup.fell_back`)."""
         connection = self._hot()
         if len(items) == 1:
-            return [self._write_alone(connection, items[0], alone=True)]
+            item = items[0]
+            if item.end is None:  # a node's checkpoint alone: the path of most steps
+                return [self._put_seen(connection, item.row, item.owner)]
+            return [self._write_alone(connection, item, alone=True)]
         ends = any(item.end is not None for item in items)
         key = (len(items), ends)
         sql = self._batch_sql.get(key)

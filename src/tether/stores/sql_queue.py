@@ -43,7 +43,7 @@ from tether.stores.events import (
     claimed_event,
     new_event_id,
 )
-from tether.stores.owners import new_owner
+from tether.stores.owners import new_owner, owner_suffix
 from tether.stores.queueing import (
     Budget,
     CancelOutcome,
@@ -216,7 +216,7 @@ def _claim_in_one(store: SQLCheckpointer, worker: str, queues: Sequence[str], li
     """:func:`claim_one_statement` in autocommit; nothing when the queues have limits
     (or nothing is claimable): the caller then claims in the transaction."""
     count, planned = len(queues), len(fingerprints) if fingerprints is not None else None
-    suffix = "@" + new_owner().partition("@")[2]
+    suffix = owner_suffix()
     with store.sql_cursor("claiming runs") as cursor:
         rows = store.sql_execute(
             cursor, f"claim_one:{count}:{planned}", lambda: claim_one_statement(count, planned),

@@ -11,6 +11,7 @@ JSON payloads go in and come out as the text their columns hold (:func:`to_json`
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -28,7 +29,7 @@ _NAMED = re.compile(r"%\(([^)]+)\)s")
 class Statement:
     """One compiled statement: its SQL text, and how to order its parameters."""
 
-    __slots__ = ("defaults", "names", "sql")
+    __slots__ = ("_pick", "defaults", "names", "sql")
 
     def __init__(self, element: ClauseElement, dialect: Dialect) -> None:
         compiled = element.compile(dialect=dialect)
@@ -42,13 +43,23 @@ class Statement:
         # literals written into the statement (LIMIT 1, status = 'running') become binds too
         self.defaults = {name: bind.effective_value for name, bind in compiled.binds.items()
                          if not bind.required}
+        names = self.names
+        # the values in the statement's order, picked in C (a claim has 49 of them)
+        self._pick: Callable[[Mapping[str, Any]], tuple[Any, ...]] | None = (
+            None if not names else _one(names[0]) if len(names) == 1
+            else operator.itemgetter(*names))
 
     def params(self, values: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
         """The parameters for the driver: a tuple (positional styles) or the mapping."""
         merged = {**self.defaults, **values} if self.defaults else values
         if self.names is None:
             return merged
-        return tuple(merged[name] for name in self.names)
+        pick = self._pick
+        return pick(merged) if pick is not None else ()
+
+
+def _one(name: str) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    return lambda values: (values[name],)
 
 
 class Statements:

@@ -66,17 +66,20 @@ class WriteGroup(Generic[I, R]):
         order (an exception in place of a result fails that item alone); an exception it
         raises fails every item of the batch. Returns this item's result or raises its
         error."""
-        entry: _Entry[I, R] = _Entry(item)
+        queue = self._queue
         with self._lock:
-            follow = self._busy
-            if follow:
-                self._queue.append(entry)
-            self._busy = True
-        if follow:
-            entry.wake.acquire()  # until its batch is written, or it is handed the lead
-            if entry.done:
-                return _outcome(entry)
-        queue, batch = self._queue, [entry]
+            if not self._busy:  # idle: lead at once, alone unless others queue meanwhile
+                self._busy = True
+                entry: _Entry[I, R] | None = None
+            else:
+                entry = _Entry(item)
+                queue.append(entry)
+        if entry is None:
+            return self._lead_alone(item, write)
+        entry.wake.acquire()  # until its batch is written, or it is handed the lead
+        if entry.done:
+            return _outcome(entry)
+        batch = [entry]
         with self._lock:  # this writer leads: its own row and the oldest others
             while queue and len(batch) < self._limit:
                 batch.append(queue.popleft())
@@ -99,6 +102,30 @@ class WriteGroup(Generic[I, R]):
         if successor is not None:
             successor.wake.release()  # not done: it leads the next batch
         return _outcome(entry)
+
+    def _lead_alone(self, item: I, write: Callable[[Sequence[I]], Sequence[R | BaseException]],
+                    ) -> R:
+        """A writer that found the group idle: its item is the batch (what queues while it
+        writes goes in the next batch, led by the oldest of those writers). No wake-up lock
+        of its own: nobody waits for this writer's result but itself."""
+        try:
+            results: Sequence[R | BaseException] = write((item,))
+            if len(results) != 1:
+                raise RuntimeError(f"a batch of 1 write gave {len(results)} results")
+            result = results[0]
+        except BaseException as exc:
+            result = exc
+        with self._lock:
+            self.batches += 1
+            self.items += 1
+            queue = self._queue
+            successor = queue.popleft() if queue else None
+            self._busy = successor is not None
+        if successor is not None:
+            successor.wake.release()  # not done: it leads the next batch
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
 
 def _outcome(entry: _Entry[I, R]) -> R:

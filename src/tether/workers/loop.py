@@ -180,8 +180,7 @@ class Worker:
                 if claimed and len(self._running) < self.concurrency:
                     continue  # there may be more waiting
                 wait = min(poll, max(0.0, next_beat - time.monotonic()))
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                await self._sleep(wait)
             if self._running:
                 log.info("worker stopping: %d run(s) stop at their next node boundary",
                          len(self._running))
@@ -198,6 +197,20 @@ class Worker:
                              self._writes.items, self._writes.batches)
                 if not isinstance(self._store_source, Checkpointer):
                     store.close()
+
+    async def _sleep(self, seconds: float) -> None:
+        """Until a wake-up or ``seconds`` have passed: a timer that sets the wake-up event
+        (``asyncio.wait_for`` made a task, a future and their callbacks at every turn of
+        this loop, that is for every run a worker claims)."""
+        wake, loop = self._wake, self._loop
+        assert wake is not None and loop is not None
+        if wake.is_set():
+            return
+        timer = loop.call_later(seconds, wake.set)
+        try:
+            await wake.wait()
+        finally:
+            timer.cancel()
 
     def _open(self) -> Checkpointer:
         if isinstance(self._store_source, Checkpointer):
