@@ -26,6 +26,7 @@ def _samples() -> dict[str, Any]:
     """One instance per exception class, by qualified name."""
     from tether import errors
     from tether.agents import errors as agent_errors
+    from tether.dsl.flow_values import Decline
     from tether.durations import DurationError
     from tether.files import NotRegularFile
     from tether.runtime.attempt import StopAtBoundary
@@ -87,6 +88,7 @@ def _samples() -> dict[str, Any]:
         errors.TimerNotDue("run-1", "not due", due_at=5.0, node_id="nap"),
         errors.NotContinued("run-1", "default", ["pay"], "review"),
         TimestampError("'soon' is not a timestamp"),
+        Decline(),
         errors.DefinitionError("unusable"),
         errors.UsageError("bad argument"),
         errors.NotFoundError("nothing"),
