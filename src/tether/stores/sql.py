@@ -21,9 +21,10 @@ from __future__ import annotations
 import abc
 import contextlib
 import dataclasses
+import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -97,7 +98,7 @@ from tether.stores.schema import (
 from tether.stores.sql_events import SQLEvents
 from tether.stores.sql_rows import SQLRows, row_written
 from tether.stores.sql_text import run_values
-from tether.stores.statements import Statements, from_json, to_json
+from tether.stores.statements import Compiled, Statements, from_json, to_json
 from tether.trigger import Trigger
 
 _RUN_FIELDS = [c.name for c in runs.columns]
@@ -109,6 +110,13 @@ def _readdressing(table: Table) -> Callable[[], ClauseElement]:
     return lambda: update(table).where(
         table.c.execution_id == _EID, table.c.checkpoint_id == bindparam("cid")).values(
         node_id=bindparam("node"), agent_path=bindparam("path"))
+
+
+def _is_sqlalchemy_error(exc: Exception) -> bool:
+    """Whether SQLAlchemy raised ``exc`` (never, in a process that did not import it: the
+    statements run on the driver's cursor)."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    return errors is not None and isinstance(exc, errors.SQLAlchemyError)
 
 
 def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
@@ -127,11 +135,26 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     retry_seconds = 15.0
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, engine: Engine | None = None,
+                 ready: Mapping[str, Compiled] | None = None) -> None:
+        """``engine``: the SQLAlchemy engine (None: :meth:`_make_engine` makes it when first
+        needed); ``ready``: statements compiled ahead of time, by name (``statements.py``)."""
+        self._engine = engine
         self._lock = threading.RLock()
-        self._sql = Statements(engine.dialect)
+        self._sql = Statements(lambda: self.engine.dialect, ready)
         self.setup()
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine. The statements run on the driver's connection; schema
+        set-up, migrations, prune and schedules use the engine."""
+        if self._engine is None:
+            self._engine = self._make_engine()
+        return self._engine
+
+    def _make_engine(self) -> Engine:
+        """The engine of a store that was given none (SQLite: over its one connection)."""
+        raise NotImplementedError
 
     # -- dialect hooks -----------------------------------------------------------------------
     @abc.abstractmethod
@@ -199,15 +222,9 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             yield
         except StoreError:
             raise
-        except IntegrityError as exc:
-            raise StoreError(f"{what}: {exc.orig}") from exc
-        except SQLAlchemyError as exc:
-            if self._is_disconnect(exc):
-                reason = getattr(exc, "orig", exc)
-                raise StoreUnavailable(f"{what}: the database is unreachable: {reason}") \
-                    from exc
-            raise self._refused(what, exc) from exc
         except Exception as exc:
+            if _is_sqlalchemy_error(exc):
+                raise self._sqlalchemy_error(what, exc) from exc
             if self._is_disconnect(exc):
                 self._reset_hot()
                 raise StoreUnavailable(f"{what}: the database is unreachable: {exc}") from exc
@@ -216,6 +233,17 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             if type(exc).__module__.split(".")[0] in ("sqlite3", "psycopg"):
                 raise self._refused(what, exc) from exc
             raise
+
+    def _sqlalchemy_error(self, what: str, exc: Exception) -> StoreError:
+        """The store error for an error SQLAlchemy raised (the engine's paths)."""
+        from sqlalchemy.exc import IntegrityError
+
+        if isinstance(exc, IntegrityError):
+            return StoreError(f"{what}: {exc.orig}")
+        if self._is_disconnect(exc):
+            reason = getattr(exc, "orig", exc)
+            return StoreUnavailable(f"{what}: the database is unreachable: {reason}")
+        return self._refused(what, exc)
 
     def _refused(self, what: str, exc: Exception) -> StoreError:
         """The error for a statement the database refused (a store may word it better)."""
@@ -289,7 +317,8 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
     def close(self) -> None:
         with self._lock:
             self._reset_hot()
-            self.engine.dispose()
+            if self._engine is not None:
+                self._engine.dispose()
 
     # -- runs --------------------------------------------------------------------------------
     @transient(done=_run_created)
