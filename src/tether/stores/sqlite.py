@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 from tether.errors import StoreError, StoreUnavailable
 from tether.stores.records import CheckpointRow, Decision
 from tether.stores.sql import SQLCheckpointer
-from tether.stores.sqlite_statements import STATEMENTS
 from tether.stores.sqlite_file import Durability, is_locked, locked_error
 from tether.stores.sqlite_file import connect as _connect
 from tether.stores.sqlite_file import identity as _identity
 from tether.stores.sqlite_file import make_private as _make_private
+from tether.stores.sqlite_statements import STATEMENTS
 from tether.stores.statements import Compiled
 
 if TYPE_CHECKING:

@@ -28,14 +28,14 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
             'now',
             'steal',
         ),
-        (
-            '%(140378390486608 status)s',
-            'status_1',
-            '%(140378390166224 param)s',
-            'param_1',
-            '%(140378390164624 attempt)s',
-            'attempt_1',
-        ),
+        {
+            '%(anon_1 status)s': 'completed',
+            'status_1': 'completed',
+            '%(anon_2 param)s': 'running',
+            'param_1': 'running',
+            '%(anon_3 attempt)s': 1,
+            'attempt_1': 1,
+        },
     ),
     'cancel_requested_at': (
         'SELECT runs.cancel_requested_at \nFROM runs \nWHERE runs.execution_id = ?',
@@ -49,12 +49,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         '(length(checkpoints.checkpoint_id) - ?) + ?) = ?) ORDER BY '
         'checkpoints.checkpoint_id\n LIMIT ? OFFSET ?',
         ('eid', 'low', 'high', 'n', 'param_1', 'low', 'limit', 'param_2'),
-        (
-            '%(140378390974544 param)s',
-            'param_1',
-            '%(140378390978512 param)s',
-            'param_2',
-        ),
+        {'%(anon_1 param)s': 1, 'param_1': 1, '%(anon_2 param)s': 0, 'param_2': 0},
     ),
     'claim': (
         'DELETE FROM pending_interrupts WHERE pending_interrupts.execution_id = ? AND '
@@ -121,7 +116,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'pending_interrupts.due_at, pending_interrupts.execution_id, '
         'pending_interrupts.checkpoint_id\n LIMIT ? OFFSET ?',
         ('now', 'n', 'param_1'),
-        {'%(140378390963792 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'events': (
         'SELECT run_events.execution_id, run_events.event_id, run_events.kind, '
@@ -130,7 +125,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'run_events.execution_id = ? AND run_events.event_id > ? ORDER BY '
         'run_events.event_id\n LIMIT ? OFFSET ?',
         ('eid', 'after', 'limit', 'param_1'),
-        {'%(140378390849424 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'fence': (
         'SELECT runs.owner \nFROM runs \nWHERE runs.execution_id = ?',
@@ -147,7 +142,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'runs.concurrency_limit \nFROM runs ORDER BY runs.created_at DESC, '
         'runs.execution_id DESC\n LIMIT ? OFFSET ?',
         ('n', 'param_1'),
-        {'%(140378390976592 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'find_runs:101': (
         'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
@@ -160,7 +155,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         '(runs.created_at < ? OR runs.created_at = ? AND runs.execution_id < ?) ORDER '
         'BY runs.created_at DESC, runs.execution_id DESC\n LIMIT ? OFFSET ?',
         ('status', 'at', 'at', 'eid', 'n', 'param_1'),
-        {'%(140378390979088 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'get_idempotent': (
         'SELECT idempotency_cache.value \nFROM idempotency_cache \nWHERE '
@@ -221,12 +216,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'checkpoints.created_at \nFROM checkpoints \nWHERE checkpoints.execution_id = ? '
         'ORDER BY checkpoints.checkpoint_id DESC\n LIMIT ? OFFSET ?',
         ('eid', 'param_1', 'param_2'),
-        (
-            '%(140378390964304 param)s',
-            'param_1',
-            '%(140378390958096 param)s',
-            'param_2',
-        ),
+        {'%(anon_1 param)s': 1, 'param_1': 1, '%(anon_2 param)s': 0, 'param_2': 0},
     ),
     'last_row_skip': (
         'SELECT checkpoints.execution_id, checkpoints.checkpoint_id, '
@@ -240,14 +230,14 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'AND checkpoints.node_id != ? ORDER BY checkpoints.checkpoint_id DESC\n LIMIT '
         '? OFFSET ?',
         ('eid', 'node_id_1', 'param_1', 'param_2'),
-        (
-            '%(140378390827920 node_id)s',
-            'node_id_1',
-            '%(140378390964624 param)s',
-            'param_1',
-            '%(140378390965712 param)s',
-            'param_2',
-        ),
+        {
+            '%(anon_1 node_id)s': 'run_end',
+            'node_id_1': 'run_end',
+            '%(anon_2 param)s': 1,
+            'param_1': 1,
+            '%(anon_3 param)s': 0,
+            'param_2': 0,
+        },
     ),
     'list_pending': (
         'SELECT pending_interrupts.execution_id, pending_interrupts.checkpoint_id, '
@@ -287,7 +277,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'AND (? IS NULL OR checkpoints.checkpoint_id > ?) ORDER BY '
         'checkpoints.checkpoint_id\n LIMIT ? OFFSET ?',
         ('eid', 'after', 'after', 'n', 'param_1'),
-        {'%(140378390970704 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'pending_exists': (
         'SELECT pending_interrupts.checkpoint_id \nFROM pending_interrupts \nWHERE '
@@ -306,7 +296,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'pending_interrupts.execution_id DESC, pending_interrupts.checkpoint_id DESC\n '
         'LIMIT ? OFFSET ?',
         ('n', 'param_1'),
-        {'%(140378390964368 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'pending_page:True': (
         'SELECT pending_interrupts.execution_id, pending_interrupts.checkpoint_id, '
@@ -321,7 +311,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'pending_interrupts.created_at DESC, pending_interrupts.execution_id DESC, '
         'pending_interrupts.checkpoint_id DESC\n LIMIT ? OFFSET ?',
         ('at', 'at', 'eid', 'at', 'eid', 'cid', 'n', 'param_1'),
-        {'%(140378390967696 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'put': (
         'INSERT INTO checkpoints (execution_id, checkpoint_id, parent_checkpoint_id, '
@@ -405,12 +395,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
     'release': (
         'UPDATE runs SET owner=?, lease_until=? WHERE runs.execution_id = ? AND runs.owner = ?',
         ('owner', 'lease_until', 'eid', 'holder'),
-        (
-            '%(140378390980176 param)s',
-            'owner',
-            '%(140378390978512 param)s',
-            'lease_until',
-        ),
+        {'%(anon_1 param)s': None, 'owner': None, '%(anon_2 param)s': None, 'lease_until': None},
     ),
     'renew': (
         'UPDATE runs SET lease_until=? WHERE runs.execution_id = ? AND runs.owner = ?',
@@ -454,7 +439,7 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'runs.concurrency_limit \nFROM runs ORDER BY runs.updated_at, '
         'runs.execution_id\n LIMIT ? OFFSET ?',
         ('n', 'param_1'),
-        {'%(140378390976720 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'runs_changed:True': (
         'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
@@ -467,19 +452,19 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         'runs.updated_at = ? AND runs.execution_id > ? ORDER BY runs.updated_at, '
         'runs.execution_id\n LIMIT ? OFFSET ?',
         ('at', 'at', 'eid', 'n', 'param_1'),
-        {'%(140378390980176 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'runs_prefix_False': (
         'SELECT runs.execution_id \nFROM runs \nWHERE runs.execution_id >= ? ORDER BY '
         'runs.execution_id\n LIMIT ? OFFSET ?',
         ('low', 'limit', 'param_1'),
-        {'%(140378390975568 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'runs_prefix_True': (
         'SELECT runs.execution_id \nFROM runs \nWHERE runs.execution_id >= ? AND '
         'runs.execution_id < ? ORDER BY runs.execution_id\n LIMIT ? OFFSET ?',
         ('low', 'high', 'limit', 'param_1'),
-        {'%(140378390975312 param)s': 0, 'param_1': 0},
+        {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'schema_version': (
         'SELECT schema_version.version \nFROM schema_version',

@@ -16,6 +16,7 @@ a statement left out is compiled when first used, SQLAlchemy imported then.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -119,7 +120,26 @@ def compiled_statements() -> dict[str, Compiled]:
             cache = dict(store._sql._cache)
         finally:
             store.close()
-    return {name: (s.sql, s.names, s.defaults) for name, s in sorted(cache.items())}
+    return {name: _numbered(s.sql, s.names, s.defaults) for name, s in sorted(cache.items())}
+
+
+_ANONYMOUS = re.compile(r"%\((\d+) (\w+)\)s")
+
+
+def _numbered(sql: str, names: tuple[str, ...] | None, defaults: Mapping[str, Any]) -> Compiled:
+    """The statement with its anonymous parameters' names (``%(<object id> param)s``, a
+    different number in each process) numbered in order instead: only the statement itself
+    gives them values (``defaults``), so their names only have to agree with each other."""
+    numbers: dict[str, str] = {}
+
+    def number(name: str) -> str:
+        found = _ANONYMOUS.fullmatch(name)
+        if found is None:
+            return name
+        return numbers.setdefault(name, f"%(anon_{len(numbers) + 1} {found[2]})s")
+
+    ordered = None if names is None else tuple(number(name) for name in names)
+    return sql, ordered, {number(name): value for name, value in defaults.items()}
 
 
 def _text(value: str, indent: int) -> str:
@@ -142,8 +162,11 @@ def render(statements: Mapping[str, Compiled]) -> str:
         out.append(f"    {name!r}: (\n        {_text(sql, 8)},\n")
         for value in (names, defaults):
             line = f"        {value!r},\n"
-            if len(line) > WIDTH + 1:
-                items = [f"            {v!r}," for v in (value or ())]
+            if len(line) > WIDTH + 1 and isinstance(value, dict):
+                items = [f"            {k!r}: {v!r}," for k, v in value.items()]
+                line = "        {\n" + "\n".join(items) + "\n        },\n"
+            elif len(line) > WIDTH + 1:
+                items = [f"            {v!r}," for v in value or ()]
                 line = "        (\n" + "\n".join(items) + "\n        ),\n"
             out.append(line)
         out.append("    ),\n")
