@@ -14,6 +14,7 @@ cache (``sql_rows.py``) and the schedules (``schedule_sql.py``); the workers' st
 Foreign exceptions are mapped at one boundary (:meth:`SQLCheckpointer._errors`): every public
 method runs inside it, so callers only ever see :class:`~tether.errors.StoreError` and its
 subclasses.
+SQLAlchemy is imported when a statement is first built or the engine used (``lazy.py``).
 """
 
 from __future__ import annotations
@@ -115,8 +116,8 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     def __init__(self, engine: Engine | None = None,
                  ready: Mapping[str, Compiled] | None = None) -> None:
-        """``engine``: the SQLAlchemy engine (None: :meth:`_make_engine` makes it when first
-        needed); ``ready``: statements compiled ahead of time, by name (``statements.py``)."""
+        """``engine`` None: :meth:`_make_engine` makes it at its first use; ``ready``: the
+        statements compiled ahead of time, by name (``statements.py``)."""
         self._engine = engine
         self._lock = threading.RLock()
         self._sql = Statements(lambda: self.engine.dialect, ready)
@@ -124,8 +125,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     @property
     def engine(self) -> Engine:
-        """The SQLAlchemy engine. The statements run on the driver's connection; schema
-        set-up, migrations, prune and schedules use the engine."""
+        """The SQLAlchemy engine of schema set-up, migrations, prune and schedules."""
         if self._engine is None:
             self._engine = self._make_engine()
         return self._engine
@@ -577,44 +577,11 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             self._set_status(cursor, row.execution_id, status, owner, to_json(error))
 
     def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
-        """Delete finished runs in one write transaction (paused/running runs never match)."""
-        from sqlalchemy import and_, delete, select
+        """Delete finished runs in one write transaction (``sql_prune.py``)."""
+        from tether.stores.sql_prune import prune_finished
 
-        from tether.stores.schema import (
-            checkpoints,
-            decisions,
-            idempotency_cache,
-            pending_interrupts,
-            plans,
-            run_events,
-            runs,
-            schedules,
-        )
-
-        statuses = [RunStatus.COMPLETED.value, RunStatus.CANCELLED.value] + (
-            [RunStatus.FAILED.value] if include_failed else [])
         with self._engine_write("pruning") as connection:
-            doomed = [r[0] for r in connection.execute(
-                select(runs.c.execution_id).where(and_(
-                    runs.c.status.in_(statuses), runs.c.updated_at < cutoff,
-                    runs.c.execution_id.not_in(select(pending_interrupts.c.execution_id)),
-                ))).all()]
-            counts = [0, 0]
-            for start in range(0, len(doomed), 500):
-                chunk = doomed[start:start + 500]
-                counts[0] += connection.execute(delete(checkpoints).where(
-                    checkpoints.c.execution_id.in_(chunk))).rowcount
-                counts[1] += connection.execute(delete(idempotency_cache).where(
-                    idempotency_cache.c.execution_id.in_(chunk))).rowcount
-                connection.execute(delete(decisions).where(
-                    decisions.c.execution_id.in_(chunk)))
-                connection.execute(delete(run_events).where(
-                    run_events.c.execution_id.in_(chunk)))
-                connection.execute(delete(runs).where(runs.c.execution_id.in_(chunk)))
-            connection.execute(delete(plans).where(and_(
-                plans.c.fingerprint.not_in(select(runs.c.plan_fingerprint)),
-                plans.c.fingerprint.not_in(select(schedules.c.plan_fingerprint)))))
-        return PruneResult(len(doomed), counts[0], counts[1], tuple(sorted(doomed)))
+            return prune_finished(connection, cutoff, include_failed=include_failed)
 
     # -- plumbing for the statement modules (sql_queue.py) -------------------------------------
     def sql_cursor(self, what: str, *,
