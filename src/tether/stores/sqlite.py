@@ -49,7 +49,9 @@ class SQLiteCheckpointer(SQLCheckpointer):
     paramstyle = "?"
     ready_statements: Mapping[str, Compiled] = STATEMENTS
     """The statements compiled ahead of time (``sqlite_statements.py``, generated): opening
-    a current database and the commands' statements import no SQLAlchemy (issue 25)."""
+    a current database and the commands' statements import no SQLAlchemy (issue 25). A
+    subclass that builds a statement otherwise (another ``_insert_or_ignore``) sets it to
+    ``{}``: a ready statement is used as it is, its builder never called."""
     _can_drop_columns = sqlite3.sqlite_version_info >= (3, 35, 0)
 
     def __init__(self, path: str | os.PathLike[str] = ".tether/tether.db", *,
