@@ -144,6 +144,56 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         ('n', 'param_1'),
         {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
+    'find_runs:001': (
+        'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
+        'runs.inputs, runs.created_at, runs.updated_at, runs.parent_execution_id, '
+        'runs.parent_checkpoint_id, runs.error, runs.owner, runs.lease_until, '
+        'runs.attempt, runs.queue, runs.priority, runs.available_at, '
+        'runs.cancel_requested_at, runs.started_at, runs.blocked_reason, '
+        'runs.recovery_failures, runs.triggered_by, runs.concurrency_key, '
+        'runs.concurrency_limit \nFROM runs \nWHERE runs.created_at < ? OR '
+        'runs.created_at = ? AND runs.execution_id < ? ORDER BY runs.created_at DESC, '
+        'runs.execution_id DESC\n LIMIT ? OFFSET ?',
+        ('at', 'at', 'eid', 'n', 'param_1'),
+        {'%(anon_1 param)s': 0, 'param_1': 0},
+    ),
+    'find_runs:010': (
+        'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
+        'runs.inputs, runs.created_at, runs.updated_at, runs.parent_execution_id, '
+        'runs.parent_checkpoint_id, runs.error, runs.owner, runs.lease_until, '
+        'runs.attempt, runs.queue, runs.priority, runs.available_at, '
+        'runs.cancel_requested_at, runs.started_at, runs.blocked_reason, '
+        'runs.recovery_failures, runs.triggered_by, runs.concurrency_key, '
+        'runs.concurrency_limit \nFROM runs \nWHERE runs.workflow = ? ORDER BY '
+        'runs.created_at DESC, runs.execution_id DESC\n LIMIT ? OFFSET ?',
+        ('workflow', 'n', 'param_1'),
+        {'%(anon_1 param)s': 0, 'param_1': 0},
+    ),
+    'find_runs:011': (
+        'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
+        'runs.inputs, runs.created_at, runs.updated_at, runs.parent_execution_id, '
+        'runs.parent_checkpoint_id, runs.error, runs.owner, runs.lease_until, '
+        'runs.attempt, runs.queue, runs.priority, runs.available_at, '
+        'runs.cancel_requested_at, runs.started_at, runs.blocked_reason, '
+        'runs.recovery_failures, runs.triggered_by, runs.concurrency_key, '
+        'runs.concurrency_limit \nFROM runs \nWHERE runs.workflow = ? AND '
+        '(runs.created_at < ? OR runs.created_at = ? AND runs.execution_id < ?) ORDER '
+        'BY runs.created_at DESC, runs.execution_id DESC\n LIMIT ? OFFSET ?',
+        ('workflow', 'at', 'at', 'eid', 'n', 'param_1'),
+        {'%(anon_1 param)s': 0, 'param_1': 0},
+    ),
+    'find_runs:100': (
+        'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
+        'runs.inputs, runs.created_at, runs.updated_at, runs.parent_execution_id, '
+        'runs.parent_checkpoint_id, runs.error, runs.owner, runs.lease_until, '
+        'runs.attempt, runs.queue, runs.priority, runs.available_at, '
+        'runs.cancel_requested_at, runs.started_at, runs.blocked_reason, '
+        'runs.recovery_failures, runs.triggered_by, runs.concurrency_key, '
+        'runs.concurrency_limit \nFROM runs \nWHERE runs.status = ? ORDER BY '
+        'runs.created_at DESC, runs.execution_id DESC\n LIMIT ? OFFSET ?',
+        ('status', 'n', 'param_1'),
+        {'%(anon_1 param)s': 0, 'param_1': 0},
+    ),
     'find_runs:101': (
         'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
         'runs.inputs, runs.created_at, runs.updated_at, runs.parent_execution_id, '
@@ -155,6 +205,31 @@ STATEMENTS: dict[str, tuple[str, tuple[str, ...] | None, dict[str, Any]]] = {
         '(runs.created_at < ? OR runs.created_at = ? AND runs.execution_id < ?) ORDER '
         'BY runs.created_at DESC, runs.execution_id DESC\n LIMIT ? OFFSET ?',
         ('status', 'at', 'at', 'eid', 'n', 'param_1'),
+        {'%(anon_1 param)s': 0, 'param_1': 0},
+    ),
+    'find_runs:110': (
+        'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
+        'runs.inputs, runs.created_at, runs.updated_at, runs.parent_execution_id, '
+        'runs.parent_checkpoint_id, runs.error, runs.owner, runs.lease_until, '
+        'runs.attempt, runs.queue, runs.priority, runs.available_at, '
+        'runs.cancel_requested_at, runs.started_at, runs.blocked_reason, '
+        'runs.recovery_failures, runs.triggered_by, runs.concurrency_key, '
+        'runs.concurrency_limit \nFROM runs \nWHERE runs.status = ? AND runs.workflow = '
+        '? ORDER BY runs.created_at DESC, runs.execution_id DESC\n LIMIT ? OFFSET ?',
+        ('status', 'workflow', 'n', 'param_1'),
+        {'%(anon_1 param)s': 0, 'param_1': 0},
+    ),
+    'find_runs:111': (
+        'SELECT runs.execution_id, runs.workflow, runs.plan_fingerprint, runs.status, '
+        'runs.inputs, runs.created_at, runs.updated_at, runs.parent_execution_id, '
+        'runs.parent_checkpoint_id, runs.error, runs.owner, runs.lease_until, '
+        'runs.attempt, runs.queue, runs.priority, runs.available_at, '
+        'runs.cancel_requested_at, runs.started_at, runs.blocked_reason, '
+        'runs.recovery_failures, runs.triggered_by, runs.concurrency_key, '
+        'runs.concurrency_limit \nFROM runs \nWHERE runs.status = ? AND runs.workflow = '
+        '? AND (runs.created_at < ? OR runs.created_at = ? AND runs.execution_id < ?) '
+        'ORDER BY runs.created_at DESC, runs.execution_id DESC\n LIMIT ? OFFSET ?',
+        ('status', 'workflow', 'at', 'at', 'eid', 'n', 'param_1'),
         {'%(anon_1 param)s': 0, 'param_1': 0},
     ),
     'get_idempotent': (

@@ -101,8 +101,10 @@ def _exercise(store: SQLiteCheckpointer) -> None:
     store.execution_ids_with_prefix(eid[:8], 10)
     store.execution_ids_with_prefix(chr(0x10FFFF), 10)
     store.checkpoint_ids_matching(eid, "c", 10)
-    store.find_runs()
-    store.find_runs(status="running", before=RunCursor(now, eid))
+    for status in (None, "running"):  # each shape of filters is a statement
+        for workflow in (None, "wf"):
+            for before in (None, RunCursor(now, eid)):
+                store.find_runs(status=status, workflow=workflow, before=before)
     store.runs_changed()
     store.runs_changed(RunCursor(now, eid))
     store.set_run_plan(eid, "fp2", "{}", owner)
