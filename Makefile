@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///.tether/demo.db
 
-.PHONY: test demo lint typecheck unit bench bench-peers clean document-schema
+.PHONY: test demo lint typecheck unit bench bench-peers clean document-schema sqlite-statements
 
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: lint typecheck unit
 # generated from the pydantic models; a test fails while it is stale.
 document-schema: $(BIN)/tether
 	$(BIN)/python -m tether.dsl.document_schema_gen
+
+# The SQLite store's statements compiled ahead of time (tether.stores.sqlite_statements), so
+# that a command on SQLite needs no SQLAlchemy; a test fails while the file is stale.
+sqlite-statements: $(BIN)/tether
+	$(BIN)/python -m tether.stores.sqlite_statements_gen
 
 demo: $(BIN)/tether
 	PATH="$(abspath $(BIN)):$$PATH" DEMO_DB="$(DEMO_DB)" bash examples/demo.sh

@@ -47,7 +47,7 @@ def _add_note(ctx: MigrationContext) -> None:
 def _use_migrations(monkeypatch: pytest.MonkeyPatch, migrations: list[Callable[..., None]]) \
         -> None:
     """Make the stores know exactly ``migrations`` (as a tether of that version would)."""
-    monkeypatch.setattr(sql, "MIGRATIONS", migrations)
+    monkeypatch.setattr(schema, "MIGRATIONS", migrations)  # (sql.py imports it at set-up)
     monkeypatch.setattr(sql, "SCHEMA_VERSION", len(migrations))
 
 

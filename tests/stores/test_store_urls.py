@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import traceback
 import uuid
+from collections.abc import Callable
 
 import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
 from tether.errors import StoreError, StoreURLError, TetherError
+from tether.stores import urls
 from tether.stores.open import open_checkpointer
 from tether.stores.postgres import PostgresCheckpointer
-from tether.stores.urls import mask_url, parse_store_url, redact, redact_exception
+from tether.stores.urls import StoreURL, mask_url, parse_store_url, redact, redact_exception
 
 SECRET = "s3cr3t pw"  # a space: libpq's URI parser quotes such a password in its error
 ENCODED = "s3cr3t%20pw"
@@ -220,3 +222,38 @@ def test_read_only_open_does_not_create_a_missing_schema(pg_schema: tuple[str, s
     with psycopg.connect(server, autocommit=True) as connection:
         assert connection.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
                                   (schema,)).fetchone() is None
+
+
+PLAIN_SQLITE_URLS = [
+    "sqlite:///t.db", "sqlite:////abs/dir/t.db", "sqlite:///rel/a+b-c_d.v2.db",
+    "sqlite:///t.db?durability=full", "sqlite:///t.db?busy_timeout=2.5&durability=normal",
+    "sqlite:///t.db?durability=fast", "sqlite:///t.db?durabilty=full",
+    "sqlite:///t.db?timeout=5", "sqlite:///t.db?busy_timeout=99999",
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_SQLITE_URLS)
+def test_a_plain_sqlite_url_reads_as_sqlalchemy_reads_it(text: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reading without SQLAlchemy (issue 25, fast start) against the full one: the same
+    parts, the same URL, the same error."""
+    def outcome(parse: Callable[[], StoreURL]) -> object:
+        try:
+            found = parse()
+        except StoreURLError as exc:
+            return (exc.parameter, str(exc))
+        return (found.kind, found.path, found.durability, found.busy_timeout, str(found),
+                found.password, found.url)
+
+    url = make_url(text)
+    full = outcome(lambda: urls._sqlite(url, urls._options(url), text))
+    monkeypatch.setattr(urls, "_make_url", None)  # (the fast reading never calls it)
+    assert outcome(lambda: parse_store_url(text)) == full
+
+
+@pytest.mark.parametrize("text", [
+    "sqlite:///a%20b.db", "sqlite:///:memory:", "sqlite:///t.db?durability=full&durability=full",
+    "sqlite:///t.db?busy_timeout=1+2", "sqlite://host/t.db", "sqlite:///t.db?",
+])
+def test_other_sqlite_urls_are_read_by_sqlalchemy(text: str) -> None:
+    assert urls._plain_sqlite(text) is None

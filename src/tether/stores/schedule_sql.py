@@ -12,19 +12,29 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, Insert, Table, and_, delete, select, update
-
+from tether.stores.lazy import LazyModule
 from tether.stores.schedule_records import ScheduleRecord
-from tether.stores.schema import plans, schedules
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy import Connection, Engine, Insert, Table
+
+    from tether.stores import schema
+else:  # imported when a statement is first built (SQLite: rarely, see lazy.py)
+    sa = LazyModule("sqlalchemy")
+    schema = LazyModule("tether.stores.schema")
 
 
 class SQLSchedules:
     """Schedules in the ``schedules`` table; their plans in ``plans``."""
 
-    engine: Engine
     _lock: threading.RLock
+
+    @property
+    def engine(self) -> Engine:
+        raise NotImplementedError
 
     def _errors(self, what: str) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
@@ -47,34 +57,39 @@ class SQLSchedules:
         changed = {k: v for k, v in values.items()
                    if k not in ("name", "created_at", "last_tick")}
         with self._engine_write(f"registering schedule {schedule.name}") as connection:
-            connection.execute(self._insert_or_ignore(plans).values(
+            connection.execute(self._insert_or_ignore(schema.plans).values(
                 fingerprint=schedule.plan_fingerprint, plan=plan_json, created_at=time.time()))
+            schedules = schema.schedules
             connection.execute(self._insert_or_ignore(schedules).values(**values))
-            connection.execute(update(schedules).where(schedules.c.name == schedule.name)
-                               .values(**changed))
+            connection.execute(sa.update(schedules).where(
+                schedules.c.name == schedule.name).values(**changed))
 
     def get_schedule(self, name: str) -> ScheduleRecord | None:
         with self._reading(f"reading schedule {name}") as connection:
-            row = connection.execute(select(schedules).where(schedules.c.name == name)).first()
+            row = connection.execute(sa.select(schema.schedules).where(
+                schema.schedules.c.name == name)).first()
         return _record(row._mapping) if row is not None else None
 
     def list_schedules(self) -> list[ScheduleRecord]:
         with self._reading("listing schedules") as connection:
-            rows = connection.execute(select(schedules).order_by(schedules.c.name)).all()
+            rows = connection.execute(sa.select(schema.schedules).order_by(
+                schema.schedules.c.name)).all()
         return [_record(row._mapping) for row in rows]
 
     def remove_schedule(self, name: str) -> bool:
         with self._engine_write(f"removing schedule {name}") as connection:
-            result = connection.execute(delete(schedules).where(schedules.c.name == name))
+            result = connection.execute(sa.delete(schema.schedules).where(
+                schema.schedules.c.name == name))
         return bool(result.rowcount)
 
     def advance_schedule(self, name: str, expected_last_tick: float | None,
                          new_last_tick: float, next_tick: float | None = None) -> bool:
+        schedules = schema.schedules
         expected = (schedules.c.last_tick.is_(None) if expected_last_tick is None
                     else schedules.c.last_tick == expected_last_tick)
         with self._engine_write(f"advancing schedule {name}") as connection:
             result = connection.execute(
-                update(schedules).where(and_(schedules.c.name == name, expected))
+                sa.update(schedules).where(sa.and_(schedules.c.name == name, expected))
                 .values(last_tick=new_last_tick, next_tick=next_tick, updated_at=time.time()))
         return bool(result.rowcount)
 

@@ -23,6 +23,8 @@ from sqlalchemy import (
 )
 
 from tether.stores.migrations import MIGRATIONS, SCHEMA_VERSION
+from tether.stores.records import CheckpointRow
+from tether.stores.sql_text import DECISION_COLUMNS, PENDING_COLUMNS, RUN_COLUMNS
 
 metadata = MetaData()
 
@@ -216,6 +218,13 @@ run_events = Table(
     Column("data", Text, nullable=False, comment="the kind's details (JSON object)"),
     sqlite_with_rowid=False,  # rows clustered by (execution_id, event_id): one B-tree
 )
+
+# the column orders the stores read rows by without this module (sql_text.py, records.py)
+assert tuple(c.name for c in runs.columns) == RUN_COLUMNS
+assert tuple(c.name for c in pending_interrupts.columns) == PENDING_COLUMNS
+assert tuple(c.name for c in decisions.columns) == DECISION_COLUMNS
+assert tuple(c.name for c in checkpoints.columns) == CheckpointRow._fields, \
+    "CheckpointRow must follow the columns"
 
 __all__ = [
     "MIGRATIONS", "SCHEMA_VERSION", "checkpoints", "decisions", "idempotency_cache",

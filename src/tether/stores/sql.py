@@ -14,6 +14,7 @@ cache (``sql_rows.py``) and the schedules (``schedule_sql.py``); the workers' st
 Foreign exceptions are mapped at one boundary (:meth:`SQLCheckpointer._errors`): every public
 method runs inside it, so callers only ever see :class:`~tether.errors.StoreError` and its
 subclasses.
+SQLAlchemy is imported when a statement is first built or the engine used (``lazy.py``).
 """
 
 from __future__ import annotations
@@ -21,28 +22,11 @@ from __future__ import annotations
 import abc
 import contextlib
 import dataclasses
+import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import Any
-
-from sqlalchemy import (
-    Connection,
-    Engine,
-    Insert,
-    Table,
-    and_,
-    bindparam,
-    case,
-    delete,
-    insert,
-    or_,
-    select,
-    update,
-)
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.sql import ClauseElement
-from sqlalchemy.sql.elements import BindParameter
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tether.errors import (
     ExecutionExists,
@@ -50,7 +34,6 @@ from tether.errors import (
     StoreError,
     StoreUnavailable,
 )
-from tether.stores import listing, sql_keys, sql_queue
 from tether.stores.base import Checkpointer
 from tether.stores.events import RunEvent, upgraded_event
 from tether.stores.keys import (
@@ -60,7 +43,7 @@ from tether.stores.keys import (
     last_in_line,
     superseded_error,
 )
-from tether.stores.migrations import MigrationContext
+from tether.stores.lazy import LazyModule
 from tether.stores.queueing import (
     CancelOutcome,
     ClaimedRun,
@@ -81,34 +64,38 @@ from tether.stores.records import (
 )
 from tether.stores.retry import transient
 from tether.stores.schedule_sql import SQLSchedules
-from tether.stores.schema import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    checkpoints,
-    decisions,
-    idempotency_cache,
-    pending_interrupts,
-    plans,
-    run_events,
-    runs,
-    schedules,
-    schema_version,
-)
 from tether.stores.sql_events import SQLEvents
+from tether.stores.sql_leases import eid
 from tether.stores.sql_rows import SQLRows, row_written
-from tether.stores.sql_text import run_values
-from tether.stores.statements import Statements, from_json, to_json
+from tether.stores.sql_text import RUN_COLUMNS, SCHEMA_VERSION, run_values
+from tether.stores.statements import Compiled, Statements, from_json, to_json
 from tether.trigger import Trigger
 
-_RUN_FIELDS = [c.name for c in runs.columns]
-_EID: BindParameter[str] = bindparam("eid")
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy import ClauseElement, Connection, Engine, Insert, Table
+
+    from tether.stores import listing, schema, sql_keys, sql_queue
+else:  # imported when a statement is first built (SQLite: rarely, see lazy.py)
+    sa = LazyModule("sqlalchemy")
+    schema = LazyModule("tether.stores.schema")
+    listing = LazyModule("tether.stores.listing")
+    sql_keys = LazyModule("tether.stores.sql_keys")
+    sql_queue = LazyModule("tether.stores.sql_queue")
 
 
 def _readdressing(table: Table) -> Callable[[], ClauseElement]:
     """The statement giving one pause (or decision) of a run its new place."""
-    return lambda: update(table).where(
-        table.c.execution_id == _EID, table.c.checkpoint_id == bindparam("cid")).values(
-        node_id=bindparam("node"), agent_path=bindparam("path"))
+    return lambda: sa.update(table).where(
+        table.c.execution_id == eid(), table.c.checkpoint_id == sa.bindparam("cid")).values(
+        node_id=sa.bindparam("node"), agent_path=sa.bindparam("path"))
+
+
+def _is_sqlalchemy_error(exc: Exception) -> bool:
+    """Whether SQLAlchemy raised ``exc`` (never, in a process that did not import it: the
+    statements run on the driver's cursor)."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    return errors is not None and isinstance(exc, errors.SQLAlchemyError)
 
 
 def _run_created(store: SQLCheckpointer, run: RunRecord, *_: Any) -> bool:
@@ -127,11 +114,25 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
 
     retry_seconds = 15.0
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, engine: Engine | None = None,
+                 ready: Mapping[str, Compiled] | None = None) -> None:
+        """``engine`` None: :meth:`_make_engine` makes it at its first use; ``ready``: the
+        statements compiled ahead of time, by name (``statements.py``)."""
+        self._engine = engine
         self._lock = threading.RLock()
-        self._sql = Statements(engine.dialect)
+        self._sql = Statements(lambda: self.engine.dialect, ready)
         self.setup()
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine of schema set-up, migrations, prune and schedules."""
+        if self._engine is None:
+            self._engine = self._make_engine()
+        return self._engine
+
+    def _make_engine(self) -> Engine:
+        """The engine of a store that was given none (SQLite: over its one connection)."""
+        raise NotImplementedError
 
     # -- dialect hooks -----------------------------------------------------------------------
     @abc.abstractmethod
@@ -199,15 +200,9 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             yield
         except StoreError:
             raise
-        except IntegrityError as exc:
-            raise StoreError(f"{what}: {exc.orig}") from exc
-        except SQLAlchemyError as exc:
-            if self._is_disconnect(exc):
-                reason = getattr(exc, "orig", exc)
-                raise StoreUnavailable(f"{what}: the database is unreachable: {reason}") \
-                    from exc
-            raise self._refused(what, exc) from exc
         except Exception as exc:
+            if _is_sqlalchemy_error(exc):
+                raise self._sqlalchemy_error(what, exc) from exc
             if self._is_disconnect(exc):
                 self._reset_hot()
                 raise StoreUnavailable(f"{what}: the database is unreachable: {exc}") from exc
@@ -216,6 +211,17 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             if type(exc).__module__.split(".")[0] in ("sqlite3", "psycopg"):
                 raise self._refused(what, exc) from exc
             raise
+
+    def _sqlalchemy_error(self, what: str, exc: Exception) -> StoreError:
+        """The store error for an error SQLAlchemy raised (the engine's paths)."""
+        from sqlalchemy.exc import IntegrityError
+
+        if isinstance(exc, IntegrityError):
+            return StoreError(f"{what}: {exc.orig}")
+        if self._is_disconnect(exc):
+            reason = getattr(exc, "orig", exc)
+            return StoreUnavailable(f"{what}: the database is unreachable: {reason}")
+        return self._refused(what, exc)
 
     def _refused(self, what: str, exc: Exception) -> StoreError:
         """The error for a statement the database refused (a store may word it better)."""
@@ -256,6 +262,11 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         it is after one read: no write lock, no DDL, nothing reflected."""
         if self._schema_is_current():
             return
+        from sqlalchemy import insert, select, update
+
+        from tether.stores.migrations import MigrationContext
+        from tether.stores.schema import MIGRATIONS, schema_version
+
         with self._engine_write("schema set-up") as connection:
             self._lock_schema(connection)
             schema_version.create(connection, checkfirst=True)
@@ -280,7 +291,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         try:
             with self._cursor("reading the schema version") as cursor:
                 row = self._execute(cursor, "schema_version",
-                                    lambda: select(schema_version.c.version)).fetchone()
+                                    lambda: sa.select(schema.schema_version.c.version)).fetchone()
         except StoreError:
             self._reset_hot()  # (PostgreSQL: not left open if the full set-up then fails)
             return False
@@ -289,7 +300,8 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
     def close(self) -> None:
         with self._lock:
             self._reset_hot()
-            self.engine.dispose()
+            if self._engine is not None:
+                self._engine.dispose()
 
     # -- runs --------------------------------------------------------------------------------
     @transient(done=_run_created)
@@ -304,22 +316,22 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         """:meth:`create_run`'s writes (PostgreSQL: in one statement, ``pg_starts.py``)."""
         with self._cursor(f"creating run {run.execution_id}", write=True) as cursor:
             self._store_plan(cursor, run.plan_fingerprint, plan_json)
-            self._execute(cursor, "create_run", lambda: self._insert_or_ignore(runs).returning(
-                runs.c.execution_id), **self._run_values(run))
+            self._execute(cursor, "create_run", lambda: self._insert_or_ignore(
+                schema.runs).returning(schema.runs.c.execution_id), **self._run_values(run))
             if cursor.fetchone() is None:
                 raise ExecutionExists(run.execution_id)
             if run.status == RunStatus.QUEUED:
                 self._notify(cursor)
 
     def _store_plan(self, cursor: Any, fingerprint: str, plan_json: str) -> None:
-        self._execute(cursor, "store_plan", lambda: self._insert_or_ignore(plans),
+        self._execute(cursor, "store_plan", lambda: self._insert_or_ignore(schema.plans),
                       fingerprint=fingerprint, plan=plan_json, created_at=time.time(), tasks=None)
 
     _run_values = staticmethod(run_values)
 
     @staticmethod
     def _to_run(row: Any) -> RunRecord:
-        values = dict(zip(_RUN_FIELDS, row, strict=True))
+        values = dict(zip(RUN_COLUMNS, row, strict=True))
         return RunRecord(
             execution_id=values["execution_id"], workflow=values["workflow"],
             plan_fingerprint=values["plan_fingerprint"], status=values["status"],
@@ -342,15 +354,15 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
     @transient()
     def get_run(self, execution_id: str) -> RunRecord | None:
         with self._cursor(f"reading run {execution_id}") as cursor:
-            row = self._execute(cursor, "get_run", lambda: select(*runs.columns).where(
-                runs.c.execution_id == _EID), eid=execution_id).fetchone()
+            row = self._execute(cursor, "get_run", lambda: sa.select(*schema.runs.columns).where(
+                schema.runs.c.execution_id == eid()), eid=execution_id).fetchone()
         return self._to_run(row) if row is not None else None
 
     @transient()
     def cancel_requested_at(self, execution_id: str) -> float | None:
         with self._cursor(f"reading run {execution_id}") as cursor:
-            row = self._execute(cursor, "cancel_requested_at", lambda: select(
-                runs.c.cancel_requested_at).where(runs.c.execution_id == _EID),
+            row = self._execute(cursor, "cancel_requested_at", lambda: sa.select(
+                schema.runs.c.cancel_requested_at).where(schema.runs.c.execution_id == eid()),
                 eid=execution_id).fetchone()
         return float(row[0]) if row is not None and row[0] is not None else None
 
@@ -381,31 +393,33 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                 **values).fetchall()
         if not rows:
             return [], None
-        last = dict(zip(_RUN_FIELDS, rows[-1], strict=True))
+        last = dict(zip(RUN_COLUMNS, rows[-1], strict=True))
         return [self._to_run(row) for row in rows], RunCursor(last["updated_at"],
                                                               last["execution_id"])
 
     @transient()
     def get_plan(self, fingerprint: str) -> str | None:
         with self._cursor("reading a plan") as cursor:
-            row = self._execute(cursor, "get_plan", lambda: select(plans.c.plan).where(
-                plans.c.fingerprint == bindparam("fp")), fp=fingerprint).fetchone()
+            row = self._execute(cursor, "get_plan", lambda: sa.select(schema.plans.c.plan).where(
+                schema.plans.c.fingerprint == sa.bindparam("fp")), fp=fingerprint).fetchone()
         return str(row[0]) if row is not None else None
 
     @transient()
     def set_plan_tasks(self, fingerprint: str, tasks_json: str) -> bool:
         with self._cursor(f"recording the tasks of plan {fingerprint[:12]}",
                           write=True) as cursor:
-            self._execute(cursor, "set_plan_tasks", lambda: update(plans).where(
-                plans.c.fingerprint == bindparam("fp"), plans.c.tasks.is_(None)).values(
-                tasks=bindparam("tasks")), fp=fingerprint, tasks=tasks_json)
+            self._execute(cursor, "set_plan_tasks", lambda: sa.update(schema.plans).where(
+                schema.plans.c.fingerprint == sa.bindparam("fp"),
+                schema.plans.c.tasks.is_(None)).values(tasks=sa.bindparam("tasks")),
+                fp=fingerprint, tasks=tasks_json)
             return bool(cursor.rowcount == 1)
 
     @transient()
     def get_plan_tasks(self, fingerprint: str) -> str | None:
         with self._cursor("reading a plan's tasks") as cursor:
-            row = self._execute(cursor, "get_plan_tasks", lambda: select(plans.c.tasks).where(
-                plans.c.fingerprint == bindparam("fp")), fp=fingerprint).fetchone()
+            row = self._execute(cursor, "get_plan_tasks", lambda: sa.select(
+                schema.plans.c.tasks).where(schema.plans.c.fingerprint == sa.bindparam("fp")),
+                fp=fingerprint).fetchone()
         return str(row[0]) if row is not None and row[0] is not None else None
 
     @transient()
@@ -414,9 +428,9 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         with self._cursor(f"changing the plan of run {execution_id}", write=True) as cursor:
             self._fence(cursor, execution_id, owner)
             self._store_plan(cursor, fingerprint, plan_json)
-            self._execute(cursor, "set_run_plan", lambda: update(runs).where(
-                runs.c.execution_id == _EID).values(plan_fingerprint=bindparam("fp"),
-                                                     updated_at=bindparam("now")),
+            self._execute(cursor, "set_run_plan", lambda: sa.update(schema.runs).where(
+                schema.runs.c.execution_id == eid()).values(plan_fingerprint=sa.bindparam("fp"),
+                                                     updated_at=sa.bindparam("now")),
                 eid=execution_id, fp=fingerprint, now=time.time())
 
     @transient()
@@ -427,16 +441,16 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         pauses readdressed and the ``upgraded`` event."""
         with self._cursor(f"upgrading run {execution_id}", write=True) as cursor:
             self._store_plan(cursor, fingerprint, plan_json)
-            self._execute(cursor, "move_run_plan", lambda: update(runs).where(
-                runs.c.execution_id == _EID, runs.c.owner.is_(None),
-                runs.c.plan_fingerprint == bindparam("expected"),
-                or_(*(runs.c.status == status for status in LIVE_STATUSES))).values(
-                plan_fingerprint=bindparam("fp"), updated_at=bindparam("now")),
+            self._execute(cursor, "move_run_plan", lambda: sa.update(schema.runs).where(
+                schema.runs.c.execution_id == eid(), schema.runs.c.owner.is_(None),
+                schema.runs.c.plan_fingerprint == sa.bindparam("expected"),
+                sa.or_(*(schema.runs.c.status == status for status in LIVE_STATUSES))).values(
+                plan_fingerprint=sa.bindparam("fp"), updated_at=sa.bindparam("now")),
                 eid=execution_id, expected=expected, fp=fingerprint, now=time.time())
             if cursor.rowcount != 1:
                 return False
             for to in readdress:
-                for table in (pending_interrupts, decisions):
+                for table in (schema.pending_interrupts, schema.decisions):
                     self._execute(cursor, f"readdress_{table.name}", _readdressing(table),
                                   eid=execution_id, cid=to.checkpoint_id, node=to.node_id,
                                   path=to.agent_path)
@@ -507,7 +521,7 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                     else run.error)
                 self._store_plan(cursor, run.plan_fingerprint, plan_json)
                 self._execute(cursor, "create_keyed_run", lambda: self._insert_or_ignore(
-                    runs).returning(runs.c.execution_id), **self._run_values(stored))
+                    schema.runs).returning(schema.runs.c.execution_id), **self._run_values(stored))
                 if cursor.fetchone() is None:  # the same id under another key's lock won:
                     raise ExecutionExists(run.execution_id)  # nothing of this one is kept
             for older in decision.cancel:
@@ -536,12 +550,12 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
                     error: str | None) -> None:
         """Set the final (or paused) status and error, and release ``owner``'s lease."""
         def build() -> ClauseElement:
-            mine = runs.c.owner == bindparam("holder")
-            return update(runs).where(runs.c.execution_id == _EID).values(
-                status=bindparam("status"), updated_at=bindparam("now"),
-                error=bindparam("error"),
-                owner=case((mine, None), else_=runs.c.owner),
-                lease_until=case((mine, None), else_=runs.c.lease_until))
+            mine = schema.runs.c.owner == sa.bindparam("holder")
+            return sa.update(schema.runs).where(schema.runs.c.execution_id == eid()).values(
+                status=sa.bindparam("status"), updated_at=sa.bindparam("now"),
+                error=sa.bindparam("error"),
+                owner=sa.case((mine, None), else_=schema.runs.c.owner),
+                lease_until=sa.case((mine, None), else_=schema.runs.c.lease_until))
 
         self._execute(cursor, "set_status", build, eid=execution_id, status=status,
                       now=time.time(), error=error, holder=owner)
@@ -563,31 +577,11 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
             self._set_status(cursor, row.execution_id, status, owner, to_json(error))
 
     def _prune(self, cutoff: float, *, include_failed: bool) -> PruneResult:
-        """Delete finished runs in one write transaction (paused/running runs never match)."""
-        statuses = [RunStatus.COMPLETED.value, RunStatus.CANCELLED.value] + (
-            [RunStatus.FAILED.value] if include_failed else [])
+        """Delete finished runs in one write transaction (``sql_prune.py``)."""
+        from tether.stores.sql_prune import prune_finished
+
         with self._engine_write("pruning") as connection:
-            doomed = [r[0] for r in connection.execute(
-                select(runs.c.execution_id).where(and_(
-                    runs.c.status.in_(statuses), runs.c.updated_at < cutoff,
-                    runs.c.execution_id.not_in(select(pending_interrupts.c.execution_id)),
-                ))).all()]
-            counts = [0, 0]
-            for start in range(0, len(doomed), 500):
-                chunk = doomed[start:start + 500]
-                counts[0] += connection.execute(delete(checkpoints).where(
-                    checkpoints.c.execution_id.in_(chunk))).rowcount
-                counts[1] += connection.execute(delete(idempotency_cache).where(
-                    idempotency_cache.c.execution_id.in_(chunk))).rowcount
-                connection.execute(delete(decisions).where(
-                    decisions.c.execution_id.in_(chunk)))
-                connection.execute(delete(run_events).where(
-                    run_events.c.execution_id.in_(chunk)))
-                connection.execute(delete(runs).where(runs.c.execution_id.in_(chunk)))
-            connection.execute(delete(plans).where(and_(
-                plans.c.fingerprint.not_in(select(runs.c.plan_fingerprint)),
-                plans.c.fingerprint.not_in(select(schedules.c.plan_fingerprint)))))
-        return PruneResult(len(doomed), counts[0], counts[1], tuple(sorted(doomed)))
+            return prune_finished(connection, cutoff, include_failed=include_failed)
 
     # -- plumbing for the statement modules (sql_queue.py) -------------------------------------
     def sql_cursor(self, what: str, *,

@@ -6,17 +6,20 @@ primary key ``(execution_id, event_id)``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import and_, bindparam, insert, select
-from sqlalchemy.sql.elements import BindParameter
+from typing import TYPE_CHECKING, Any
 
 from tether.stores.events import RunEvent, RunEventKind
+from tether.stores.lazy import LazyModule
 from tether.stores.retry import transient
-from tether.stores.schema import run_events
 from tether.stores.statements import from_json, to_json
 
-_EID: BindParameter[str] = bindparam("eid")
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from tether.stores import schema
+else:  # imported when a statement is first built (SQLite: rarely, see lazy.py)
+    sa = LazyModule("sqlalchemy")
+    schema = LazyModule("tether.stores.schema")
 
 
 def event_values(event: RunEvent) -> dict[str, Any]:
@@ -43,7 +46,8 @@ class SQLEvents:
 
     def _insert_event(self, cursor: Any, event: RunEvent) -> None:
         """Insert ``event`` on ``cursor`` (inside the caller's transaction)."""
-        self._execute(cursor, "insert_event", lambda: insert(run_events), **event_values(event))
+        self._execute(cursor, "insert_event", lambda: sa.insert(schema.run_events),
+                      **event_values(event))
 
     @transient()
     def add_event(self, event: RunEvent) -> None:
@@ -58,9 +62,9 @@ class SQLEvents:
         """The run's events with ``event_id > after``, oldest first, at most ``limit``."""
         with self._cursor(f"reading the events of run {execution_id}") as cursor:
             rows = self._execute(
-                cursor, "events", lambda: select(*run_events.columns).where(and_(
-                    run_events.c.execution_id == _EID,
-                    run_events.c.event_id > bindparam("after"))).order_by(
-                    run_events.c.event_id).limit(bindparam("limit")),
+                cursor, "events", lambda: sa.select(*schema.run_events.columns).where(sa.and_(
+                    schema.run_events.c.execution_id == sa.bindparam("eid"),
+                    schema.run_events.c.event_id > sa.bindparam("after"))).order_by(
+                    schema.run_events.c.event_id).limit(sa.bindparam("limit")),
                 eid=execution_id, after=after or "", limit=limit).fetchall()
         return [_to_event(row) for row in rows]

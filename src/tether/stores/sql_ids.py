@@ -9,31 +9,37 @@ collation that orders ids otherwise than code point by code point.
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select
-from sqlalchemy.sql import ClauseElement
+from typing import TYPE_CHECKING, Any
 
 from tether.stores.idprefix import IdMatches, select_matches, upper_bound
+from tether.stores.lazy import LazyModule
 from tether.stores.retry import transient
-from tether.stores.schema import checkpoints, runs
 from tether.stores.sql_leases import SQLLeases
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy import ClauseElement, ColumnElement
+
+    from tether.stores import schema
+else:  # imported when a statement is first built (SQLite: rarely, see lazy.py)
+    sa = LazyModule("sqlalchemy")
+    schema = LazyModule("tether.stores.schema")
 
 
 def _in_range(column: ColumnElement[str], bounded: bool) -> ColumnElement[bool]:
-    low = column >= bindparam("low")
-    return and_(low, column < bindparam("high")) if bounded else low
+    low = column >= sa.bindparam("low")
+    return sa.and_(low, column < sa.bindparam("high")) if bounded else low
 
 
 def _run_where(bounded: bool) -> ColumnElement[bool]:
-    return _in_range(runs.c.execution_id, bounded)
+    return _in_range(schema.runs.c.execution_id, bounded)
 
 
 def _checkpoint_where(bounded: bool) -> ColumnElement[bool]:
-    cid = checkpoints.c.checkpoint_id
-    tail = func.substr(cid, func.length(cid) - bindparam("n") + 1) == bindparam("low")
-    return and_(checkpoints.c.execution_id == bindparam("eid"),
-                or_(_in_range(cid, bounded), tail))
+    cid = schema.checkpoints.c.checkpoint_id
+    tail = sa.func.substr(cid, sa.func.length(cid) - sa.bindparam("n") + 1) == sa.bindparam("low")
+    return sa.and_(schema.checkpoints.c.execution_id == sa.bindparam("eid"),
+                sa.or_(_in_range(cid, bounded), tail))
 
 
 class SQLIds(SQLLeases):
@@ -45,11 +51,11 @@ class SQLIds(SQLLeases):
         bounded = high is not None
 
         def listed() -> ClauseElement:
-            return select(runs.c.execution_id).where(_run_where(bounded)).order_by(
-                runs.c.execution_id).limit(bindparam("limit"))
+            return sa.select(schema.runs.c.execution_id).where(_run_where(bounded)).order_by(
+                schema.runs.c.execution_id).limit(sa.bindparam("limit"))
 
         def counted() -> ClauseElement:
-            return select(func.count()).select_from(runs).where(_run_where(bounded))
+            return sa.select(sa.func.count()).select_from(schema.runs).where(_run_where(bounded))
 
         return self._matches(f"runs_prefix_{bounded}", listed, counted, prefix, limit,
                              suffix=False, low=prefix, high=high)
@@ -61,11 +67,11 @@ class SQLIds(SQLLeases):
         bounded = high is not None
 
         def listed() -> ClauseElement:
-            return select(checkpoints.c.checkpoint_id).where(_checkpoint_where(bounded)) \
-                .order_by(checkpoints.c.checkpoint_id).limit(bindparam("limit"))
+            return sa.select(schema.checkpoints.c.checkpoint_id).where(_checkpoint_where(bounded)) \
+                .order_by(schema.checkpoints.c.checkpoint_id).limit(sa.bindparam("limit"))
 
         def counted() -> ClauseElement:
-            return select(func.count()).select_from(checkpoints).where(
+            return sa.select(sa.func.count()).select_from(schema.checkpoints).where(
                 _checkpoint_where(bounded))
 
         return self._matches(f"checkpoints_prefix_{bounded}", listed, counted, text, limit,

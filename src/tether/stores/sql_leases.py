@@ -10,35 +10,53 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from typing import Any
-
-from sqlalchemy import and_, bindparam, case, or_, select, update
-from sqlalchemy.sql import ClauseElement
-from sqlalchemy.sql.elements import BindParameter
+from typing import TYPE_CHECKING, Any
 
 from tether.errors import LeaseLost
 from tether.stores.events import RunEvent
+from tether.stores.lazy import LazyModule
 from tether.stores.owners import describe_owner
 from tether.stores.records import RunRecord, RunStatus
 from tether.stores.retry import transient
-from tether.stores.schema import runs
 
-_EID: BindParameter[str] = bindparam("eid")
-_TAKE: dict[str, Any] = {  # the SET of taking a lease: a completed run keeps its status
-    "owner": bindparam("owner"), "lease_until": bindparam("until"),
-    "status": case((runs.c.status == RunStatus.COMPLETED.value, runs.c.status),
-                   else_=RunStatus.RUNNING.value),
-    "attempt": case((runs.c.owner == bindparam("owner"), runs.c.attempt),
-                    else_=runs.c.attempt + 1),
-    "updated_at": bindparam("now"),
-}
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy import BindParameter, ClauseElement, ColumnElement
+
+    from tether.stores import schema
+else:  # imported when a statement is first built (SQLite: rarely, see lazy.py)
+    sa = LazyModule("sqlalchemy")
+    schema = LazyModule("tether.stores.schema")
+
+
+def eid() -> BindParameter[str]:
+    """The ``:eid`` parameter (a run's execution id) of most statements."""
+    return sa.bindparam("eid")
 
 
 def acquire_statement() -> ClauseElement:
-    """The lease compare-and-set: free, expired, ours, or held by a dead owner."""
-    free = or_(runs.c.owner.is_(None), runs.c.owner == bindparam("owner"),
-               runs.c.lease_until < bindparam("now"), runs.c.owner == bindparam("steal"))
-    return update(runs).where(and_(runs.c.execution_id == _EID, free)).values(**_TAKE)
+    """The lease compare-and-set: free, expired, ours, or held by a dead owner. Its SET: a
+    completed run keeps its status."""
+    runs = schema.runs
+    free = sa.or_(runs.c.owner.is_(None), runs.c.owner == sa.bindparam("owner"),
+                  runs.c.lease_until < sa.bindparam("now"),
+                  runs.c.owner == sa.bindparam("steal"))
+    take: dict[str, Any] = {
+        "owner": sa.bindparam("owner"), "lease_until": sa.bindparam("until"),
+        "status": sa.case((runs.c.status == RunStatus.COMPLETED.value, runs.c.status),
+                          else_=RunStatus.RUNNING.value),
+        "attempt": sa.case((runs.c.owner == sa.bindparam("owner"), runs.c.attempt),
+                           else_=runs.c.attempt + 1),
+        "updated_at": sa.bindparam("now"),
+    }
+    return sa.update(runs).where(sa.and_(runs.c.execution_id == eid(),
+                                         free)).values(**take)
+
+
+def _held() -> ColumnElement[bool]:
+    """The run ``:eid``, while ``:holder`` holds it."""
+    runs = schema.runs
+    return sa.and_(runs.c.execution_id == eid(), runs.c.owner == sa.bindparam("holder"))
 
 
 def _lost_reason(holder: str | None) -> str:
@@ -88,8 +106,8 @@ class SQLLeases:
         the whole transaction, never inside it."""
         if owner is None:
             return
-        row = self._execute(cursor, "fence", lambda: select(runs.c.owner).where(
-            runs.c.execution_id == _EID).with_for_update(), eid=execution_id).fetchone()
+        row = self._execute(cursor, "fence", lambda: sa.select(schema.runs.c.owner).where(
+            schema.runs.c.execution_id == eid()).with_for_update(), eid=execution_id).fetchone()
         if row is None or row[0] != owner:
             raise LeaseLost(execution_id, _lost_reason(row[0] if row else None))
 
@@ -104,9 +122,8 @@ class SQLLeases:
         a retry window longer than the lease would keep a cut-off attempt believing it
         still holds the run (its heartbeat retries again and loses the lease in time)."""
         with self._cursor(f"renewing the lease of run {execution_id}", write=True) as cursor:
-            self._execute(cursor, "renew", lambda: update(runs).where(and_(
-                runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
-                lease_until=bindparam("until")), eid=execution_id, holder=owner, until=until)
+            self._execute(cursor, "renew", lambda: sa.update(schema.runs).where(_held()).values(
+                lease_until=sa.bindparam("until")), eid=execution_id, holder=owner, until=until)
             return bool(cursor.rowcount == 1)
 
     @transient()
@@ -119,9 +136,8 @@ class SQLLeases:
                 self._insert_event(cursor, event)
 
     def _release(self, cursor: Any, execution_id: str, owner: str | None) -> None:
-        self._execute(cursor, "release", lambda: update(runs).where(and_(
-            runs.c.execution_id == _EID, runs.c.owner == bindparam("holder"))).values(
+        self._execute(cursor, "release", lambda: sa.update(schema.runs).where(_held()).values(
             owner=None, lease_until=None), eid=execution_id, holder=owner)
 
 
-__all__ = ["SQLLeases", "acquire_statement"]
+__all__ = ["SQLLeases", "acquire_statement", "eid"]

@@ -13,26 +13,11 @@ import contextlib
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
-
-from sqlalchemy import (
-    Insert,
-    Table,
-    and_,
-    bindparam,
-    delete,
-    exists,
-    insert,
-    literal_column,
-    or_,
-    select,
-)
-from sqlalchemy.sql import ClauseElement, Select
-from sqlalchemy.sql.elements import BindParameter
+from typing import TYPE_CHECKING, Any
 
 from tether.errors import StoreError
-from tether.stores import listing
 from tether.stores.events import answered_event
+from tether.stores.lazy import LazyModule
 from tether.stores.records import (
     RUN_END,
     CheckpointRow,
@@ -45,37 +30,46 @@ from tether.stores.records import (
     utc,
 )
 from tether.stores.retry import transient
-from tether.stores.schema import (
-    checkpoints,
-    decisions,
-    idempotency_cache,
-    pending_interrupts,
-    run_events,
-    runs,
-)
 from tether.stores.sql_events import event_values
 from tether.stores.sql_ids import SQLIds
-from tether.stores.sql_leases import acquire_statement
+from tether.stores.sql_leases import acquire_statement, eid
+from tether.stores.sql_text import DECISION_COLUMNS, PENDING_COLUMNS
 from tether.stores.statements import Statements, from_json, to_json
 
-_ROW_FIELDS = [c.name for c in checkpoints.columns]
-assert tuple(_ROW_FIELDS) == CheckpointRow._fields, "CheckpointRow must follow the columns"
-_PENDING_FIELDS = [c.name for c in pending_interrupts.columns]
-_DECISION_FIELDS = [c.name for c in decisions.columns]
-_EID: BindParameter[str] = bindparam("eid")
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from sqlalchemy import ClauseElement, Insert, Select, Table
+
+    from tether.stores import listing, schema
+else:  # imported when a statement is first built (SQLite: rarely, see lazy.py)
+    sa = LazyModule("sqlalchemy")
+    schema = LazyModule("tether.stores.schema")
+    listing = LazyModule("tether.stores.listing")
+
+_ROW_FIELDS = CheckpointRow._fields  # the columns of ``checkpoints`` (schema.py checks)
 
 
 def _fenced_insert() -> ClauseElement:
     """The checkpoint INSERT that writes only while the run row names the owner."""
-    held: Select[Any] = select(literal_column("1")).select_from(runs).where(and_(
-        runs.c.execution_id == bindparam("eid"), runs.c.owner == bindparam("owner"),
+    runs, checkpoints = schema.runs, schema.checkpoints
+    held: Select[Any] = sa.select(sa.literal_column("1")).select_from(runs).where(sa.and_(
+        runs.c.execution_id == eid(), runs.c.owner == sa.bindparam("owner"),
     )).with_for_update(read=True)
-    values = select(*[bindparam(name, type_=checkpoints.c[name].type) for name in _ROW_FIELDS])
-    return insert(checkpoints).from_select(_ROW_FIELDS, values.where(exists(held)))
+    values = sa.select(*[sa.bindparam(name, type_=checkpoints.c[name].type)
+                         for name in _ROW_FIELDS])
+    return sa.insert(checkpoints).from_select(_ROW_FIELDS, values.where(sa.exists(held)))
+
+
+def _claim_statement() -> ClauseElement:
+    """The claim of one pending interrupt: its row deleted, and returned."""
+    pending = schema.pending_interrupts
+    return sa.delete(pending).where(sa.and_(
+        pending.c.execution_id == eid(), pending.c.checkpoint_id == sa.bindparam("cid"),
+    )).returning(*pending.columns)
 
 
 def _to_decision(row: Any) -> Decision:
-    values = dict(zip(_DECISION_FIELDS, row, strict=True))
+    values = dict(zip(DECISION_COLUMNS, row, strict=True))
     return Decision(
         execution_id=values["execution_id"], checkpoint_id=values["checkpoint_id"],
         node_id=values["node_id"], agent_path=values["agent_path"],
@@ -126,7 +120,7 @@ class SQLRows(SQLIds):
                 if owner is not None:
                     written = self._put_fenced(self._hot(), row, owner)
                 else:
-                    statement = self._sql.get("put", lambda: insert(checkpoints))
+                    statement = self._sql.get("put", lambda: sa.insert(schema.checkpoints))
                     written = self._put(self._hot(), statement.sql, row
                                         if statement.names is not None else
                                         statement.params(row._asdict()))
@@ -151,7 +145,7 @@ class SQLRows(SQLIds):
         return bool(connection.execute(sql, params).rowcount == 1)
 
     def _insert_row(self, cursor: Any, row: CheckpointRow) -> None:
-        statement = self._sql.get("put", lambda: insert(checkpoints))
+        statement = self._sql.get("put", lambda: sa.insert(schema.checkpoints))
         cursor.execute(self._text(statement.sql), statement.params(row._asdict())
                        if statement.names is None else row)
 
@@ -159,12 +153,13 @@ class SQLRows(SQLIds):
     def _rows(self, execution_id: str, first: str | None = None,
               last: str | None = None) -> list[CheckpointRow]:
         def build() -> ClauseElement:
-            low = or_(bindparam("first", type_=checkpoints.c.checkpoint_id.type).is_(None),
-                      checkpoints.c.checkpoint_id >= bindparam("first"))
-            high = or_(bindparam("last", type_=checkpoints.c.checkpoint_id.type).is_(None),
-                       checkpoints.c.checkpoint_id <= bindparam("last"))
-            return select(*checkpoints.columns).where(and_(
-                checkpoints.c.execution_id == _EID, low, high)).order_by(
+            checkpoints = schema.checkpoints
+            low = sa.or_(sa.bindparam("first", type_=checkpoints.c.checkpoint_id.type).is_(None),
+                         checkpoints.c.checkpoint_id >= sa.bindparam("first"))
+            high = sa.or_(sa.bindparam("last", type_=checkpoints.c.checkpoint_id.type).is_(None),
+                          checkpoints.c.checkpoint_id <= sa.bindparam("last"))
+            return sa.select(*checkpoints.columns).where(sa.and_(
+                checkpoints.c.execution_id == eid(), low, high)).order_by(
                 checkpoints.c.checkpoint_id)
 
         with self._cursor(f"reading checkpoints of run {execution_id}") as cursor:
@@ -177,11 +172,12 @@ class SQLRows(SQLIds):
                    limit: int) -> list[CheckpointRow]:
         """One keyset page: ``checkpoint_id > after ORDER BY checkpoint_id LIMIT n``."""
         def build() -> ClauseElement:
-            low = or_(bindparam("after", type_=checkpoints.c.checkpoint_id.type).is_(None),
-                      checkpoints.c.checkpoint_id > bindparam("after"))
-            return select(*checkpoints.columns).where(and_(
-                checkpoints.c.execution_id == _EID, low)).order_by(
-                checkpoints.c.checkpoint_id).limit(bindparam("n"))
+            checkpoints = schema.checkpoints
+            low = sa.or_(sa.bindparam("after", type_=checkpoints.c.checkpoint_id.type).is_(None),
+                         checkpoints.c.checkpoint_id > sa.bindparam("after"))
+            return sa.select(*checkpoints.columns).where(sa.and_(
+                checkpoints.c.execution_id == eid(), low)).order_by(
+                checkpoints.c.checkpoint_id).limit(sa.bindparam("n"))
 
         with self._cursor(f"reading checkpoints of run {execution_id}") as cursor:
             rows = self._execute(cursor, "page_rows", build, eid=execution_id, after=after,
@@ -191,16 +187,18 @@ class SQLRows(SQLIds):
     @transient()
     def _row(self, execution_id: str, checkpoint_id: str) -> CheckpointRow | None:
         with self._cursor(f"reading checkpoint {checkpoint_id}") as cursor:
-            row = self._execute(cursor, "row", lambda: select(*checkpoints.columns).where(and_(
-                checkpoints.c.execution_id == _EID,
-                checkpoints.c.checkpoint_id == bindparam("cid"))),
+            row = self._execute(cursor, "row", lambda: sa.select(
+                *schema.checkpoints.columns).where(sa.and_(
+                schema.checkpoints.c.execution_id == eid(),
+                schema.checkpoints.c.checkpoint_id == sa.bindparam("cid"))),
                 eid=execution_id, cid=checkpoint_id).fetchone()
         return CheckpointRow(*row) if row is not None else None
 
     @transient()
     def _last_row(self, execution_id: str, *, skip_run_end: bool) -> CheckpointRow | None:
         def build() -> ClauseElement:
-            query = select(*checkpoints.columns).where(checkpoints.c.execution_id == _EID)
+            checkpoints = schema.checkpoints
+            query = sa.select(*checkpoints.columns).where(checkpoints.c.execution_id == eid())
             if skip_run_end:
                 query = query.where(checkpoints.c.node_id != RUN_END)
             return query.order_by(checkpoints.c.checkpoint_id.desc()).limit(1)
@@ -216,17 +214,17 @@ class SQLRows(SQLIds):
                          owner: str | None) -> None:
         with self._cursor(f"pausing run {row.execution_id}", write=True) as cursor:
             self._fence(cursor, row.execution_id, owner)
-            exists = self._execute(cursor, "pending_exists", lambda: select(
-                pending_interrupts.c.checkpoint_id).where(and_(
-                    pending_interrupts.c.execution_id == _EID,
-                    pending_interrupts.c.agent_path == bindparam("path"),
-                    pending_interrupts.c.node_id == bindparam("node"))),
+            exists = self._execute(cursor, "pending_exists", lambda: sa.select(
+                schema.pending_interrupts.c.checkpoint_id).where(sa.and_(
+                    schema.pending_interrupts.c.execution_id == eid(),
+                    schema.pending_interrupts.c.agent_path == sa.bindparam("path"),
+                    schema.pending_interrupts.c.node_id == sa.bindparam("node"))),
                 eid=row.execution_id, path=pending.agent_path, node=pending.node_id).fetchone()
             if exists is not None:
                 raise StoreError(f"run {row.execution_id} already has a pending interrupt at "
                                  f"{pending.address}")
             self._insert_row(cursor, row)
-            self._execute(cursor, "record_pending", lambda: insert(pending_interrupts),
+            self._execute(cursor, "record_pending", lambda: sa.insert(schema.pending_interrupts),
                           execution_id=pending.execution_id,
                           checkpoint_id=pending.checkpoint_id, node_id=pending.node_id,
                           agent_path=pending.agent_path, reason=pending.reason,
@@ -248,7 +246,7 @@ class SQLRows(SQLIds):
 
     @staticmethod
     def _to_pending(row: Any) -> PendingInterrupt:
-        values = dict(zip(_PENDING_FIELDS, row, strict=True))
+        values = dict(zip(PENDING_COLUMNS, row, strict=True))
         return PendingInterrupt(
             execution_id=values["execution_id"], checkpoint_id=values["checkpoint_id"],
             node_id=values["node_id"], agent_path=values["agent_path"],
@@ -257,28 +255,31 @@ class SQLRows(SQLIds):
 
     @transient()
     def list_pending(self, execution_id: str | None = None) -> list[PendingInterrupt]:
-        order = (pending_interrupts.c.created_at, pending_interrupts.c.execution_id,
-                 pending_interrupts.c.checkpoint_id)
+        def build(of_run: bool) -> ClauseElement:
+            pending = schema.pending_interrupts
+            query = sa.select(*pending.columns)
+            if of_run:
+                query = query.where(pending.c.execution_id == eid())
+            return query.order_by(pending.c.created_at, pending.c.execution_id,
+                                  pending.c.checkpoint_id)
+
         with self._cursor("listing pending interrupts") as cursor:
             if execution_id is None:
-                self._execute(cursor, "list_pending", lambda: select(
-                    *pending_interrupts.columns).order_by(*order))
+                self._execute(cursor, "list_pending", lambda: build(of_run=False))
             else:
-                self._execute(cursor, "list_pending_of", lambda: select(
-                    *pending_interrupts.columns).where(
-                    pending_interrupts.c.execution_id == _EID).order_by(*order),
-                    eid=execution_id)
+                self._execute(cursor, "list_pending_of", lambda: build(of_run=True),
+                              eid=execution_id)
             rows = cursor.fetchall()
         return [self._to_pending(row) for row in rows]
 
     @transient()
     def due_pending(self, now: float, limit: int = 100) -> list[PendingInterrupt]:
         with self._cursor("listing due timers") as cursor:
-            rows = self._execute(cursor, "due_pending", lambda: select(
-                *pending_interrupts.columns).where(
-                pending_interrupts.c.due_at <= bindparam("now")).order_by(
-                pending_interrupts.c.due_at, pending_interrupts.c.execution_id,
-                pending_interrupts.c.checkpoint_id).limit(bindparam("n")),
+            rows = self._execute(cursor, "due_pending", lambda: sa.select(
+                *schema.pending_interrupts.columns).where(
+                schema.pending_interrupts.c.due_at <= sa.bindparam("now")).order_by(
+                schema.pending_interrupts.c.due_at, schema.pending_interrupts.c.execution_id,
+                schema.pending_interrupts.c.checkpoint_id).limit(sa.bindparam("n")),
                 now=now, n=max(0, limit)).fetchall()
         return [self._to_pending(row) for row in rows]
 
@@ -307,23 +308,21 @@ class SQLRows(SQLIds):
         execution_id = pending.execution_id
         with self._cursor(f"claiming the interrupt of run {execution_id} at "
                           f"{pending.address}", write=True) as cursor:
-            self._execute(cursor, "lock_run", lambda: select(runs.c.execution_id).where(
-                runs.c.execution_id == _EID).with_for_update(), eid=execution_id)
-            row = self._execute(cursor, "claim", lambda: delete(pending_interrupts).where(and_(
-                pending_interrupts.c.execution_id == _EID,
-                pending_interrupts.c.checkpoint_id == bindparam("cid"))).returning(
-                *pending_interrupts.columns), eid=execution_id,
-                cid=pending.checkpoint_id).fetchone()
+            self._execute(cursor, "lock_run", lambda: sa.select(
+                schema.runs.c.execution_id).where(
+                schema.runs.c.execution_id == eid()).with_for_update(), eid=execution_id)
+            row = self._execute(cursor, "claim", _claim_statement, eid=execution_id,
+                                cid=pending.checkpoint_id).fetchone()
             if row is None:
                 return None
             found = self._to_pending(row)
-            self._execute(cursor, "insert_decision", lambda: insert(decisions),
+            self._execute(cursor, "insert_decision", lambda: sa.insert(schema.decisions),
                           execution_id=execution_id, checkpoint_id=found.checkpoint_id,
                           node_id=found.node_id, agent_path=found.agent_path,
                           value=to_json(answer) or "{}", resolver=resolver, comment=comment,
                           created_at=time.time())
             if channel is not None:
-                self._execute(cursor, "insert_event", lambda: insert(run_events),
+                self._execute(cursor, "insert_event", lambda: sa.insert(schema.run_events),
                               **event_values(answered_event(found, resolver, channel)))
             owned = owner is not None and self._acquire(
                 cursor, "acquire", acquire_statement, execution_id, owner, until, now,
@@ -331,9 +330,9 @@ class SQLRows(SQLIds):
             return Claim(found, owned)
 
     def _decisions(self, cursor: Any, execution_id: str) -> list[Decision]:
-        rows = self._execute(cursor, "decisions", lambda: select(*decisions.columns).where(
-            decisions.c.execution_id == _EID).order_by(decisions.c.created_at,
-                                                       decisions.c.checkpoint_id),
+        rows = self._execute(cursor, "decisions", lambda: sa.select(
+            *schema.decisions.columns).where(schema.decisions.c.execution_id == eid()).order_by(
+            schema.decisions.c.created_at, schema.decisions.c.checkpoint_id),
             eid=execution_id).fetchall()
         return [_to_decision(row) for row in rows]
 
@@ -347,10 +346,11 @@ class SQLRows(SQLIds):
         with self._cursor(f"storing the decision of run {decision.execution_id}",
                           write=True) as cursor:
             self._fence(cursor, decision.execution_id, owner)
-            self._execute(cursor, "delete_decision", lambda: delete(decisions).where(and_(
-                decisions.c.execution_id == _EID, decisions.c.checkpoint_id == bindparam(
-                    "cid"))), eid=decision.execution_id, cid=decision.checkpoint_id)
-            self._execute(cursor, "insert_decision", lambda: insert(decisions),
+            self._execute(cursor, "delete_decision", lambda: sa.delete(schema.decisions).where(
+                schema.decisions.c.execution_id == eid(),
+                schema.decisions.c.checkpoint_id == sa.bindparam("cid")),
+                eid=decision.execution_id, cid=decision.checkpoint_id)
+            self._execute(cursor, "insert_decision", lambda: sa.insert(schema.decisions),
                           execution_id=decision.execution_id,
                           checkpoint_id=decision.checkpoint_id, node_id=decision.node_id,
                           agent_path=decision.agent_path, value=to_json(decision.value) or "{}",
@@ -364,10 +364,10 @@ class SQLRows(SQLIds):
             return self._cached(cursor, execution_id, key)
 
     def _cached(self, cursor: Any, execution_id: str, key: str) -> str | None:
-        row = self._execute(cursor, "get_idempotent", lambda: select(
-            idempotency_cache.c.value).where(and_(
-                idempotency_cache.c.execution_id == _EID,
-                idempotency_cache.c.key == bindparam("key"))),
+        row = self._execute(cursor, "get_idempotent", lambda: sa.select(
+            schema.idempotency_cache.c.value).where(sa.and_(
+                schema.idempotency_cache.c.execution_id == eid(),
+                schema.idempotency_cache.c.key == sa.bindparam("key"))),
             eid=execution_id, key=key).fetchone()
         return str(row[0]) if row is not None else None
 
@@ -379,7 +379,7 @@ class SQLRows(SQLIds):
         with self._cursor("writing the idempotency cache", write=True) as cursor:
             self._fence(cursor, execution_id, owner)
             self._execute(cursor, "put_idempotent",
-                          lambda: self._insert_or_ignore(idempotency_cache),
+                          lambda: self._insert_or_ignore(schema.idempotency_cache),
                           execution_id=execution_id, key=key, value=value_json,
                           created_at=time.time())
             current = self._cached(cursor, execution_id, key)

@@ -25,12 +25,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
-from typing import Any
-
-from sqlalchemy import Connection, Insert, Table, create_engine
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.pool import StaticPool
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tether.errors import StoreError, StoreUnavailable
 from tether.stores.records import CheckpointRow, Decision
@@ -39,6 +35,11 @@ from tether.stores.sqlite_file import Durability, is_locked, locked_error
 from tether.stores.sqlite_file import connect as _connect
 from tether.stores.sqlite_file import identity as _identity
 from tether.stores.sqlite_file import make_private as _make_private
+from tether.stores.sqlite_statements import STATEMENTS
+from tether.stores.statements import Compiled
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine, Insert, Table
 
 
 class SQLiteCheckpointer(SQLCheckpointer):
@@ -46,6 +47,11 @@ class SQLiteCheckpointer(SQLCheckpointer):
     missing; with ``create=False`` a missing file is a :class:`~tether.errors.StoreError`)."""
 
     paramstyle = "?"
+    ready_statements: Mapping[str, Compiled] = STATEMENTS
+    """The statements compiled ahead of time (``sqlite_statements.py``, generated): opening
+    a current database and the commands' statements import no SQLAlchemy (issue 25). A
+    subclass that builds a statement otherwise (another ``_insert_or_ignore``) sets it to
+    ``{}``: a ready statement is used as it is, its builder never called."""
     _can_drop_columns = sqlite3.sqlite_version_info >= (3, 35, 0)
 
     def __init__(self, path: str | os.PathLike[str] = ".tether/tether.db", *,
@@ -68,9 +74,16 @@ class SQLiteCheckpointer(SQLCheckpointer):
                 from exc
         self._identity = _identity(self.path)
         self._put_cursor = self._connection.cursor()  # kept: one per checkpoint costs more
-        engine = create_engine("sqlite://", creator=lambda: self._connection,
-                               poolclass=StaticPool)
-        super().__init__(engine)
+        super().__init__(None, self.ready_statements)
+
+    def _make_engine(self) -> Engine:
+        """An engine over the store's one connection, made at its first use (schema set-up,
+        migrations, prune, schedules, and the statements not compiled ahead of time)."""
+        from sqlalchemy import create_engine
+        from sqlalchemy.pool import StaticPool
+
+        return create_engine("sqlite://", creator=lambda: self._connection,
+                             poolclass=StaticPool)
 
     def _check_file(self, doing: str) -> None:
         """The database file must still be the one opened: SQLite writes on to a file that
@@ -124,6 +137,8 @@ class SQLiteCheckpointer(SQLCheckpointer):
         connection.execute("COMMIT")
 
     def _insert_or_ignore(self, table: Table) -> Insert:
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
         return sqlite_insert(table).on_conflict_do_nothing()
 
     def _lock_schema(self, connection: Connection) -> None:

@@ -2,10 +2,12 @@
 
 ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``postgresql://user:pw@host/db``
 (also ``postgres://`` and ``postgresql+psycopg://``) and ``memory://`` are parsed with
-SQLAlchemy's :func:`~sqlalchemy.engine.make_url`. Every query option is checked: tether's own
-(``durability``, ``busy_timeout``, ``schema``, ``retry_seconds``, ``connect_timeout``,
-``idle_in_transaction_timeout``, ``lock_timeout``) by value, the others
-against the connection parameters libpq knows. A URL that cannot be used raises
+SQLAlchemy's :func:`~sqlalchemy.engine.make_url`; a plain SQLite URL (a path of letters,
+digits and ``./_+-``, options of plain values) is read without it, as make_url reads it, so
+that a command on a SQLite store need not import SQLAlchemy (issue 25, fast start). Every
+query option is checked: tether's own (``durability``, ``busy_timeout``, ``schema``,
+``retry_seconds``, ``connect_timeout``, ``idle_in_transaction_timeout``, ``lock_timeout``)
+by value, the others against the connection parameters libpq knows. A URL that cannot be used raises
 :class:`~tether.errors.StoreURLError` naming the part at fault, with the password masked as
 ``***``; so does every message the PostgreSQL store builds (see :func:`redact`).
 """
@@ -17,13 +19,13 @@ import itertools
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote
 
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
-
 from tether.errors import StoreURLError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 Kind = Literal["sqlite", "postgresql", "memory"]
 
@@ -47,7 +49,8 @@ class StoreURL:
     """A checked store URL. ``str()`` and ``repr()`` show it with the password masked."""
 
     kind: Kind
-    url: URL = field(repr=False)
+    text: str = field(repr=False)
+    """The URL as given, password included."""
     path: str = ""
     durability: Literal["normal", "full"] = "normal"
     busy_timeout: float = 30.0  # SQLite: how long a writer waits for another's write lock
@@ -56,6 +59,19 @@ class StoreURL:
     connect_timeout: int = 10
     idle_in_transaction_timeout: float | None = None  # None: derived (stores/pg_sessions.py)
     lock_timeout: float | None = None
+    parsed: URL | None = field(default=None, repr=False, compare=False)
+    """SQLAlchemy's reading of the URL, as the store uses it (None: a plain SQLite URL, read
+    by :attr:`url` when asked)."""
+
+    @property
+    def url(self) -> URL:
+        """The URL as SQLAlchemy reads it (PostgreSQL: with psycopg's driver name and without
+        tether's own options)."""
+        if self.parsed is not None:
+            return self.parsed
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.text)
 
     def __str__(self) -> str:
         return self.url.render_as_string(hide_password=True)
@@ -65,7 +81,7 @@ class StoreURL:
 
     @property
     def password(self) -> str | None:
-        return self.url.password
+        return None if self.parsed is None else self.parsed.password
 
 
 def mask_url(text: str) -> str:
@@ -109,20 +125,50 @@ def check_identifier(name: str, what: str = "schema") -> str:
 def parse_store_url(text: str | URL) -> StoreURL:
     """Parse and check a store URL; raise :class:`StoreURLError` (a usage error) if it is
     malformed, names an unknown scheme, or has an unknown or bad option."""
-    url = text if isinstance(text, URL) else _make_url(text)
+    if isinstance(text, str):
+        plain = _plain_sqlite(text)
+        if plain is not None:
+            return plain
+    url = _make_url(text) if isinstance(text, str) else text
     kind = SCHEMES.get(url.drivername)
     if kind is None:
         raise _unknown_scheme(url.drivername)
     options = _options(url)
     if kind == "memory":
         _no_options(options, ())
-        return StoreURL("memory", url)
+        return StoreURL("memory", _text(text), parsed=url)
     if kind == "sqlite":
-        return _sqlite(url, options)
-    return _postgresql(url, options)
+        return _sqlite(url, options, _text(text))
+    return _postgresql(url, options, _text(text))
+
+
+_PLAIN_SQLITE = re.compile(r"sqlite:///([\w./+-]+)(\?[a-z_]+=[\w.-]+(?:&[a-z_]+=[\w.-]+)*)?",
+                           re.ASCII)
+_PLAIN_OPTION = re.compile(r"[?&]([a-z_]+)=([\w.-]+)", re.ASCII)
+
+
+def _plain_sqlite(text: str) -> StoreURL | None:
+    """A plain SQLite URL (``sqlite:///PATH?name=value&...``: nothing to unquote, no option
+    twice), read and checked without SQLAlchemy (``test_store_urls.py`` compares); None for
+    any other URL."""
+    whole = _PLAIN_SQLITE.fullmatch(text)
+    if whole is None:
+        return None
+    query = whole[2] or ""
+    options = dict(_PLAIN_OPTION.findall(query))
+    if len(options) != query.count("="):
+        return None  # an option given twice: the full reading says so
+    return _checked_sqlite(text, whole[1], options)
+
+
+def _text(url: str | URL) -> str:
+    return url if isinstance(url, str) else url.render_as_string(hide_password=False)
 
 
 def _make_url(text: str) -> URL:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     if not text.isprintable():
         raise StoreURLError("a store URL must be printable text (no control characters or "
                             "undecodable bytes)", parameter="url")
@@ -169,23 +215,29 @@ def _no_options(options: dict[str, str], known: tuple[str, ...],
                                 parameter=key)
 
 
-def _sqlite(url: URL, options: dict[str, str]) -> StoreURL:
-    _no_options(options, SQLITE_OPTIONS)
+def _sqlite(url: URL, options: dict[str, str], text: str) -> StoreURL:
     if url.host or url.username or url.port:
+        _no_options(options, SQLITE_OPTIONS)
         raise StoreURLError("a SQLite URL has no host: write sqlite:///relative/path.db or "
                             "sqlite:////absolute/path.db", parameter="host")
-    if not url.database:
+    return _checked_sqlite(text, url.database, options, url)
+
+
+def _checked_sqlite(text: str, path: str | None, options: dict[str, str],
+                    url: URL | None = None) -> StoreURL:
+    _no_options(options, SQLITE_OPTIONS)
+    if not path:
         raise StoreURLError("a SQLite URL needs a path: sqlite:///file.db", parameter="path")
     durability = options.get("durability", "normal")
     if durability not in DURABILITIES:
         raise StoreURLError(f"durability must be normal or full, not {durability!r}",
                             parameter="durability")
     busy = _number(options.get("busy_timeout", "30"), "busy_timeout", MAX_CONNECT_TIMEOUT)
-    return StoreURL("sqlite", url, path=url.database,
+    return StoreURL("sqlite", text, path=path, parsed=url,
                     durability="full" if durability == "full" else "normal", busy_timeout=busy)
 
 
-def _postgresql(url: URL, options: dict[str, str]) -> StoreURL:
+def _postgresql(url: URL, options: dict[str, str], text: str) -> StoreURL:
     if "@" in (url.host or "") or "@" in (url.database or ""):
         # the password held a raw @: the parser split it there and the rest reads as the host,
         # which a driver's error ("failed to resolve host ...") would print
@@ -214,7 +266,7 @@ def _postgresql(url: URL, options: dict[str, str]) -> StoreURL:
                   else None for name in ("idle_in_transaction_timeout", "lock_timeout"))
     driver_url = url.set(drivername="postgresql+psycopg").difference_update_query(
         POSTGRES_OPTIONS)
-    return StoreURL("postgresql", driver_url, schema=schema, retry_seconds=retry,
+    return StoreURL("postgresql", text, parsed=driver_url, schema=schema, retry_seconds=retry,
                     connect_timeout=int(timeout), idle_in_transaction_timeout=idle,
                     lock_timeout=lock)
 
