@@ -25,6 +25,7 @@ from tether.compiler.plan import (
     WorkflowNode,
     canonical_json,
 )
+from tether.compiler.plan_rules import renames as renames
 from tether.status import FINISHED, UnitStatus
 
 _NOT_BEHAVIOUR = frozenset({"index", "generation", "waits_for", "title", "renamed_from", "needs"})
@@ -118,12 +119,6 @@ def _renaming(value: Any, renamed: Mapping[str, str]) -> Any:
     if isinstance(value, list):
         return [_renaming(item, renamed) for item in value]
     return value
-
-
-def renames(plan: Plan) -> dict[str, str]:
-    """The ids ``plan`` renamed (``renamed_from``), old -> new."""
-    return {old: node.id for node in plan.nodes for old in node.renamed_from
-            if old not in plan.by_id}
 
 
 def changed_fields(old: PlanNode, new: PlanNode,

@@ -24,7 +24,6 @@ of :func:`semantic` is derived from the models' fields, never restated.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 import types
@@ -46,11 +45,13 @@ from tether.compiler.plan_rules import (
     PlanRules,
     RetryRules,
     SwitchRules,
+    fingerprint_text,
 )
-from tether.errors import PlanError
+from tether.compiler.plan_rules import (
+    PLAN_FORMAT as PLAN_FORMAT,
+)
+from tether.compiler.plan_rules import canonical_json as canonical_json
 from tether.kinds import NodeKind
-
-PLAN_FORMAT = 1
 
 TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",
                       "none_failed_min_one_success"]
@@ -407,24 +408,11 @@ class Plan(_PlanModel, PlanRules):
                 (:func:`~tether.compiler.plan_check.check_plan`: a hand-edited plan with a
                 fresh fingerprint is checked too), or its fingerprint does not match.
         """
-        from pydantic import ValidationError
+        return plan_rules.checked(lambda: cls.model_validate_json(text))
 
-        from tether.compiler.plan_check import check_plan
-
-        try:
-            plan = cls.model_validate_json(text)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise PlanError(f"not a tether plan: {where}: {first['msg']}") from exc
-        except RecursionError as exc:
-            raise PlanError("not a tether plan: nested too deeply") from exc
-        if plan.tether_plan != PLAN_FORMAT:
-            raise PlanError(f"unsupported plan format {plan.tether_plan}")
-        check_plan(plan)
-        if plan.fingerprint != fingerprint_of(plan):
-            raise PlanError("the plan's fingerprint does not match its content (edited by hand?)")
-        return plan
+    def content_fingerprint(self) -> str:
+        """The fingerprint of the plan's content (:func:`fingerprint_of`)."""
+        return fingerprint_of(self)
 
 
 _SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True,
@@ -537,15 +525,9 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def canonical_json(value: Any) -> str:
-    """Canonical JSON: sorted keys, no whitespace, UTF-8 characters kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
-
-
 def fingerprint_of(plan: Plan) -> str:
     """sha256 of the canonical JSON of the plan's semantic part."""
-    return hashlib.sha256(canonical_json(semantic(plan)).encode()).hexdigest()
+    return fingerprint_text(semantic(plan))
 
 
 def with_fingerprint(plan: Plan) -> Plan:

@@ -13,17 +13,21 @@ leaves out, so fingerprints of earlier releases hold), the methods the runtime c
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from tether.compiler import plan_shape
+from tether.errors import PlanError
 from tether.kinds import NodeKind
 
 if TYPE_CHECKING:
-    from tether.compiler.plan import PlanAgent, PlanNode, PlanSwitch, PlanToolCalls
+    from tether.compiler.plan import Plan, PlanAgent, PlanNode, PlanSwitch, PlanToolCalls
 
 Handler = Callable[[Any], dict[str, Any]]
+
+PLAN_FORMAT = 1
 
 DEFAULT_STRATEGY: Final = "exponential"
 """The retry strategy left out of a plan's JSON (plans of release 0.1 have no such key)."""
@@ -97,6 +101,55 @@ def write_format_1(self: Any, handler: Handler, info: Any) -> dict[str, Any]:
 def read_format_1(kind: NodeKind) -> Callable[[Any], Any]:
     """The before-validator of a node of ``kind``: format 1's neutral keys dropped."""
     return functools.partial(plan_shape.drop_absent, kind)
+
+
+# -- reading and fingerprinting -----------------------------------------------------------
+
+
+def checked(validate: Callable[[], Plan]) -> Plan:
+    """The plan ``validate`` reads from JSON, checked as the compiler would have made it
+    (``Plan.from_json``'s body, for the models and the light classes alike).
+
+    Raises:
+        PlanError: The text is not a plan, or its graph or settings are not valid
+            (:func:`~tether.compiler.plan_check.check_plan`), or its fingerprint does not
+            match.
+    """
+    from pydantic_core import ValidationError
+
+    from tether.compiler.plan_check import check_plan
+
+    try:
+        plan = validate()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise PlanError(f"not a tether plan: {where}: {first['msg']}") from exc
+    except RecursionError as exc:
+        raise PlanError("not a tether plan: nested too deeply") from exc
+    if plan.tether_plan != PLAN_FORMAT:
+        raise PlanError(f"unsupported plan format {plan.tether_plan}")
+    check_plan(plan)
+    if plan.fingerprint != plan.content_fingerprint():
+        raise PlanError("the plan's fingerprint does not match its content (edited by hand?)")
+    return plan
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON: sorted keys, no whitespace, UTF-8 characters kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def fingerprint_text(semantic: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a plan's semantic part."""
+    return hashlib.sha256(canonical_json(semantic).encode()).hexdigest()
+
+
+def renames(plan: Plan) -> dict[str, str]:
+    """The ids ``plan`` renamed (``renamed_from``), old -> new."""
+    return {old: node.id for node in plan.nodes for old in node.renamed_from
+            if old not in plan.by_id}
 
 
 # -- methods ---------------------------------------------------------------------------------
@@ -193,7 +246,23 @@ class PlanRules:
         return {k: tuple(v) for k, v in result.items()}
 
 
-__all__ = ["DEFAULT_STRATEGY", "TOOL_CALLS_PER_TURN", "InvocationRules", "PlanRules",
-           "RetryRules", "SwitchRules", "is_default_limits", "read_format_1",
-           "without_absent_enum", "without_default_limits", "without_default_strategy",
-           "without_empty_secrets", "without_timeout", "write_format_1"]
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "PLAN_FORMAT",
+    "TOOL_CALLS_PER_TURN",
+    "InvocationRules",
+    "PlanRules",
+    "RetryRules",
+    "SwitchRules",
+    "canonical_json",
+    "checked",
+    "fingerprint_text",
+    "is_default_limits",
+    "read_format_1",
+    "without_absent_enum",
+    "without_default_limits",
+    "without_default_strategy",
+    "without_empty_secrets",
+    "without_timeout",
+    "write_format_1",
+]
