@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///.tether/demo.db
 
-.PHONY: test demo lint typecheck unit bench bench-peers clean document-schema
+.PHONY: test demo lint typecheck unit bench bench-peers clean document-schema plan-schema
 
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: lint typecheck unit
 # generated from the pydantic models; a test fails while it is stale.
 document-schema: $(BIN)/tether
 	$(BIN)/python -m tether.dsl.document_schema_gen
+
+# The core schema the in-place `tether resume` reads stored plans with
+# (tether.compiler.plan_schema), generated from the plan models; a test fails while stale.
+plan-schema: $(BIN)/tether
+	$(BIN)/python -m tether.compiler.plan_schema_gen
 
 demo: $(BIN)/tether
 	PATH="$(abspath $(BIN)):$$PATH" DEMO_DB="$(DEMO_DB)" bash examples/demo.sh

@@ -415,11 +415,8 @@ class Plan(_PlanModel, PlanRules):
         return fingerprint_of(self)
 
 
-_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True,
-                          "manual": True}
-# ``manual`` says who may start runs by hand, not how a run executes: a workflow gaining or
-# losing ``on: manual`` keeps its fingerprint (its stored runs stay matched to the file)
-_NODE_EXCLUDE: Any = {"workflow": {"plan": True}}
+_SEMANTIC_EXCLUDE = plan_rules.SEMANTIC_EXCLUDE
+_NODE_EXCLUDE = plan_rules.NODE_EXCLUDE
 
 
 def semantic(plan: Plan, memo: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:

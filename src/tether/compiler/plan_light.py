@@ -100,21 +100,26 @@ class Plan(LightPlanModel, PlanRules):
         """What :func:`tether.compiler.plan.fingerprint_of` gives for the model plan."""
         from tether.compiler.plan_rules import fingerprint_text
 
-        return fingerprint_text(_semantic(self.model_dump(
-            mode="json", by_alias=True, exclude={"source_map", "fingerprint", "manual"})))
+        return fingerprint_text(self.semantic)
 
+    @functools.cached_property
+    def semantic(self) -> dict[str, Any]:
+        """What :func:`tether.compiler.plan.semantic` gives for the model plan, by pydantic's
+        serialisers (no fast path); each sub-plan's is computed once, and kept, since the
+        plan's check asks each sub-plan for its fingerprint."""
+        from tether.compiler.plan_rules import NODE_EXCLUDE, SEMANTIC_EXCLUDE
+        from tether.kinds import NodeKind
 
-def _semantic(data: dict[str, Any]) -> dict[str, Any]:
-    """A plan's dump without source maps, fingerprints and ``manual`` in its sub-plans too
-    (what :func:`tether.compiler.plan.semantic` leaves out; keys are sorted afterwards)."""
-    for node in data["nodes"]:
-        workflow = node.get("workflow")
-        if isinstance(workflow, dict) and isinstance(workflow.get("plan"), dict):
-            sub = workflow["plan"]
-            for key in ("source_map", "fingerprint", "manual"):
-                sub.pop(key, None)
-            _semantic(sub)
-    return data
+        data = self.model_dump(mode="json", by_alias=True, exclude=SEMANTIC_EXCLUDE)
+        nodes: list[dict[str, Any]] = []
+        for node in self.nodes:
+            raw = node.model_dump(mode="json", by_alias=True, exclude=NODE_EXCLUDE)
+            if node.kind is NodeKind.WORKFLOW:
+                sub: Plan = node.workflow.plan  # type: ignore[assignment]
+                raw["workflow"]["plan"] = sub.semantic
+            nodes.append(raw)
+        data["nodes"] = nodes
+        return data
 
 
 @functools.cache

@@ -135,6 +135,15 @@ def checked(validate: Callable[[], Plan]) -> Plan:
     return plan
 
 
+SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True,
+                         "manual": True}
+"""What a plan's fingerprint leaves out of its dump (its nodes are dumped one by one).
+``manual`` says who may start runs by hand, not how a run executes: a workflow gaining or
+losing ``on: manual`` keeps its fingerprint (its stored runs stay matched to the file)."""
+NODE_EXCLUDE: Any = {"workflow": {"plan": True}}
+"""What a node's dump leaves out for the fingerprint (a sub-plan's semantic part stands in)."""
+
+
 def canonical_json(value: Any) -> str:
     """Canonical JSON: sorted keys, no whitespace, UTF-8 characters kept."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
