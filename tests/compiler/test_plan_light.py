@@ -205,7 +205,8 @@ def _refingerprinted(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 MUTATED = ("tests/compiler/light/triggered.yaml", "examples/refund/refund.yaml",
-           "examples/order/order.yaml", "examples/release/release.yaml", "examples/payments/payments.yaml",
+           "examples/order/order.yaml", "examples/release/release.yaml",
+           "examples/payments/payments.yaml",
            "tests/golden/cases/flow_switch_default.flow")
 
 
