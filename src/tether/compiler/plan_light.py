@@ -26,7 +26,14 @@ import functools
 import json
 from typing import TYPE_CHECKING, Any, cast
 
-from tether.compiler.plan_rules import InvocationRules, PlanRules, RetryRules, SwitchRules
+from tether.compiler.plan_rules import (
+    NODE_EXCLUDE,
+    SEMANTIC_EXCLUDE,
+    InvocationRules,
+    PlanRules,
+    RetryRules,
+    SwitchRules,
+)
 from tether.dsl.document_light import LightModel
 
 if TYPE_CHECKING:
@@ -105,21 +112,22 @@ class Plan(LightPlanModel, PlanRules):
     @functools.cached_property
     def semantic(self) -> dict[str, Any]:
         """What :func:`tether.compiler.plan.semantic` gives for the model plan, by pydantic's
-        serialisers (no fast path); each sub-plan's is computed once, and kept, since the
-        plan's check asks each sub-plan for its fingerprint."""
-        from tether.compiler.plan_rules import NODE_EXCLUDE, SEMANTIC_EXCLUDE
+        serialisers (no fast path), in one call for the plan and its nodes; each sub-plan's
+        is computed once, and kept, since the plan's check asks each sub-plan for its
+        fingerprint."""
         from tether.kinds import NodeKind
 
-        data = self.model_dump(mode="json", by_alias=True, exclude=SEMANTIC_EXCLUDE)
-        nodes: list[dict[str, Any]] = []
-        for node in self.nodes:
-            raw = node.model_dump(mode="json", by_alias=True, exclude=NODE_EXCLUDE)
+        data = self.model_dump(mode="json", by_alias=True, exclude=_SEMANTIC)
+        for node, raw in zip(self.nodes, data["nodes"], strict=True):
             if node.kind is NodeKind.WORKFLOW:
                 sub: Plan = node.workflow.plan  # type: ignore[assignment]
                 raw["workflow"]["plan"] = sub.semantic
-            nodes.append(raw)
-        data["nodes"] = nodes
         return data
+
+
+_SEMANTIC: Any = {**{key: True for key in SEMANTIC_EXCLUDE if key != "nodes"},
+                  "nodes": {"__all__": NODE_EXCLUDE}}
+"""What the fingerprint leaves out (``plan_rules.SEMANTIC_EXCLUDE``, the nodes' too)."""
 
 
 @functools.cache
