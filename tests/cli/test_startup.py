@@ -367,8 +367,8 @@ def test_resuming_with_another_pydantic_core_reads_the_plan_with_the_models(
 
 
 def test_pydantic_loads_its_plugins_again_after_the_resume(tmp_path: Path) -> None:
-    """The stand-in loader stands in only while the stored plan is read: a model the
-    process makes afterwards (a task's, say) gets pydantic's own loader."""
+    """The resume reads its plan without pydantic (no plugin loader, no stand-in): a model
+    the process makes afterwards (a task's, say) gets pydantic's own loader."""
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     run_id = _waiting_run(db, tmp_path)
     body = (
