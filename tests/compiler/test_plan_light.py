@@ -312,7 +312,7 @@ def _run(plan: Plan, light: bool, workdir: Path, monkeypatch: pytest.MonkeyPatch
     ``tether resume`` in place does); the run's record."""
     monkeypatch.setenv("TETHER_EXAMPLE_LEDGER", str(workdir / "ledger.jsonl"))
     monkeypatch.setattr(plans, "_PLANS", {})
-    store = tether.SQLiteCheckpointer(f"sqlite:///{workdir / 'runs.db'}")
+    store = tether.SQLiteCheckpointer(workdir / "runs.db")
     runs = plan_light.read_light(plan.to_json()) if light else plan
     result = tether.Runner(runs, store, REGISTRY).run(_example_inputs(plan), "run-1")
     results = [[result.status, result.output, result.error and result.error.to_json()]]
@@ -335,22 +335,31 @@ def _run(plan: Plan, light: bool, workdir: Path, monkeypatch: pytest.MonkeyPatch
     return _record(store, "run-1", results)
 
 
+def _recorded(plan: Plan, light: bool, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    workdir.mkdir()
+    with monkeypatch.context() as patch:
+        record = _run(plan, light, workdir, patch)
+    # a task may print its working directory (the ledger's path in an error)
+    return json.loads(json.dumps(record).replace(str(workdir), "<dir>"))
+
+
 def test_every_runnable_plan_runs_the_same_both_ways(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The light run equals the model run; where the runtime itself races (a failing node
+    and an independent one in flight: either may checkpoint first, by either route), it
+    equals one of up to three model runs."""
     import_tasks(TASK_MODULES)
     ran = 0
-    found: dict[bool, Any] = {}
     for name, plan in compiled().items():
         if not _runnable(plan):
             continue
-        for light in (False, True):
-            workdir = tmp_path / f"{ran}-{light}"
-            workdir.mkdir()
-            with monkeypatch.context() as patch:
-                record = _run(plan, light, workdir, patch)
-            # a task may print its working directory (the ledger's path in an error)
-            found[light] = json.loads(json.dumps(record).replace(str(workdir), "<dir>"))
-        model, light = found[False], found[True]
-        assert light == model, name
+        light = _recorded(plan, True, tmp_path / f"{ran}-light", monkeypatch)
+        models = []
+        for attempt in range(3):
+            models.append(_recorded(plan, False, tmp_path / f"{ran}-model{attempt}",
+                                    monkeypatch))
+            if light == models[-1]:
+                break
+        assert light == models[-1], name
         ran += 1
     assert ran >= 20
