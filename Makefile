@@ -6,7 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= sqlite:///.tether/demo.db
 
-.PHONY: test demo lint typecheck unit bench bench-peers clean document-schema sqlite-statements
+.PHONY: test demo lint typecheck unit bench bench-peers clean document-schema plan-schema \
+	sqlite-statements
 
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +37,11 @@ document-schema: $(BIN)/tether
 # that a command on SQLite needs no SQLAlchemy; a test fails while the file is stale.
 sqlite-statements: $(BIN)/tether
 	$(BIN)/python -m tether.stores.sqlite_statements_gen
+
+# The core schema the in-place `tether resume` reads stored plans with
+# (tether.compiler.plan_schema), generated from the plan models; a test fails while stale.
+plan-schema: $(BIN)/tether
+	$(BIN)/python -m tether.compiler.plan_schema_gen
 
 demo: $(BIN)/tether
 	PATH="$(abspath $(BIN)):$$PATH" DEMO_DB="$(DEMO_DB)" bash examples/demo.sh

@@ -255,6 +255,8 @@ NOT_FOR_RESUME = (
     "fastapi", "starlette", "uvicorn", "openai", "anthropic", "httpx", "psycopg",
     "opentelemetry", "tether.web", "tether.workers.loop", "tether.workers.schedules",
     "tether.runtime.signatures",  # (recorded by a run's submitter, not by its resume)
+    # the stored plan is read by pydantic-core alone (compiler/plan_light.py)
+    "pydantic", "tether.compiler.plan", "tether.compiler.compat",
 )
 
 
@@ -324,16 +326,49 @@ def test_resuming_a_run_without_agents_imports_no_agents(tmp_path: Path) -> None
     )
     modules, extra = _probe(body, tmp_path)
     assert "tether.runtime.driver" in modules and "tether.runtime.resume" in modules
+    assert "tether.compiler.plan_light" in modules and "pydantic_core" in modules
     assert _loaded(modules, NOT_FOR_RESUME) == []
-    # the stored plan is read with no pydantic plugin: pydantic's plugin loader (and its
-    # entry-point scan) is never imported for tether's own models (cli/operator._read_plan)
-    assert "pydantic.plugin._loader" not in modules and "getpass" not in modules
+    assert "getpass" not in modules
     assert extra == [0, True]  # the run completed; the collector is on again
 
 
+def test_resuming_with_another_pydantic_core_reads_the_plan_with_the_models(
+        tmp_path: Path) -> None:
+    """The plan schema is pinned to the pydantic-core it was made with: with another, the
+    in-place resume reads the stored plan with the models, and completes the same."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    outputs = []
+    for version in (None, "0.0.0"):
+        run_id = _waiting_run(db, tmp_path)
+        pin = "" if version is None else (
+            "from tether.compiler import plan_schema\n"
+            f"plan_schema.PYDANTIC_CORE_VERSION = {version!r}\n")
+        body = (
+            "import contextlib, io, os\n"
+            f"os.environ['TETHER_EXAMPLE_LEDGER'] = {str(tmp_path / 'ledger.jsonl')!r}\n"
+            + pin +
+            "from tether.cli.main import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            f"    code = main(['resume', {run_id!r}, '--tasks', "
+            f"{str(REFUND.parent / 'tasks.py')!r}, '--db', {db!r}, '--quiet', '--json',"
+            " '--value', '{\"approved\": true}'])\n"
+            "from tether.runtime import plans\n"
+            "kept = [type(p).__module__ for p in plans._PLANS.values()]\n"
+            "extra = [code, json.loads(out.getvalue())['output'], kept,\n"
+            "         'pydantic.main' in sys.modules]\n"
+        )
+        _, extra = _probe(body, tmp_path)
+        outputs.append(extra)
+    light, models = outputs
+    assert light[1] == models[1] == {"refund_id": "R-ACC-42-500", "approved_by_manager": True}
+    assert light[::2] == [0, ["tether.compiler.plan_light"]] and light[3] is False
+    assert models[::2] == [0, ["tether.compiler.plan"]] and models[3] is True
+
+
 def test_pydantic_loads_its_plugins_again_after_the_resume(tmp_path: Path) -> None:
-    """The stand-in loader stands in only while the stored plan is read: a model the
-    process makes afterwards (a task's, say) gets pydantic's own loader."""
+    """The resume reads its plan without pydantic (no plugin loader, no stand-in): a model
+    the process makes afterwards (a task's, say) gets pydantic's own loader."""
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     run_id = _waiting_run(db, tmp_path)
     body = (

@@ -29,6 +29,7 @@ from tether.cli.options import (
 from tether.cli.terminal import dumps, printable, shell_quote
 from tether.errors import TetherError
 from tether.gc_pause import paused_gc
+from tether.kinds import NodeKind
 
 if TYPE_CHECKING:
     from tether.compiler.plan import Plan, PlanInput
@@ -186,7 +187,7 @@ def _example(field: PlanInput) -> Any:
 
 
 def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any]) -> Any:
-    from tether.compiler.plan import ApprovalNode, Plan
+    from tether.compiler.plan import Plan
     from tether.runtime.state import locate_unit
 
     run_record = store.get_run(execution_id)
@@ -200,7 +201,7 @@ def _form_of(store: Checkpointer, execution_id: str, interrupt: Mapping[str, Any
         node = level.node(str(interrupt.get("node_id")).partition("/item:")[0])
     except (KeyError, TetherError):
         return None
-    return node.approval.form if isinstance(node, ApprovalNode) else None
+    return node.approval.form if node.kind is NodeKind.APPROVAL else None
 
 
 # --------------------------------------------------------------------------- commands
@@ -308,19 +309,17 @@ def resume(execution_id: str, value: str | None, node: str | None, plan_source: 
 
 def _read_plan(store: Checkpointer, execution_id: str) -> None:
     """Read the run's stored plan (validated and kept for the resume: ``plans.stored_plan``)
-    before any task module is imported, with no pydantic plugin observing it: the plan
-    models are tether's own, as the fast check's document models are
-    (``cli.fast.pydantic_plugins_off``), and so pydantic's plugin loader and its entry-point
-    scan are not paid for them. What goes wrong here is left for the resume to report, at
-    the place it reads the plan."""
-    from tether.cli.fast import pydantic_plugins_off
+    before any task module is imported, light: by pydantic-core alone into the classes of
+    ``compiler/plan_light.py``, so that the resume imports no pydantic and builds no model
+    (docs/decisions.md, "Fast start, seventh pass"). What goes wrong here is left for the
+    resume to report, at the place it reads the plan."""
     from tether.runtime.plans import stored_plan
 
     run = store.get_run(execution_id)
     if run is None:
         return
-    with pydantic_plugins_off(), contextlib.suppress(TetherError):
-        stored_plan(store, run)
+    with contextlib.suppress(TetherError):
+        stored_plan(store, run, light=True)
 
 
 def _configured() -> bool:

@@ -303,7 +303,8 @@ def plan_agent(node_id: str, spec: AgentSpec, agents: frozenset[str]) -> PlanAge
 
 
 def _tool_calls(spec: AgentSpec) -> PlanToolCalls:
-    from tether.compiler.plan import TOOL_CALLS_PER_TURN, PlanToolCalls
+    from tether.compiler.plan import PlanToolCalls
+    from tether.compiler.plan_rules import TOOL_CALLS_PER_TURN
 
     limits = spec.max_tool_calls
     if limits is None:

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.compiler.plan import (
-    AgentNode,
-    ApprovalNode,
     Plan,
     PlanNode,
-    WorkflowNode,
     canonical_json,
 )
+from tether.compiler.plan_rules import renames as renames
+from tether.kinds import NodeKind
 from tether.status import FINISHED, UnitStatus
 
 _NOT_BEHAVIOUR = frozenset({"index", "generation", "waits_for", "title", "renamed_from", "needs"})
@@ -90,7 +89,7 @@ class Finding:
 def _definition(node: PlanNode, renamed: Mapping[str, str] | None = None) -> dict[str, Any]:
     data: dict[str, Any] = node.model_dump(mode="json", by_alias=True,
                                            exclude=set(_NOT_BEHAVIOUR))
-    if isinstance(node, WorkflowNode):
+    if node.kind is NodeKind.WORKFLOW:
         data["workflow"] = {"path": node.workflow.path, "plan": node.workflow.plan.fingerprint}
     if renamed:  # the old node as the new plan spells it: the ids it names renamed
         data = _renaming(data, renamed)
@@ -118,12 +117,6 @@ def _renaming(value: Any, renamed: Mapping[str, str]) -> Any:
     if isinstance(value, list):
         return [_renaming(item, renamed) for item in value]
     return value
-
-
-def renames(plan: Plan) -> dict[str, str]:
-    """The ids ``plan`` renamed (``renamed_from``), old -> new."""
-    return {old: node.id for node in plan.nodes for old in node.renamed_from
-            if old not in plan.by_id}
 
 
 def changed_fields(old: PlanNode, new: PlanNode,
@@ -170,7 +163,7 @@ def _started(old: Plan, new: Plan, position: Position, node_id: str,
     if not fields:
         return []
     what = ", ".join(f"`{key}`" for key in fields)
-    if isinstance(before, ApprovalNode) and position.paused(node_id):
+    if before.kind is NodeKind.APPROVAL and position.paused(node_id):
         return [Finding("C112", node_id, f"runs are paused at approval `{node_id}`, whose "
                         f"{what} changed: the pending answer was asked with the old form",
                         "answer these runs first, or keep the approval as it was")]
@@ -178,7 +171,7 @@ def _started(old: Plan, new: Plan, position: Position, node_id: str,
             not position.finished(node_id):
         return [Finding("C113", node_id, f"runs are inside agent `{node_id}`'s loop, and its "
                         f"{what} changed", "let these runs finish the agent on their plan")]
-    if isinstance(before, WorkflowNode) and isinstance(after, WorkflowNode) and \
+    if before.kind is NodeKind.WORKFLOW and after.kind is NodeKind.WORKFLOW and \
             fields == ["workflow"] and node_id in position.subs:
         inner = findings(before.workflow.plan, after.workflow.plan, position.subs[node_id])
         if not inner:
@@ -219,7 +212,7 @@ def _renamed(before: PlanNode, after: PlanNode, renamed: Mapping[str, str]) -> l
 
 def _only_output_schema(before: PlanNode, after: PlanNode) -> bool:
     """Whether the only difference of two agent nodes is their declared output schema."""
-    if not (isinstance(before, AgentNode) and isinstance(after, AgentNode)):
+    if not (before.kind is NodeKind.AGENT and after.kind is NodeKind.AGENT):
         return False
     return before.agent.output != after.agent.output and \
         before.agent.model_copy(update={"output": None}) == \

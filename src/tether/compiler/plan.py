@@ -24,7 +24,6 @@ of :func:`semantic` is derived from the models' fields, never restated.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 import types
@@ -35,17 +34,24 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
 
-from tether.compiler import plan_shape
-from tether.errors import PlanError
+from tether.compiler import plan_rules, plan_shape
+from tether.compiler.plan_rules import (
+    DEFAULT_STRATEGY,
+    InvocationRules,
+    PlanRules,
+    RetryRules,
+    SwitchRules,
+    fingerprint_text,
+)
+from tether.compiler.plan_rules import (
+    PLAN_FORMAT as PLAN_FORMAT,
+)
+from tether.compiler.plan_rules import canonical_json as canonical_json
 from tether.kinds import NodeKind
-
-PLAN_FORMAT = 1
 
 TriggerRule = Literal["all_success", "all_done", "any_success", "none_failed",
                       "none_failed_min_one_success"]
@@ -69,41 +75,19 @@ class PlanInput(_PlanModel):
     enum: tuple[Any, ...] | None = None
     """The allowed values, when the input or field declares them."""
 
-    @model_serializer(mode="wrap")
-    def _without_absent_enum(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # left out when not declared, so plans of earlier releases keep their fingerprints
-        data: dict[str, Any] = handler(self)
-        if self.enum is None:
-            data.pop("enum", None)
-        return data
+    _without_absent_enum = model_serializer(mode="wrap")(plan_rules.without_absent_enum)
 
 
-class PlanRetry(_PlanModel):
+class PlanRetry(_PlanModel, RetryRules):
     """Retry policy: ``max_attempts`` in all; delay ``backoff * 2**(attempt - 1)`` seconds
     (``exponential``) or ``backoff`` seconds every time (``fixed``)."""
 
     max_attempts: int
     backoff: float
-    strategy: Literal["exponential", "fixed"] = "exponential"
+    strategy: Literal["exponential", "fixed"] = DEFAULT_STRATEGY
 
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait after attempt number ``attempt`` (1-based) before the next."""
-        if self.strategy == "fixed":
-            return self.backoff
-        return float(self.backoff * 2 ** (attempt - 1))
-
-    @model_serializer(mode="wrap")
-    def _without_default_strategy(self, handler: SerializerFunctionWrapHandler
-                                  ) -> dict[str, Any]:
-        # the default is left out, so plans of earlier releases keep their fingerprints
-        data: dict[str, Any] = handler(self)
-        if self.strategy == _DEFAULT_STRATEGY:
-            data.pop("strategy", None)
-        return data
-
-
-_DEFAULT_STRATEGY: str = PlanRetry.model_fields["strategy"].default
-"""The retry strategy left out of a plan's JSON (plans of release 0.1 have no such key)."""
+    _without_default_strategy = model_serializer(mode="wrap")(
+        plan_rules.without_default_strategy)
 
 
 class PlanLoop(_PlanModel):
@@ -128,14 +112,7 @@ class PlanApproval(_PlanModel):
     over the inputs giving them (a duration text or a number), rendered when it starts."""
     on_timeout: Literal["fail", "skip"] | dict[str, Any] = "fail"
 
-    @model_serializer(mode="wrap")
-    def _without_timeout(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # left out without a timeout, so plans of earlier releases keep their fingerprints
-        data: dict[str, Any] = handler(self)
-        if self.timeout is None:
-            data.pop("timeout", None)
-            data.pop("on_timeout", None)
-        return data
+    _without_timeout = model_serializer(mode="wrap")(plan_rules.without_timeout)
 
 
 class PlanSubworkflow(_PlanModel):
@@ -166,14 +143,10 @@ class _NodeBase(_PlanModel):
     def _read_format_1(cls, data: Any) -> Any:
         return plan_shape.drop_absent(cls.model_fields["kind"].default, data)
 
-    @model_serializer(mode="wrap")
-    def _write_format_1(self, handler: SerializerFunctionWrapHandler,
-                        info: SerializationInfo) -> dict[str, Any]:
-        kind: NodeKind = getattr(self, "kind")  # noqa: B009 - declared by every variant
-        return plan_shape.add_absent(kind, handler(self), info)
+    _write_format_1 = model_serializer(mode="wrap")(plan_rules.write_format_1)
 
 
-class _Invocation(_NodeBase):
+class _Invocation(_NodeBase, InvocationRules):
     """Task and workflow nodes: called with arguments, once or once per element."""
 
     args: dict[str, Any] = Field(default_factory=dict, alias="with")
@@ -181,11 +154,6 @@ class _Invocation(_NodeBase):
     concurrency: int | str | None = None
     matrix: Any = None
     fail_fast: bool = True
-
-    @property
-    def fans_out(self) -> bool:
-        """Whether the node runs once per element (``for_each`` or ``matrix``)."""
-        return self.for_each is not None or self.matrix is not None
 
 
 # -- the variants ------------------------------------------------------------------------------
@@ -232,14 +200,10 @@ class PlanTool(_PlanModel):
     kind: Literal["task", "worker"] = "task"
 
 
-TOOL_CALLS_PER_TURN = 64
-"""The most tool calls one model reply may ask for when the agent does not say."""
-
-
 class PlanToolCalls(_PlanModel):
     """An agent's bounds on tool calls: per model reply, and per run of its node."""
 
-    per_turn: int = TOOL_CALLS_PER_TURN
+    per_turn: int = plan_rules.TOOL_CALLS_PER_TURN
     per_run: int | None = None
 
 
@@ -263,14 +227,7 @@ class PlanAgent(_PlanModel):
     """(Made without validation: building the validator of ``PlanToolCalls`` here, at
     import, would cost every command that imports the plan models.)"""
 
-    @model_serializer(mode="wrap")
-    def _without_default_limits(self, handler: SerializerFunctionWrapHandler
-                                ) -> dict[str, Any]:
-        # left out at the default, so plans of earlier releases keep their fingerprints
-        data: dict[str, Any] = handler(self)
-        if self.max_tool_calls == PlanToolCalls():
-            data.pop("max_tool_calls", None)
-        return data
+    _without_default_limits = model_serializer(mode="wrap")(plan_rules.without_default_limits)
 
 
 class AgentNode(_NodeBase):
@@ -283,19 +240,13 @@ class AgentNode(_NodeBase):
     timeout: float | None = None
 
 
-class PlanSwitch(_PlanModel):
+class PlanSwitch(_PlanModel, SwitchRules):
     """The cases of a switch: case value -> the nodes that run; ``default`` when none
     matches."""
 
     on: str
     cases: dict[str, tuple[str, ...]]
     default: tuple[str, ...] | None = None
-
-    def chosen(self, value: Any) -> str | None:
-        """The case ``value`` selects (its text form for numbers, booleans and null), or None
-        for the default."""
-        key = value if isinstance(value, str) else json.dumps(value)
-        return key if key in self.cases else None
 
 
 class SwitchNode(_NodeBase):
@@ -403,7 +354,7 @@ class SourceRef(_PlanModel):
     col: int
 
 
-class Plan(_PlanModel):
+class Plan(_PlanModel, PlanRules):
     """A compiled workflow.
 
     ``secrets`` are the names of the secrets its templates may read (``secrets.NAME``); their
@@ -432,61 +383,7 @@ class Plan(_PlanModel):
     source_map: dict[str, SourceRef] = Field(default_factory=dict)
     fingerprint: str = ""
 
-    @model_serializer(mode="wrap")
-    def _without_empty_secrets(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Plans without secrets keep the JSON (and so the fingerprint) of earlier releases.
-        data: dict[str, Any] = handler(self)
-        if not self.secrets:
-            data.pop("secrets", None)
-        if self.schedule is None:
-            data.pop("schedule", None)
-        if self.webhook is None:
-            data.pop("webhook", None)
-        if self.manual is None:
-            data.pop("manual", None)
-        if self.concurrency is None:
-            data.pop("concurrency", None)
-        if not self.agents:
-            data.pop("agents", None)
-        return data
-
-    @functools.cached_property
-    def by_id(self) -> dict[str, PlanNode]:
-        """Nodes by id."""
-        return {node.id: node for node in self.nodes}
-
-    def node(self, node_id: str) -> PlanNode:
-        return self.by_id[node_id]
-
-    @functools.cached_property
-    def agents_by_id(self) -> dict[str, PlanAgent]:
-        """Every agent's definition by node id: agent nodes and agents run only when called."""
-        found = {node.id: node.agent for node in self.nodes if isinstance(node, AgentNode)}
-        return {**found, **{agent.id: agent for agent in self.agents}}
-
-    @functools.cached_property
-    def dependents(self) -> dict[str, tuple[str, ...]]:
-        """For each node, the nodes that wait for it (the reverse of ``waits_for``)."""
-        result: dict[str, list[str]] = {node.id: [] for node in self.nodes}
-        for node in self.nodes:
-            for dep in node.waits_for:
-                result[dep].append(node.id)
-        return {k: tuple(v) for k, v in result.items()}
-
-    @functools.cached_property
-    def gates(self) -> dict[str, tuple[tuple[str, str | None], ...]]:
-        """For each node listed in a switch: ``(switch id, its case)`` pairs (``None`` for
-        the default)."""
-        result: dict[str, list[tuple[str, str | None]]] = {}
-        for node in self.nodes:
-            if isinstance(node, SwitchNode):
-                branches: list[tuple[str | None, tuple[str, ...]]] = list(
-                    node.switch.cases.items())
-                branches.append((None, node.switch.default or ()))
-                for case, members in branches:
-                    for member in members:
-                        result.setdefault(member, []).append((node.id, case))
-        return {k: tuple(v) for k, v in result.items()}
+    _without_empty_secrets = model_serializer(mode="wrap")(plan_rules.without_empty_secrets)
 
     def to_json(self) -> str:
         """The plan as JSON text (indented, trailing newline); computed once per plan.
@@ -511,31 +408,15 @@ class Plan(_PlanModel):
                 (:func:`~tether.compiler.plan_check.check_plan`: a hand-edited plan with a
                 fresh fingerprint is checked too), or its fingerprint does not match.
         """
-        from pydantic import ValidationError
+        return plan_rules.checked(lambda: cls.model_validate_json(text))
 
-        from tether.compiler.plan_check import check_plan
-
-        try:
-            plan = cls.model_validate_json(text)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise PlanError(f"not a tether plan: {where}: {first['msg']}") from exc
-        except RecursionError as exc:
-            raise PlanError("not a tether plan: nested too deeply") from exc
-        if plan.tether_plan != PLAN_FORMAT:
-            raise PlanError(f"unsupported plan format {plan.tether_plan}")
-        check_plan(plan)
-        if plan.fingerprint != fingerprint_of(plan):
-            raise PlanError("the plan's fingerprint does not match its content (edited by hand?)")
-        return plan
+    def content_fingerprint(self) -> str:
+        """The fingerprint of the plan's content (:func:`fingerprint_of`)."""
+        return fingerprint_of(self)
 
 
-_SEMANTIC_EXCLUDE: Any = {"source_map": True, "fingerprint": True, "nodes": True,
-                          "manual": True}
-# ``manual`` says who may start runs by hand, not how a run executes: a workflow gaining or
-# losing ``on: manual`` keeps its fingerprint (its stored runs stay matched to the file)
-_NODE_EXCLUDE: Any = {"workflow": {"plan": True}}
+_SEMANTIC_EXCLUDE = plan_rules.SEMANTIC_EXCLUDE
+_NODE_EXCLUDE = plan_rules.NODE_EXCLUDE
 
 
 def semantic(plan: Plan, memo: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -605,7 +486,7 @@ def _plain_node(node: _NodeBase) -> dict[str, Any] | None:
             value = {alias: value.__dict__[name] for name, alias in _aliases(PlanLoop)}
         elif type(value) is PlanRetry:
             value = dict(value.__dict__)
-            if value["strategy"] == _DEFAULT_STRATEGY:
+            if value["strategy"] == DEFAULT_STRATEGY:
                 del value["strategy"]
         elif name == "kind":
             value = value.value
@@ -641,15 +522,9 @@ def _plain(value: Any) -> bool:
     return False
 
 
-def canonical_json(value: Any) -> str:
-    """Canonical JSON: sorted keys, no whitespace, UTF-8 characters kept."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
-
-
 def fingerprint_of(plan: Plan) -> str:
     """sha256 of the canonical JSON of the plan's semantic part."""
-    return hashlib.sha256(canonical_json(semantic(plan)).encode()).hexdigest()
+    return fingerprint_text(semantic(plan))
 
 
 def with_fingerprint(plan: Plan) -> Plan:

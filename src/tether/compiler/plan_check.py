@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.compiler.limits import (
     MAX_EXPANDED_NODES,
@@ -19,18 +19,17 @@ from tether.compiler.limits import (
     expanded_size,
     nesting_depth,
 )
-from tether.compiler.plan import (
-    AgentNode,
-    Plan,
-    PlanLoop,
-    PlanNode,
-    TaskNode,
-    WorkflowNode,
-    fingerprint_of,
-)
 from tether.dsl.patterns import SECRET_RE
 from tether.durations import MAX_SECONDS
 from tether.errors import PlanError
+from tether.kinds import NodeKind
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import (
+        Plan,
+        PlanLoop,
+        PlanNode,
+    )
 
 
 def check_plan(plan: Plan) -> None:
@@ -48,11 +47,11 @@ def _check(plan: Plan, where: str) -> None:
     for problem in _problems(plan):
         raise PlanError(f"invalid plan{where}: {problem}")
     for node in plan.nodes:
-        if isinstance(node, WorkflowNode):
+        if node.kind is NodeKind.WORKFLOW:
             sub = node.workflow.plan
             inner = f"{where} in the sub-workflow of node '{node.id}'"
             _check(sub, inner)
-            if sub.fingerprint != fingerprint_of(sub):
+            if sub.fingerprint != sub.content_fingerprint():
                 raise PlanError(f"invalid plan{inner}: its fingerprint does not match its "
                                 "content")
 
@@ -156,16 +155,16 @@ def _loop_problems(node: PlanNode, loop: PlanLoop, index: dict[str, int]) -> Ite
 
 
 def _setting_problems(node: PlanNode) -> Iterator[str]:
-    if isinstance(node, TaskNode | AgentNode):
+    if node.kind in (NodeKind.TASK, NodeKind.AGENT):
         if node.retry is not None:
             if node.retry.max_attempts < 1:
                 yield f"`retry.max_attempts` must be at least 1, not {node.retry.max_attempts}"
             yield from _duration("retry.backoff", node.retry.backoff)
         if isinstance(node.timeout, int | float):
             yield from _duration("timeout", node.timeout)
-    if isinstance(node, TaskNode) and node.until is not None and node.retry is None:
+    if node.kind is NodeKind.TASK and node.until is not None and node.retry is None:
         yield "`until` needs `retry.max_attempts` to bound it"
-    if isinstance(node, TaskNode | WorkflowNode) and isinstance(node.concurrency, int) \
+    if node.kind in (NodeKind.TASK, NodeKind.WORKFLOW) and isinstance(node.concurrency, int) \
             and node.concurrency < 1:
         yield f"`concurrency` must be at least 1, not {node.concurrency}"
 

@@ -11,11 +11,12 @@ neutral value. Which keys are absent for a kind comes from the table in :mod:`te
 from __future__ import annotations
 
 import functools
-from typing import Any
-
-from pydantic import SerializationInfo
+from typing import TYPE_CHECKING, Any
 
 from tether.kinds import KINDS, NodeKind, spec_of
+
+if TYPE_CHECKING:
+    from pydantic import SerializationInfo
 
 NEUTRAL: dict[str, Any] = {
     "task": None, "approval": None, "workflow": None, "with": {}, "retry": None,

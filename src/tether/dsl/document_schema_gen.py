@@ -20,7 +20,7 @@ TARGET = Path(__file__).with_name("document_schema.py")
 WIDTH = 99
 
 
-class _Name:
+class Name:
     """A name written bare in the generated source."""
 
     def __init__(self, name: str) -> None:
@@ -30,13 +30,13 @@ class _Name:
         return self.name
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Name) and other.name == self.name
+        return isinstance(other, Name) and other.name == self.name
 
     def __hash__(self) -> int:
         return hash(self.name)
 
 
-def _emit(value: Any, indent: int, used: int = 0) -> str:
+def emit(value: Any, indent: int, used: int = 0) -> str:
     """``value`` as Python source starting at column ``used`` of a line indented by
     ``indent``: on that line when it fits, else one key (or item) a line."""
     flat = repr(value)
@@ -44,10 +44,10 @@ def _emit(value: Any, indent: int, used: int = 0) -> str:
         return flat
     pad = " " * (indent + 4)
     if isinstance(value, dict):
-        items = [f"{pad}{k!r}: {_emit(v, indent + 4, indent + len(repr(k)) + 6)}"
+        items = [f"{pad}{k!r}: {emit(v, indent + 4, indent + len(repr(k)) + 6)}"
                  for k, v in value.items()]
     else:
-        items = [pad + _emit(v, indent + 4) for v in value]
+        items = [pad + emit(v, indent + 4) for v in value]
     brackets = {dict: "{}", list: "[]", tuple: "()"}[type(value)]
     return brackets[0] + "\n" + ",\n".join(items) + ",\n" + " " * indent + brackets[1]
 
@@ -62,15 +62,15 @@ def _strip(value: Any, functions: set[str]) -> Any:
                 raise SystemExit(f"the schema calls {value!r}, not a function of "
                                  "tether.dsl.document_rules: the light validator cannot")
             functions.add(value.__name__)
-            return _Name(value.__name__)
+            return Name(value.__name__)
         return value
-    return {k: _Name(v.__name__) if k == "cls" else _strip(v, functions)
+    return {k: Name(v.__name__) if k == "cls" else _strip(v, functions)
             for k, v in value.items() if k not in ("metadata", "ref")}
 
 
 def _describe(schema: Any) -> str:
     """A name for a shared schema, from its shape: ``field_optional_str``."""
-    if isinstance(schema, _Name):
+    if isinstance(schema, Name):
         return schema.name.lower()
     kind = str(schema.get("type"))
     inner = schema.get("schema")
@@ -95,7 +95,7 @@ def _describe(schema: Any) -> str:
     return kind.replace("-", "_")
 
 
-def _count(value: Any, counts: dict[str, int]) -> None:
+def count(value: Any, counts: dict[str, int]) -> None:
     """How many times each dict stands in ``value`` (a model's, counted inside once)."""
     if isinstance(value, dict):
         text = repr(value)
@@ -103,23 +103,23 @@ def _count(value: Any, counts: dict[str, int]) -> None:
         if value.get("type") == "model" and counts[text] > 1:
             return
         for sub in value.values():
-            _count(sub, counts)
+            count(sub, counts)
     elif isinstance(value, list):
         for sub in value:
-            _count(sub, counts)
+            count(sub, counts)
 
 
-def _hoist(value: Any, counts: dict[str, int], defined: dict[str, tuple[str, Any]],
+def hoist(value: Any, counts: dict[str, int], defined: dict[str, tuple[str, Any]],
            key: str = "") -> Any:
     """``value`` with each model's schema, and each schema that stands in several places
     (and is more than a word), replaced by a name; ``defined`` gets the definitions (by the
     schema's text), each after those it uses."""
     if isinstance(value, list):
-        return [_hoist(v, counts, defined) for v in value]
+        return [hoist(v, counts, defined) for v in value]
     if not isinstance(value, dict):
         return value
     text = repr(value)
-    out = {k: _hoist(v, counts, defined, k) for k, v in value.items()}
+    out = {k: hoist(v, counts, defined, k) for k, v in value.items()}
     is_model = value.get("type") == "model"
     is_schema = key not in ("fields", "config") and isinstance(value.get("type"), str)
     if not is_model and (not is_schema or counts[text] < 2 or len(text) < 40):
@@ -131,7 +131,7 @@ def _hoist(value: Any, counts: dict[str, int], defined: dict[str, tuple[str, Any
                 raise SystemExit(f"two different schemas for model {name[1:]}")
             name, suffix = f"_{_describe(value)}_{suffix}", suffix + 1
         defined[text] = (name, out)
-    return _Name(defined[text][0])
+    return Name(defined[text][0])
 
 
 def generate() -> str:
@@ -144,9 +144,9 @@ def generate() -> str:
     functions: set[str] = set()
     root = _strip(document.WorkflowDoc.__pydantic_core_schema__, functions)
     counts: dict[str, int] = {}
-    _count(root, counts)
+    count(root, counts)
     defined: dict[str, tuple[str, Any]] = {}
-    _hoist(root, counts, defined)
+    hoist(root, counts, defined)
     models = [name[1:] for name, schema in defined.values() if schema.get("type") == "model"]
     fields = {name: tuple(f.alias or key for key, f in getattr(document, name).model_fields
                           .items()) for name in models}
@@ -174,14 +174,14 @@ def generate() -> str:
     ]
     for name, schema in defined.values():
         head = f"{name}: dict[str, Any] = "
-        lines += [head + _emit(schema, 0, len(head)), ""]
+        lines += [head + emit(schema, 0, len(head)), ""]
     lines += [
         "SCHEMA = _WorkflowDoc",
-        f"CONFIG: dict[str, Any] = {_emit(root['config'], 0, 26)}",
+        f"CONFIG: dict[str, Any] = {emit(root['config'], 0, 26)}",
         "",
-        "FIELDS: dict[str, tuple[str, ...]] = " + _emit(fields, 0, 38),
+        "FIELDS: dict[str, tuple[str, ...]] = " + emit(fields, 0, 38),
         '"""The keys of each model, as a document spells them."""',
-        "ALIASES: dict[str, str] = " + _emit(aliases, 0, 26),
+        "ALIASES: dict[str, str] = " + emit(aliases, 0, 26),
         '"""The fields a document spells otherwise (``while_`` is ``while``)."""',
         "",
     ]

@@ -10,12 +10,15 @@ unit and changes nothing, so a decision can never release another pause.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from tether.compiler.plan import Plan
 from tether.paths import StatePath
 from tether.runtime.state import RunState
 from tether.status import UnitStatus
 from tether.stores.records import Decision, PendingInterrupt
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 
 def apply_decisions(plan: Plan, state: RunState,

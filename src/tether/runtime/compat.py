@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tether.compiler.compat import (
     Finding,
@@ -23,11 +24,13 @@ from tether.compiler.compat import (
     input_problem,
     notes,
 )
-from tether.compiler.plan import Plan
 from tether.errors import PlanError
 from tether.runtime.renaming import readdress, rename_state, renames_anywhere
 from tether.stores.base import Checkpointer
 from tether.stores.records import LIVE_STATUSES, RunCursor, RunRecord
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 _PAGE = 1000
 
@@ -162,4 +165,6 @@ def _plan(store: Checkpointer, fingerprint: str) -> Plan:
     text = store.get_plan(fingerprint)
     if text is None:  # a store always holds the plan of its runs; refuse, not guess
         raise PlanError(f"the store has no plan {fingerprint[:12]} (its runs cannot be checked)")
+    from tether.compiler.plan import Plan
+
     return Plan.from_json(text)

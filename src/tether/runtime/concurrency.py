@@ -14,11 +14,10 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import TemplateError
 
-from tether.compiler.plan import Plan
 from tether.errors import InputError, TemplateLimit
 from tether.runtime.attempt import StopAtBoundary
 from tether.runtime.results import RunResult
@@ -30,6 +29,9 @@ from tether.stores.events import RunEvent, RunEventKind
 from tether.stores.keys import KeyedStart
 from tether.stores.records import RunRecord
 from tether.templating import evaluate, has_markup
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 MAX_KEY_CHARS = 1000
 WAIT_SECONDS = 0.25

@@ -13,14 +13,17 @@ inputs the second submission carried: the first submission wins.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from tether.compiler.plan import Plan
 from tether.errors import DedupKeyTaken, ExecutionExists, RunNotFound
 from tether.runtime.concurrency import start_keyed
 from tether.runtime.submission import check_dedup_key as check_dedup_key
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer
 from tether.stores.records import RunRecord
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 
 @dataclass(frozen=True)

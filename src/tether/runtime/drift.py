@@ -13,19 +13,22 @@ does not claim them, and the reason (naming the task, the node and the parameter
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import Plan, TaskNode, WorkflowNode
+from tether.kinds import NodeKind
 from tether.runtime.signatures import TaskSignature
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan, TaskNode
 
 _KEYWORD = ("POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")
 
 
 def _task_nodes(plan: Plan) -> Iterator[TaskNode]:
     for node in plan.nodes:
-        if isinstance(node, TaskNode):
+        if node.kind is NodeKind.TASK:
             yield node
-        elif isinstance(node, WorkflowNode):
+        elif node.kind is NodeKind.WORKFLOW:
             yield from _task_nodes(node.workflow.plan)
 
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import Plan
 from tether.errors import LeaseLost, StoreError, TetherError
 from tether.observability.observer import observer_for
 from tether.runtime.answers import apply_decisions
@@ -38,6 +37,9 @@ from tether.runtime.state import NodeError, RunState
 from tether.runtime.values import dumps
 from tether.status import RUN_END, CheckpointStatus, RunStatus, StepType
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 
 class Driver:

@@ -22,10 +22,10 @@ import json
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable, TemplateLimit, ValueTooLarge
+from tether.kinds import NodeKind
 from tether.observability.observer import RunObserver, observed_task
 from tether.paths import StatePath
 from tether.runtime.attempt import Attempt
@@ -48,6 +48,9 @@ from tether.runtime.values import MAX_VALUE_BYTES, check_size, dumps, to_json
 from tether.status import FINISHED, CheckpointStatus, StepType, UnitStatus
 from tether.stores.records import PendingInterrupt, utc
 from tether.templating import DEFAULT_BUDGET, TemplateBudget
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan, PlanNode, TaskNode, WorkflowNode
 
 __all__ = ["Event", "Level", "RunFailure", "Session", "Suspended"]
 
@@ -535,10 +538,8 @@ class Level:
 
 def fans_out(node: PlanNode) -> TypeGuard[TaskNode | WorkflowNode]:
     """Whether ``node`` runs once per element (``for_each``, ``matrix``)."""
-    return isinstance(node, _INVOCATIONS) and node.fans_out
+    return node.kind in (NodeKind.TASK, NodeKind.WORKFLOW) and node.fans_out
 
-
-_INVOCATIONS = (TaskNode, WorkflowNode)
 
 
 def task_outcome(task: asyncio.Task[UnitResult]) -> Outcome:

@@ -21,7 +21,6 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import TaskNode, WorkflowNode
 from tether.errors import InterruptSignal, TemplateLimit, ValueTooLarge
 from tether.observability.observer import observed_task
 from tether.runtime.events import Event
@@ -35,6 +34,7 @@ from tether.runtime.values import check_size, dumps
 from tether.status import CheckpointStatus, UnitStatus
 
 if TYPE_CHECKING:
+    from tether.compiler.plan import TaskNode, WorkflowNode
     from tether.runtime.execution import Level
 
 

@@ -22,13 +22,15 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import Plan
 from tether.errors import IneffectivePatch
 from tether.runtime.state import RunState
 from tether.stores.base import Checkpointer
 from tether.stores.records import RunRecord
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 STATE_KEYS = ("inputs", "nodes", "counters")
 

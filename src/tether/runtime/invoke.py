@@ -21,9 +21,8 @@ import inspect
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import TaskNode
 from tether.errors import InterruptSignal, NotJSONError, Picklable
 from tether.observability.observer import next_attempt, retried
 from tether.runtime.context import UNIT, UnitScope
@@ -32,6 +31,9 @@ from tether.runtime.input_values import Problem as Problem
 from tether.runtime.input_values import check_values as check_values
 from tether.runtime.state import NodeError
 from tether.runtime.values import to_json
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import TaskNode
 
 
 class NodeFailure(Picklable, Exception):

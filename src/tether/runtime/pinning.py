@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import Plan, PlanNode
 from tether.errors import PlanMismatch
 from tether.runtime.invoke import check_values
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan, PlanNode
 
 
 def _definition(node: PlanNode) -> dict[str, Any]:

@@ -5,14 +5,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
-from tether.compiler.plan import Plan, TaskNode, WorkflowNode
 from tether.errors import TaskError, TetherError, UsageError
 from tether.files import NotRegularFile, read_regular_file
+from tether.kinds import NodeKind
 from tether.stores.base import Checkpointer
 from tether.stores.records import RunRecord
 
-PlanSource = Plan | str | os.PathLike[str]
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
+
+PlanSource: TypeAlias = "Plan | str | os.PathLike[str]"
 
 _PLANS: dict[str, Plan] = {}  # plans by fingerprint: a fingerprint names one plan for good
 _CACHE_SIZE = 256
@@ -20,8 +24,10 @@ _CACHE_SIZE = 256
 
 def load_plan(source: PlanSource) -> Plan:
     """A Plan from a Plan, a plan JSON file (validated), or a workflow file (compiled)."""
-    if isinstance(source, Plan):
+    if not isinstance(source, str | os.PathLike):
         return source
+    from tether.compiler.plan import Plan
+
     path = Path(source)
     if path.suffix.lower() == ".json":
         try:
@@ -73,26 +79,38 @@ def remember(plan: Plan) -> None:
     _PLANS[plan.fingerprint] = plan
 
 
-def stored_plan(store: Checkpointer, run: RunRecord) -> Plan:
-    """The plan a run was started with (parsed once per process and fingerprint)."""
+def stored_plan(store: Checkpointer, run: RunRecord, *, light: bool = False) -> Plan:
+    """The plan a run was started with (parsed once per process and fingerprint).
+
+    ``light``: read it into the light classes of :mod:`tether.compiler.plan_light` (no
+    pydantic), if this process has not read it yet: ``tether resume`` in place does, before
+    anything else reads it, so the resume runs the light plan.
+    """
     plan = _PLANS.get(run.plan_fingerprint)
     if plan is None:
         text = store.get_plan(run.plan_fingerprint)
         if text is None:
             raise TetherError(f"run {run.execution_id}: its plan {run.plan_fingerprint[:12]} "
                               "is missing from the store")
-        plan = Plan.from_json(text)
+        if light:
+            from tether.compiler.plan_light import read_light
+
+            plan = read_light(text)
+        else:
+            from tether.compiler.plan import Plan
+
+            plan = Plan.from_json(text)
         remember(plan)
     return plan
 
 
 def task_names(plan: Plan) -> set[str]:
     """Every task a plan (and its sub-plans) calls, agents' tools included."""
-    names = {n.task for n in plan.nodes if isinstance(n, TaskNode)}
+    names = {n.task for n in plan.nodes if n.kind is NodeKind.TASK}
     names |= {tool.name for agent in plan.agents_by_id.values() for tool in agent.tools
               if tool.kind == "task"}
     for node in plan.nodes:
-        if isinstance(node, WorkflowNode):
+        if node.kind is NodeKind.WORKFLOW:
             names |= task_names(node.workflow.plan)
     return names
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import TaskNode
 from tether.observability.observer import next_attempt, retried
 from tether.runtime.context import UnitScope
 from tether.runtime.invoke import NodeFailure, call_once, retryable
@@ -24,6 +23,9 @@ from tether.runtime.state import NodeError
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import dumps
 from tether.status import CheckpointStatus, UnitStatus
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import TaskNode
 
 
 async def poll(unit: Unit, node: TaskNode, fn: Callable[..., Any], args: dict[str, Any],

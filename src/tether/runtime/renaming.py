@@ -14,11 +14,14 @@ top level and inside started sub-workflows (their sub-plans' ``renamed_from``) a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.compat import renames
-from tether.compiler.plan import Plan, WorkflowNode
+from tether.compiler.plan_rules import renames
+from tether.kinds import NodeKind
 from tether.stores.records import Decision, PendingInterrupt, Readdress, place
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 __all__ = ["address_after", "readdress", "rename_place", "rename_state", "renames_anywhere"]
 
@@ -26,7 +29,7 @@ __all__ = ["address_after", "readdress", "rename_place", "rename_state", "rename
 def renames_anywhere(plan: Plan) -> bool:
     """Whether ``plan`` or a sub-plan of it renamed a node (``renamed_from``)."""
     return bool(renames(plan)) or any(renames_anywhere(node.workflow.plan)
-                                      for node in plan.nodes if isinstance(node, WorkflowNode))
+                                      for node in plan.nodes if node.kind is NodeKind.WORKFLOW)
 
 
 def rename_state(plan: Plan, state: dict[str, Any]) -> bool:
@@ -51,7 +54,7 @@ def rename_state(plan: Plan, state: dict[str, Any]) -> bool:
             moved = True
     for node in plan.nodes:
         entry = nodes.get(node.id)
-        if isinstance(node, WorkflowNode) and isinstance(entry, dict):
+        if node.kind is NodeKind.WORKFLOW and isinstance(entry, dict):
             moved |= _rename_subs(node.workflow.plan, entry)
     return moved
 
@@ -109,7 +112,8 @@ def _walk(plan: Plan, steps: list[str]) -> tuple[list[str], Plan | None]:
             owner, level = level, None
             continue
         node = level.by_id.get(value)
-        level = owner = node.workflow.plan if isinstance(node, WorkflowNode) else None
+        level = owner = node.workflow.plan if node is not None and node.kind is NodeKind.WORKFLOW \
+            else None
     return out, owner
 
 

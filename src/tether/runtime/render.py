@@ -5,18 +5,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Undefined
 from jinja2.exceptions import SecurityError, TemplateError
 
-from tether.compiler.plan import Plan
 from tether.errors import NotJSONError, Picklable, TemplateLimit
 from tether.runtime.secrets import SecretMissing, SecretsView, reads_secrets
 from tether.runtime.state import NodeError, RunState
 from tether.status import UnitStatus
 from tether.templating import TemplateBudget, compiled, has_markup
 from tether.trigger import UNKNOWN_TRIGGER, Trigger
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 
 class RenderError(Picklable, Exception):

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import ApprovalNode, Plan
 from tether.errors import AlreadyResumed, ResumeError, ResumeValueError
+from tether.kinds import NodeKind
 from tether.paths import StatePath
 from tether.runtime.agent.answers import approval_problems
 from tether.runtime.answers import adopt_waits, apply_decisions
@@ -66,6 +66,7 @@ from tether.stores.owners import describe_owner, provably_dead
 from tether.stores.records import Decision, PendingInterrupt, RunRecord
 
 if TYPE_CHECKING:
+    from tether.compiler.plan import ApprovalNode, Plan
     from tether.runtime.runner import Runner
 
 
@@ -125,7 +126,7 @@ def approval_node(plan: Plan, pending: PendingInterrupt) -> ApprovalNode | None:
     except KeyError:
         return None
     node = level.by_id.get(split_address(pending.node_id)[0])  # None: an agent's pause
-    return node if isinstance(node, ApprovalNode) else None
+    return node if node is not None and node.kind is NodeKind.APPROVAL else None
 
 
 def answer_of(resume: Resume | Mapping[str, Any]) -> dict[str, Any]:

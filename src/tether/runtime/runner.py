@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import Plan
 from tether.errors import (
     CheckpointNotFound,
     ForkError,
@@ -56,6 +55,7 @@ from tether.templating import DEFAULT_BUDGET, TemplateBudget
 from tether.trigger import UNKNOWN_TRIGGER, Trigger, local_trigger
 
 if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
     from tether.runtime.resume import Claimed, Prepared
 
 # Imported where they are used, not here: submitting a run (``tether submit``, the API)

@@ -29,13 +29,16 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import TemplateSyntaxError, nodes
 
-from tether.compiler.plan import Plan, WorkflowNode
+from tether.kinds import NodeKind
 from tether.runtime.state import NodeError
 from tether.templating import ENV, has_markup
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 MASK = "***"
 MIN_MASKED = 4
@@ -144,7 +147,7 @@ def declared(plan: Plan) -> frozenset[str]:
     """Every secret a plan and its sub-plans declare."""
     names = set(plan.secrets)
     for node in plan.nodes:
-        if isinstance(node, WorkflowNode):
+        if node.kind is NodeKind.WORKFLOW:
             names |= declared(node.workflow.plan)
     return frozenset(names)
 
@@ -239,7 +242,7 @@ def api_key_names(plan: Plan) -> frozenset[str]:
         names = {agent.model.api_key_env or DEFAULT_KEY_ENV[Provider(agent.model.provider)]
                  for agent in plan.agents_by_id.values()}
     for node in plan.nodes:
-        if isinstance(node, WorkflowNode):
+        if node.kind is NodeKind.WORKFLOW:
             names |= api_key_names(node.workflow.plan)
     return frozenset(names)
 

@@ -21,11 +21,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import Plan, WorkflowNode
+from tether.kinds import NodeKind
 from tether.paths import StatePath, ensure_path, find_path
 from tether.status import FINISHED, NOT_OK, SkipReason, UnitStatus
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 __all__ = ["NodeError", "RunState", "SkipReason", "StatePath", "UnitState", "unit_path"]
 
@@ -404,7 +407,7 @@ class RunState:
                 continue
             path = (*prefix, "nodes", node_id)
             yield plan, path, UnitState(entry)
-            sub_plan = node.workflow.plan if isinstance(node, WorkflowNode) else None
+            sub_plan = node.workflow.plan if node.kind is NodeKind.WORKFLOW else None
             for key, item in (entry.get("items") or {}).items():
                 yield plan, (*path, "items", key), UnitState(item)
                 if sub_plan is not None and "sub" in item:
@@ -441,7 +444,7 @@ class RunState:
         path: StatePath = ()
         for node_id, item in parse_agent_path(agent_path):
             node = plan.node(node_id)
-            if not isinstance(node, WorkflowNode):
+            if node.kind is not NodeKind.WORKFLOW:
                 raise KeyError(agent_path)
             plan = node.workflow.plan
             path = (*path, *unit_path(node_id, item), "sub")

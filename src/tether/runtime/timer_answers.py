@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import time
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import ApprovalNode, Plan, SleepNode, SleepUntilNode
 from tether.errors import ResumeError, TimerNotDue
+from tether.kinds import NodeKind
 from tether.runtime.executors.approval import TIMEOUT_KEY
 from tether.runtime.executors.sleep import TIMER_RESOLVER, timer_answer
-from tether.runtime.timer_rules import timer_node
+from tether.runtime.timer_rules import timer_kind, timer_node
 from tether.stores.base import Checkpointer
 from tether.stores.records import Decision, PendingInterrupt, utc
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan
 
 TIMEOUT_RESOLVER = "timeout"
 """The resolver of the decision a timed-out approval records."""
@@ -51,11 +54,11 @@ def fired_answer(plan: Plan, pending: PendingInterrupt, now: float
         raise TimerNotDue(pending.execution_id, f"the timer of '{pending.address}' is due at "
                           f"{when}; nothing was changed", due_at=due, node_id=pending.node_id)
     node = timer_node(plan, pending)
-    if isinstance(node, ApprovalNode):
+    if node is not None and node.kind is NodeKind.APPROVAL:
         on_timeout = node.approval.on_timeout
         answer = dict(on_timeout) if isinstance(on_timeout, dict) else {TIMEOUT_KEY: on_timeout}
         return answer, TIMEOUT_RESOLVER
-    if not isinstance(node, SleepNode | SleepUntilNode):
+    if node is None or node.kind not in (NodeKind.SLEEP, NodeKind.SLEEP_UNTIL):
         raise TimerNotDue(pending.execution_id, f"'{pending.address}' is not a timer of this "
                           "plan", due_at=float("inf"), node_id=pending.node_id)
     return timer_answer(pending.due_at, now), TIMER_RESOLVER
@@ -68,7 +71,7 @@ def due_approval(store: Checkpointer, plan: Plan, execution_id: str,
     now = time.time()
     rows = pending if pending is not None else store.list_pending(execution_id)
     for row in rows:
-        if row.due_at is not None and row.due_at <= now and isinstance(
-                timer_node(plan, row), ApprovalNode):
+        if row.due_at is not None and row.due_at <= now and \
+                timer_kind(plan, row) is NodeKind.APPROVAL:
             return row
     return None

@@ -9,12 +9,16 @@ go through the claim of the pending row.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from tether.compiler.plan import ApprovalNode, Plan, PlanNode, SleepNode, SleepUntilNode
 from tether.errors import ResumeError, TimerNotDue
+from tether.kinds import NodeKind
 from tether.paths import StatePath
 from tether.runtime.state import RunState, split_address
 from tether.stores.records import PendingInterrupt, utc
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import ApprovalNode, Plan, PlanNode
 
 __all__ = ["not_due", "refuse_human_answer", "timer_node", "wake_sleeps"]
 
@@ -26,6 +30,15 @@ def timer_node(plan: Plan, pending: PendingInterrupt) -> PlanNode | None:
     except KeyError:
         return None
     return level.by_id.get(split_address(pending.node_id)[0])
+
+
+def timer_kind(plan: Plan, pending: PendingInterrupt) -> NodeKind | None:
+    """The kind of :func:`timer_node` (None without one)."""
+    node = timer_node(plan, pending)
+    return None if node is None else node.kind
+
+
+_SLEEPS = (NodeKind.SLEEP, NodeKind.SLEEP_UNTIL)
 
 
 def _moment(due_at: float) -> str:
@@ -42,7 +55,7 @@ def wake_sleeps(plan: Plan, state: RunState, pending: list[PendingInterrupt], *,
     for row in pending:
         if row.due_at is None or (park and row.due_at > now):
             continue
-        sleeps = isinstance(timer_node(plan, row), SleepNode | SleepUntilNode)
+        sleeps = timer_kind(plan, row) in _SLEEPS
         if not sleeps or row.checkpoint_id not in waiting:
             continue
         path, unit = waiting[row.checkpoint_id]
@@ -56,7 +69,7 @@ def not_due(execution_id: str, plan: Plan, pending: list[PendingInterrupt]) -> N
     """Raise :class:`TimerNotDue` when every pending row is a sleep not due yet."""
     now = time.time()
     if not pending or not all(row.due_at is not None and row.due_at > now
-                              and isinstance(timer_node(plan, row), SleepNode | SleepUntilNode)
+                              and timer_kind(plan, row) in _SLEEPS
                               for row in pending):
         return
     first = min(pending, key=lambda row: row.due_at or 0.0)
@@ -72,11 +85,13 @@ def refuse_human_answer(execution_id: str, plan: Plan, target: PendingInterrupt)
     if target.due_at is None:
         return
     node = timer_node(plan, target)
-    if isinstance(node, SleepNode | SleepUntilNode):
+    if node is None:
+        return
+    if node.kind in (NodeKind.SLEEP, NodeKind.SLEEP_UNTIL):
         raise ResumeError(execution_id, f"node '{target.address}' is a timer due at "
                           f"{_moment(target.due_at)}; it takes no value (resume without one "
                           "once it is due)", node_id=target.node_id)
-    if isinstance(node, ApprovalNode) and time.time() >= target.due_at:
+    if node.kind is NodeKind.APPROVAL and time.time() >= target.due_at:
         raise ResumeError(execution_id, f"approval '{target.address}' timed out at "
                           f"{_moment(target.due_at)}; its on_timeout "
                           f"({_on_timeout(node)}) applies instead of an answer",

@@ -22,10 +22,12 @@ A node listed in a case of a switch runs only when the switch completed and chos
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import Plan, PlanNode
 from tether.status import NOT_OK, UnitStatus
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import Plan, PlanNode
 
 
 def trigger_verdict(rule: str, statuses: Sequence[str]) -> UnitStatus:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
-from tether.compiler.plan import PlanNode
 from tether.paths import StatePath
 
 if TYPE_CHECKING:
+    from tether.compiler.plan import PlanNode
     from tether.runtime.execution import Level
 
 N_contra = TypeVar("N_contra", contravariant=True)

@@ -9,17 +9,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, assert_never
 
-from tether.compiler.plan import (
-    AgentNode,
-    ApprovalNode,
-    FailNode,
-    NoopNode,
-    SleepNode,
-    SleepUntilNode,
-    SwitchNode,
-    TaskNode,
-    WorkflowNode,
-)
+from tether.kinds import NodeKind
 from tether.runtime.executors.approval import ApprovalExecutor
 from tether.runtime.executors.builtins import FailExecutor, NoopExecutor
 from tether.runtime.executors.sleep import SleepExecutor
@@ -44,22 +34,22 @@ def execute(unit: Unit) -> Coroutine[Any, Any, UnitResult]:
     """The coroutine that runs ``unit`` with the executor of its node's kind (returned, not
     awaited here: one coroutine frame fewer on the path of every node)."""
     node = unit.node
-    match node:
-        case TaskNode():
+    match node.kind:  # by kind, not class: a light plan's nodes (compiler/plan_light.py)
+        case NodeKind.TASK:
             return _TASK.run(unit, node)
-        case ApprovalNode():
+        case NodeKind.APPROVAL:
             return _APPROVAL.run(unit, node)
-        case WorkflowNode():
+        case NodeKind.WORKFLOW:
             return _WORKFLOW.run(unit, node)
-        case AgentNode():
+        case NodeKind.AGENT:
             return _agent().run(unit, node)
-        case SwitchNode():
+        case NodeKind.SWITCH:
             return _SWITCH.run(unit, node)
-        case NoopNode():
+        case NodeKind.NOOP:
             return _NOOP.run(unit, node)
-        case FailNode():
+        case NodeKind.FAIL:
             return _FAIL.run(unit, node)
-        case SleepNode() | SleepUntilNode():
+        case NodeKind.SLEEP | NodeKind.SLEEP_UNTIL:
             return _SLEEP.run(unit, node)
         case _:
             assert_never(node)

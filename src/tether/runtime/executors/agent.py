@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from tether.compiler.plan import AgentNode
+from typing import TYPE_CHECKING
+
 from tether.runtime.agent.loop import AgentLoop, AgentRun, render_text
 from tether.runtime.agent.state import AgentState
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import to_json
 from tether.status import UnitStatus
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import AgentNode
 
 
 class AgentExecutor:

@@ -11,8 +11,8 @@ read as a duration text or a number of seconds; a value that is neither fails th
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from tether.compiler.plan import ApprovalNode
 from tether.errors import InterruptSignal
 from tether.runtime.context import UNIT, Resume, UnitScope, interrupt
 from tether.runtime.invoke import NodeFailure, check_values
@@ -21,6 +21,9 @@ from tether.runtime.settings import seconds_setting
 from tether.runtime.state import NodeError
 from tether.runtime.units import Suspended, Unit, UnitResult, UnitSkipped
 from tether.runtime.values import to_json
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import ApprovalNode
 
 TIMEOUT_KEY = "$timeout"
 """The key of the answer a timed-out approval gets for ``on_timeout: fail`` or ``skip``."""

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from tether.compiler.plan import FailNode, NoopNode
+from typing import TYPE_CHECKING
+
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import render
 from tether.runtime.state import NodeError
 from tether.runtime.units import Unit, UnitResult
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import FailNode, NoopNode
 
 
 class NoopExecutor:

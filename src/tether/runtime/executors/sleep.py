@@ -18,11 +18,11 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import SleepNode, SleepUntilNode
 from tether.durations import DurationError, parse_duration
 from tether.errors import InterruptSignal
+from tether.kinds import NodeKind
 from tether.runtime.invoke import NodeFailure
 from tether.runtime.render import render
 from tether.runtime.state import NodeError
@@ -30,6 +30,9 @@ from tether.runtime.units import Suspended, Unit, UnitResult
 from tether.runtime.values import to_json
 from tether.stores.records import PendingInterrupt, utc
 from tether.timestamps import TimestampError, parse_timestamp
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import SleepNode, SleepUntilNode
 
 TIMER_RESOLVER = "timer"
 """The resolver of a decision recorded by a timer firing."""
@@ -83,7 +86,7 @@ class SleepExecutor:
     def _due(unit: Unit, node: SleepNode | SleepUntilNode) -> float:
         names = unit.names()
         budget = unit.level.session.budget
-        if isinstance(node, SleepNode):
+        if node.kind is NodeKind.SLEEP:
             value = render(node.sleep, names, "sleep", budget)
             return time.time() + _seconds(value, node)
         value = render(node.sleep_until, names, "sleep_until", budget)

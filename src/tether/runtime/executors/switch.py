@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from tether.compiler.plan import SwitchNode
+from typing import TYPE_CHECKING
+
 from tether.runtime.render import render
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import to_json
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import SwitchNode
 
 
 class SwitchExecutor:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tether.compiler.plan import TaskNode
 from tether.runtime.context import UnitScope
 from tether.runtime.invoke import call_once, call_task, failure, retryable
 from tether.runtime.polling import poll
@@ -15,6 +14,9 @@ from tether.runtime.settings import seconds_setting
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import to_json
 from tether.templating import TemplateBudget
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import TaskNode
 
 
 class TaskExecutor:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from tether.compiler.plan import WorkflowNode
+from typing import TYPE_CHECKING
+
 from tether.runtime.invoke import NodeFailure, check_values
 from tether.runtime.render import render
 from tether.runtime.state import NodeError
 from tether.runtime.units import Unit, UnitResult
 from tether.runtime.values import dumps, to_json
 from tether.status import UnitStatus
+
+if TYPE_CHECKING:
+    from tether.compiler.plan import WorkflowNode
 
 
 class WorkflowExecutor:
