@@ -174,9 +174,17 @@ class Level:
         return Level(self.session, plan, state, (*self.prefix, *prefix), agent_path)
 
     # -- scheduling --------------------------------------------------------------------------
-    async def run(self) -> Any:
-        """Run every runnable node; return the output, or raise RunFailure or Suspended."""
+    async def run(self, *, hold_last: bool = False) -> Any:
+        """Run every runnable node; return the output, or raise RunFailure or Suspended.
+
+        ``hold_last`` (the run's top level): the checkpoint of a node that ran alone is held
+        by the journal (``Journal.hold``) until the scheduler knows whether anything runs
+        after it; if something does, it is written before that starts (before its node
+        boundary); if not, the caller writes it with the run's end, in one transaction
+        (``Driver._end``; any other way out writes it first). No await lies between the
+        node's end and either write."""
         ready = Readiness(self.plan, self.state)
+        journal = self.session.journal if hold_last else None
         done: asyncio.Queue[asyncio.Task[Any]] = asyncio.Queue()
         flight: dict[asyncio.Task[Any], tuple[PlanNode, float]] = {}
         try:
@@ -189,8 +197,18 @@ class Level:
                         started = self._started(node)
                         if following is None and not flight:
                             outcome = await self._in_place(node)
-                            self._settle(node, outcome, started, ready)
-                            following = ready.take()
+                            if journal is None:
+                                self._settle(node, outcome, started, ready)
+                                following = ready.take()
+                            else:
+                                journal.hold = True
+                                try:
+                                    self._settle(node, outcome, started, ready)
+                                finally:
+                                    journal.hold = False
+                                following = ready.take()
+                                if following is not None:
+                                    journal.flush()
                         else:
                             observer = self.session.observer
                             if observer is None or fans_out(node):

@@ -112,6 +112,9 @@ class Journal:
         self.pending: dict[StatePath, str | None] = {}
         self.delta_bytes = 0  # written as deltas since the last snapshot
         self.snapshot_bytes = 0  # the size of the last snapshot
+        self.hold = False  # the next put is held (:attr:`held`), not written
+        self.held: CheckpointRow | None = None
+        self._held_pending: dict[StatePath, str | None] = {}
 
     def mark(self, path: StatePath, text: str | None = None) -> None:
         """Record that the value at ``path`` changed; ``text`` is its JSON if known.
@@ -138,7 +141,10 @@ class Journal:
             full: bool = False, reason: str | None = None, context_json: str | None = None,
             parent_checkpoint_id: str | None = None,
             checkpoint_id: str | None = None) -> CheckpointRow:
-        """The next checkpoint row (not yet written); consumes the marked changes."""
+        """The next checkpoint row (not yet written); consumes the marked changes. A held
+        row is written first (:meth:`flush`), unless taken (:meth:`take_held`)."""
+        if self.held is not None:
+            self.flush()
         return self._row(checkpoint_id or ids.IDS.next(self.last_id), node_id, node_index,
                          step_type, status, agent_path, counters, node_input,
                          node_output_json, full, reason, context_json, parent_checkpoint_id)
@@ -189,9 +195,30 @@ class Journal:
         return "[" + ",".join(parts) + "]"
 
     def undo(self) -> None:
-        """Put back the changes of a row that could not be written."""
-        self.dirty = {**self.pending, **self.dirty}
+        """Put back the changes of a row that could not be written (and of the held row
+        written with it, :meth:`take_held`)."""
+        self.dirty = {**self._held_pending, **self.pending, **self.dirty}
+        self._held_pending = {}
         self.since_base = self.every  # the next row is a full snapshot again
+
+    def flush(self) -> None:
+        """Write the held row, if any (the run goes on after the node that wrote it)."""
+        row, self.held = self.held, None
+        if row is None:
+            return
+        try:
+            self.store.put(row, self.owner)
+        except BaseException:
+            self.undo()
+            raise
+        self._held_pending = {}
+
+    def take_held(self) -> CheckpointRow | None:
+        """The held row, for the caller to write with the run's end (``finish_run``'s
+        ``last_node``), in one transaction; its changes stay pending until that write
+        succeeds (:meth:`undo` puts them back if it fails)."""
+        row, self.held = self.held, None
+        return row
 
     def put(self, node_id: str, node_index: int, step_type: StepType | StepTypeName,
             status: CheckpointStatus | CheckpointStatusName, agent_path: str = "",
@@ -199,12 +226,19 @@ class Journal:
             node_output_json: str | None = None, full: bool = False,
             parent_checkpoint_id: str | None = None) -> CheckpointRow:
         """Write the next row now (fenced on the attempt's token). The values may be given
-        in order: this is the path of every node."""
+        in order: this is the path of every node. With :attr:`hold` set, the row is built
+        and held instead (its writer then either writes it (:meth:`flush`) or ends the run with
+        it: ``Level.run``, ``Driver``)."""
+        if self.held is not None:
+            self.flush()
         if self.attempt is not None:
             self.attempt.check()
         row = self._row(ids.IDS.next(self.last_id), node_id, node_index, step_type, status,
                         agent_path, counters, node_input, node_output_json, full, None, None,
                         parent_checkpoint_id)
+        if self.hold:
+            self.hold, self.held, self._held_pending = False, row, self.pending
+            return row
         try:
             self.store.put(row, self.owner)
         except BaseException:

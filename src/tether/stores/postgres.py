@@ -439,20 +439,8 @@ class PostgresCheckpointer(SQLCheckpointer):
             if item.end is None:  # a node's checkpoint alone: the path of most steps
                 return [self._put_seen(connection, item.row, item.owner)]
             return [self._write_alone(connection, item, alone=True)]
-        ends = any(item.end is not None for item in items)
-        key = (len(items), ends)
-        sql = self._batch_sql.get(key)
-        if sql is None:
-            sql = self._batch_sql[key] = fenced_batch_sql(
-                len(items), self._qualified, self.engine.dialect, ends)
-        params: list[Any] = []
-        for row, owner, end in items:
-            params += row
-            params.append(owner)
-            if ends:
-                params += end if end is not None else (None, None, None)
         try:
-            rows = self._run(connection, sql, params).fetchall()
+            found = self._write_batch(connection, items)
         except Exception as exc:
             if self._is_disconnect(exc):
                 raise
@@ -461,9 +449,33 @@ class PostgresCheckpointer(SQLCheckpointer):
             if self.write_group is not None:
                 self.write_group.fell_back()
             return [self._write_alone(connection, item) for item in items]
-        found = {checkpoint_id: (bool(written), requested_at)
-                 for checkpoint_id, requested_at, written in rows}
-        return [found.get(item.row.checkpoint_id, (False, None)) for item in items]
+        return [_outcome_of(found, item) for item in items]
+
+    def _write_batch(self, connection: Any, items: Sequence[FencedWrite],
+                     ) -> dict[str, tuple[bool, float | None]]:
+        """``items`` in one statement (:func:`fenced_batch_sql`; an item's ``before`` row
+        first, as a row of its own); what each row's ``written`` and reading were, by
+        checkpoint id."""
+        ends = any(item.end is not None for item in items)
+        count = len(items) + sum(item.before is not None for item in items)
+        key = (count, ends)
+        sql = self._batch_sql.get(key)
+        if sql is None:
+            sql = self._batch_sql[key] = fenced_batch_sql(
+                count, self._qualified, self.engine.dialect, ends)
+        params: list[Any] = []
+        for row, owner, end, before in items:
+            if before is not None:
+                params += before
+                params.append(owner)
+                params += (None, None, None)  # (ends: a row with an end has ends on)
+            params += row
+            params.append(owner)
+            if ends:
+                params += end if end is not None else (None, None, None)
+        rows = self._run(connection, sql, params).fetchall()
+        return {checkpoint_id: (bool(written), requested_at)
+                for checkpoint_id, requested_at, written in rows}
 
     def _write_alone(self, connection: Any, item: FencedWrite, alone: bool = False,
                      ) -> tuple[bool, float | None] | BaseException:
@@ -471,7 +483,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         as the caller's own write would)."""
         try:
             if item.end is not None:
-                return self._end_alone(connection, item.row, item.owner, item.end), None
+                return self._end_alone(connection, item), None
             return self._put_seen(connection, item.row, item.owner)
         except Exception as exc:
             if alone or self._is_disconnect(exc):
@@ -479,19 +491,27 @@ class PostgresCheckpointer(SQLCheckpointer):
             return exc
 
     def _finish_fenced(self, row: CheckpointRow, status: str, error: str | None,
-                       owner: str) -> bool:
+                       owner: str, last_node: CheckpointRow | None) -> bool:
         """``finish_run`` fenced on ``owner`` in one round trip (:func:`finish_fenced`)
         instead of BEGIN, the fence, the insert, the update and COMMIT; with a
         :attr:`write_group`, in the group's statement with the other slots' writes that
-        overlap it."""
+        overlap it. With ``last_node``, both rows and the update in one statement
+        (:func:`fenced_batch_sql` with ends)."""
         end = RunEnd(status, error, time.time())
+        write = FencedWrite(row, owner, end, last_node)
         group = self.write_group
         if group is not None and self.reads_cancel_on_write:
-            written, _ = group.submit(FencedWrite(row, owner, end), self._put_batch)
+            written, _ = group.submit(write, self._put_batch)
             return written
-        return self._end_alone(self._hot(), row, owner, end)
+        return self._end_alone(self._hot(), write)
 
-    def _end_alone(self, connection: Any, row: CheckpointRow, owner: str, end: RunEnd) -> bool:
+    def _end_alone(self, connection: Any, write: FencedWrite) -> bool:
+        """A run's end (``write.end``) in a statement of its own: :func:`finish_fenced`, or
+        with the last node's row, the batch statement of the two rows."""
+        row, owner, end, before = write
+        assert end is not None
+        if before is not None:
+            return _outcome_of(self._write_batch(connection, (write,)), write)[0]
         statement = self._sql.get("finish_fenced", finish_fenced)
         values = {**row._asdict(), "eid": row.execution_id, "owner": owner,
                   "status": end.status, "now": end.at, "error": end.error}
@@ -575,6 +595,16 @@ class PostgresCheckpointer(SQLCheckpointer):
             self._reset_hot()
         self._starts.close()
         super().close()
+
+
+def _outcome_of(found: Mapping[str, tuple[bool, float | None]], item: FencedWrite,
+                ) -> tuple[bool, float | None]:
+    """An item's result from its batch's rows: written only if its row was (and its
+    ``before`` row too: the statement writes a run's rows together or not at all)."""
+    written, requested_at = found.get(item.row.checkpoint_id, (False, None))
+    if written and item.before is not None:
+        written = found.get(item.before.checkpoint_id, (False, None))[0]
+    return written, requested_at
 
 
 class _Timed:
