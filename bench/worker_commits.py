@@ -10,9 +10,9 @@ moved into the served queue by one UPDATE; one ``tether worker`` with ``--concur
 slots). Read from ``pg_stat_database`` of the URL's database before and after the drain:
 ``xact_commit`` (every commit: the worker's claims, checkpoint statements, ends,
 heartbeats, its idle polls and its few writes as it stops; this script's own polls are
-one per 50 ms, counted and subtracted; autovacuum is turned off on the schema's tables, whose commits counted too)
-and ``tup_inserted`` (rows inserted: checkpoints and history events). Use a
-database no other job writes to: the counters are the database's. ``--src A,B``: the
+one per 50 ms, counted and subtracted; autovacuum is turned off on the schema's tables,
+whose commits counted too) and ``tup_inserted`` (rows inserted: checkpoints and history
+events). Use a database no other job writes to: the counters are the database's. ``--src A,B``: the
 ``src`` trees the workers import, alternated A B B A.
 """
 
@@ -29,10 +29,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import workers as wb  # noqa: E402
 import workloads as w  # noqa: E402
 
 import tether  # noqa: E402
+import workers as wb  # noqa: E402
 
 STATS = ("SELECT xact_commit, tup_inserted FROM pg_stat_database "
          "WHERE datname = current_database()")

@@ -177,12 +177,12 @@ class Level:
     async def run(self, *, hold_last: bool = False) -> Any:
         """Run every runnable node; return the output, or raise RunFailure or Suspended.
 
-        ``hold_last`` (the run's top level): the checkpoint of a node that ran alone is held
-        by the journal (``Journal.hold``) until the scheduler knows whether anything runs
-        after it; if something does, it is written before that starts (before its node
-        boundary); if not, the caller writes it with the run's end, in one transaction
-        (``Driver._end``; any other way out writes it first). No await lies between the
-        node's end and either write."""
+        ``hold_last`` (the run's top level): the checkpoint of a node that ran alone with no
+        other node left to start is held by the journal (``Journal.hold_next``), and the
+        caller writes it with the run's end, in one transaction (``Driver._end``; any other
+        way out, a pause or a release, writes it first; so does the next row, if any). No
+        await lies between the node's end and either write. Other nodes, the path of every
+        node, pay one test of ``ready.count``."""
         ready = Readiness(self.plan, self.state)
         journal = self.session.journal if hold_last else None
         done: asyncio.Queue[asyncio.Task[Any]] = asyncio.Queue()
@@ -197,18 +197,11 @@ class Level:
                         started = self._started(node)
                         if following is None and not flight:
                             outcome = await self._in_place(node)
-                            if journal is None:
-                                self._settle(node, outcome, started, ready)
-                                following = ready.take()
+                            if journal is not None and not ready.count and node.loop is None:
+                                self._settle_last(node, outcome, started, ready, journal)
                             else:
-                                journal.hold = True
-                                try:
-                                    self._settle(node, outcome, started, ready)
-                                finally:
-                                    journal.hold = False
-                                following = ready.take()
-                                if following is not None:
-                                    journal.flush()
+                                self._settle(node, outcome, started, ready)
+                            following = ready.take()
                         else:
                             observer = self.session.observer
                             if observer is None or fans_out(node):
@@ -327,6 +320,19 @@ class Level:
         if self.session.listener is not None:
             self._emit_finished(node, self.state.status(node.id), seconds)
         ready.finished(node.id)
+
+    def _settle_last(self, node: PlanNode, outcome: Outcome, started: float,
+                     ready: Readiness, journal: Journal) -> None:
+        """Settle a node after which nothing is left to start (no node counted, no loop to
+        close) with its row held (``run``'s ``hold_last``); written at once if something
+        became ready all the same."""
+        journal.hold_next()
+        try:
+            self._settle(node, outcome, started, ready)
+        finally:
+            journal.hold_next(False)
+        if ready.count or ready.heap:
+            journal.flush()
 
     def _emit_finished(self, node: PlanNode, status: str, seconds: float) -> None:
         if self.session.listener is not None:

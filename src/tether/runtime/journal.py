@@ -112,7 +112,10 @@ class Journal:
         self.pending: dict[StatePath, str | None] = {}
         self.delta_bytes = 0  # written as deltas since the last snapshot
         self.snapshot_bytes = 0  # the size of the last snapshot
-        self.hold = False  # the next put is held (:attr:`held`), not written
+        self.hold = False
+        """A row is held, or the next put holds its row (:meth:`hold_next`): the one flag
+        :meth:`put` reads (the path of every node)."""
+        self._hold_next = False
         self.held: CheckpointRow | None = None
         self._held_pending: dict[StatePath, str | None] = {}
 
@@ -201,9 +204,16 @@ class Journal:
         self._held_pending = {}
         self.since_base = self.every  # the next row is a full snapshot again
 
+    def hold_next(self, on: bool = True) -> None:
+        """Hold the row of the next :meth:`put` instead of writing it (``on``), or no longer
+        (a row already held stays held)."""
+        self._hold_next = on
+        self.hold = on or self.held is not None
+
     def flush(self) -> None:
         """Write the held row, if any (the run goes on after the node that wrote it)."""
         row, self.held = self.held, None
+        self.hold = self._hold_next
         if row is None:
             return
         try:
@@ -218,6 +228,7 @@ class Journal:
         ``last_node``), in one transaction; its changes stay pending until that write
         succeeds (:meth:`undo` puts them back if it fails)."""
         row, self.held = self.held, None
+        self.hold = self._hold_next
         return row
 
     def put(self, node_id: str, node_index: int, step_type: StepType | StepTypeName,
@@ -226,22 +237,39 @@ class Journal:
             node_output_json: str | None = None, full: bool = False,
             parent_checkpoint_id: str | None = None) -> CheckpointRow:
         """Write the next row now (fenced on the attempt's token). The values may be given
-        in order: this is the path of every node. With :attr:`hold` set, the row is built
-        and held instead (its writer then either writes it (:meth:`flush`) or ends the run with
-        it: ``Level.run``, ``Driver``)."""
-        if self.held is not None:
-            self.flush()
+        in order: this is the path of every node. A row held before is written first; with
+        :meth:`hold_next`, this row is built and held instead (its writer then either writes
+        it, :meth:`flush`, or ends the run with it: ``Level.run``, ``Driver``)."""
+        if self.hold:  # (one test on the path of every node)
+            return self._put_held(node_id, node_index, step_type, status, agent_path,
+                                  counters, node_input, node_output_json, full,
+                                  parent_checkpoint_id)
         if self.attempt is not None:
             self.attempt.check()
         row = self._row(ids.IDS.next(self.last_id), node_id, node_index, step_type, status,
                         agent_path, counters, node_input, node_output_json, full, None, None,
                         parent_checkpoint_id)
-        if self.hold:
-            self.hold, self.held, self._held_pending = False, row, self.pending
-            return row
         try:
             self.store.put(row, self.owner)
         except BaseException:
             self.undo()
             raise
+        return row
+
+    def _put_held(self, node_id: str, node_index: int, step_type: StepType | StepTypeName,
+                  status: CheckpointStatus | CheckpointStatusName, agent_path: str,
+                  counters: dict[str, Any] | None, node_input: Any,
+                  node_output_json: str | None, full: bool,
+                  parent_checkpoint_id: str | None) -> CheckpointRow:
+        """:meth:`put` while a row is held (written first) or this one is to be held."""
+        self.flush()
+        if not self.hold:
+            return self.put(node_id, node_index, step_type, status, agent_path, counters,
+                            node_input, node_output_json, full, parent_checkpoint_id)
+        if self.attempt is not None:
+            self.attempt.check()
+        row = self._row(ids.IDS.next(self.last_id), node_id, node_index, step_type, status,
+                        agent_path, counters, node_input, node_output_json, full, None, None,
+                        parent_checkpoint_id)
+        self._hold_next, self.held, self._held_pending = False, row, self.pending
         return row
