@@ -57,6 +57,7 @@ BOUNDARIES = (
 )
 CHARGE_ARGS = {"amount": 3, "text": "draft 3 after 'more (pass 2)'"}
 CHARGE_KEY = default_key(tasks.charge, (), CHARGE_ARGS)
+LAST_UNIT = ("h.step", canonical({"name": "finish"}))  # the node that ends the run
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +110,9 @@ def test_crash_at_any_boundary_resumes_to_the_uninterrupted_result_without_redoi
         context = f"crash {spec}; rows at the crash:\n{before['rows']}\nresult: {second.result}"
         result = second.result
         assert result is not None, context
-        if spec == "after:run_end#1":
-            # The run had finished: resume refuses and changes nothing.
+        if spec in ("after:run_end#1", "after:finish#1"):
+            # The run had finished (its last node's row and its end are one write): resume
+            # refuses and changes nothing.
             assert result["outcome"] == "error" and result["error_type"] == "AlreadyResumed", \
                 context
             last = store.get_last(eid)
@@ -162,9 +164,15 @@ def test_crash_at_any_boundary_resumes_to_the_uninterrupted_result_without_redoi
         items_again = {json.loads(a)["index"] for (t, a) in again if t == "h.item"}
         items_done = {json.loads(a)["index"] for (t, a) in committed if t == "h.item"}
         assert not items_again & items_done, context
-        # A kill after the last node: the resumer runs no task body at all.
-        if spec in ("before:run_end#1", "after:run_end#1", "after:finish#1"):
+        # A kill after the last node's checkpoint: the resumer runs no task body at all.
+        # That checkpoint is written with the run's end, in one transaction: a kill before
+        # that write leaves neither row (as a kill before the node's own write did), and the
+        # resumer runs the last node alone again.
+        if spec in ("after:run_end#1", "after:finish#1"):
             assert not again, (again, context)
+        if spec in ("before:run_end#1", "before:finish#1"):
+            assert LAST_UNIT not in committed, context
+            assert again == Counter({LAST_UNIT: 1}), (again, context)
     finally:
         store.close()
 
@@ -294,7 +302,8 @@ def test_kill_a_resumer_after_its_claim_then_a_new_process_completes_the_run(
     resumed node, around its checkpoint, in the next node, before run_end); a later resume
     from a new process, with or without the value, completes the run with the claimed
     answer: never stuck between "needs a Resume" and "AlreadyResumed". The code after
-    interrupt() runs again only if its node was not committed; the idempotent apply once."""
+    interrupt() runs again only if its node was not committed; the idempotent apply once.
+    (A kill after apply's checkpoint is a kill after the run's end: the two are one write.)"""
     flow = Approval(shared_url, tmp_path, approval_file)
     flow.paused()
     flow.run("resume", ANSWER, crash=spec)
@@ -303,7 +312,18 @@ def test_kill_a_resumer_after_its_claim_then_a_new_process_completes_the_run(
         ask_committed = any(row.node_id == "ask" and row.status == "completed"
                             for row in store.rows(flow.eid))
     done = flow.run("resume", later_value)
-    _assert_finished(flow, done.result, approval_reference)
+    if spec == "after:apply":
+        # apply is the last node: its checkpoint and the run's end are one write, so the
+        # killed resumer had finished the run: the later resume refuses and changes nothing.
+        assert done.result is not None and done.result["error_type"] == "AlreadyResumed"
+        with flow.store() as store:
+            last = store.get_last(flow.eid)
+            assert last is not None and last.state_snapshot == approval_reference.state
+        _assert_finished(flow, {**done.result, "outcome": "completed",
+                                "state": approval_reference.state,
+                                "output": approval_reference.output}, approval_reference)
+    else:
+        _assert_finished(flow, done.result, approval_reference)
     counts = flow.counts()
     # The killed resumer ran the code after interrupt() unless it died right after the claim;
     # it runs again in the new process unless its node's checkpoint was committed.

@@ -25,6 +25,7 @@ from helpers import (
 )
 
 from tether.errors import LeaseLost, StoreError
+from tether.status import RUN_END
 from tether.stores.base import Checkpointer
 
 pytestmark = pytest.mark.protocol("RunStore", "IdempotencyStore", "QueueStore")
@@ -260,6 +261,8 @@ def test_every_write_of_an_owner_that_lost_the_run_is_refused_and_writes_nothing
         lambda: store.put_idempotent(eid, "k", "1", owner="old"),
         lambda: store.set_run_plan(eid, "e" * 64, "{}", "old"),
         lambda: store.finish_run(run_end(eid), "completed", None, "old"),
+        lambda: store.finish_run(run_end(eid), "completed", None, "old",
+                                 last_node=row(eid, "c")),
     ]
     for write in writes:
         with pytest.raises(LeaseLost) as lost:
@@ -400,6 +403,34 @@ def test_finish_run_writes_the_marker_sets_the_status_and_releases_the_lease(
     run = store.get_run(eid)
     assert run is not None
     assert (run.status, run.error, run.owner, run.lease_until) == (status, error, None, None)
+
+
+@pytest.mark.parametrize("owner", ["me", None], ids=["fenced", "unfenced"])
+def test_finish_run_writes_the_last_nodes_row_before_the_marker_in_one_transaction(
+        store: Checkpointer, owner: str | None) -> None:
+    """finish_run with ``last_node``: that row, then the run_end row, the final status and
+    no owner, together; read back in that order, as two writes would have left them."""
+    eid = new_run(store, owner=owner, lease_until=time.time() + 60 if owner else None)
+    store.put(row(eid, "a"), owner)
+    last = row(eid, "b")
+    marker = run_end(eid)
+    store.finish_run(marker, "completed", None, owner, last_node=last)
+    assert [(r.node_id, r.checkpoint_id) for r in store.rows(eid)][-2:] == [
+        ("b", last.checkpoint_id), (RUN_END, marker.checkpoint_id)]
+    run = store.get_run(eid)
+    assert run is not None and (run.status, run.owner, run.lease_until) == (
+        "completed", None, None)
+
+
+def test_finish_run_whose_marker_exists_writes_neither_row(store: Checkpointer) -> None:
+    """A finish_run whose run_end row is already stored (a retry after a commit whose reply
+    was lost) fails whole: the last node's row is not written a second time or alone."""
+    eid = new_run(store, owner="me", lease_until=time.time() + 60)
+    marker = run_end(eid)
+    store.put(marker, "me")
+    with pytest.raises(StoreError):
+        store.finish_run(marker, "completed", None, "me", last_node=row(eid, "b"))
+    assert [r.node_id for r in store.rows(eid)] == [RUN_END]
 
 
 # -- list_runs --------------------------------------------------------------------------------

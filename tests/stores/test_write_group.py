@@ -15,9 +15,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from helpers import new_run, row
+from helpers import new_run, row, run_end
 
 from tether.errors import LeaseLost, StoreError
+from tether.status import RUN_END
 from tether.stores.postgres import PostgresCheckpointer, fenced_batch_sql, server_placeholders
 from tether.stores.records import CheckpointRow, FencedWrite
 from tether.stores.write_group import WriteGroup
@@ -171,17 +172,21 @@ def _hold_run_row(url: str, schema: str, execution_id: str) -> psycopg.Connectio
 
 def _write_while_the_first_waits(stores: list[PostgresCheckpointer], rows: list[CheckpointRow],
                                  pg_schema: tuple[str, str], ends: Sequence[int] = (),
+                                 last_nodes: dict[int, CheckpointRow] | None = None,
                                  ) -> list[BaseException | None]:
     """Each store writes its row (as ``owner-<i>``) while the first write waits on its run
     row, so the others queue behind it and go as one batch; each write's outcome, in order.
-    The stores at ``ends`` end their run with their row instead (``finish_run``)."""
+    The stores at ``ends`` end their run with their row instead (``finish_run``, with
+    ``last_nodes[i]`` as its last node's row if given)."""
+    last_nodes = last_nodes or {}
     url, schema = pg_schema
     group = stores[0].write_group
     assert group is not None
 
     def write(i: int) -> None:
         if i in ends:
-            stores[i].finish_run(rows[i], "completed", None, f"owner-{i}")
+            stores[i].finish_run(rows[i], "completed", None, f"owner-{i}",
+                                 last_node=last_nodes.get(i))
         else:
             stores[i].put(rows[i], f"owner-{i}")
     blocker = _hold_run_row(url, schema, rows[0].execution_id)
@@ -251,18 +256,25 @@ def test_a_row_that_fails_in_a_batch_fails_its_own_write_alone(
     assert rows[2].checkpoint_id not in caplog.text
 
 
+def _four_runs_the_last_taken(store: PostgresCheckpointer, pg_schema: tuple[str, str],
+                              ) -> list[str]:
+    """Four runs held by ``owner-<i>``, the last one taken over by another owner since."""
+    url, schema = pg_schema
+    now = time.time()
+    runs = [new_run(store, owner=f"owner-{i}", lease_until=now + 60) for i in range(4)]
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'UPDATE "{schema}".runs SET owner = %s WHERE execution_id = %s',
+                      ("someone-else", runs[3]))
+    return runs
+
+
 def test_a_runs_end_goes_in_the_batch_fenced_like_its_rows(
         slot_stores: list[PostgresCheckpointer], pg_schema: tuple[str, str]) -> None:
     """``finish_run`` of a slot goes in the batch with the other slots' writes: its row is
     written and its run ends (status, no owner, no lease) in the same statement; an end
     whose run another owner took writes nothing and raises LeaseLost, its run untouched."""
-    url, schema = pg_schema
     first = slot_stores[0]
-    now = time.time()
-    runs = [new_run(first, owner=f"owner-{i}", lease_until=now + 60) for i in range(4)]
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'UPDATE "{schema}".runs SET owner = %s WHERE execution_id = %s',
-                      ("someone-else", runs[3]))
+    runs = _four_runs_the_last_taken(first, pg_schema)
     rows = [row(eid, "a") for eid in runs]
     outcomes = _write_while_the_first_waits(slot_stores, rows, pg_schema, ends=(1, 3))
     assert outcomes[:3] == [None, None, None] and isinstance(outcomes[3], LeaseLost)
@@ -274,6 +286,55 @@ def test_a_runs_end_goes_in_the_batch_fenced_like_its_rows(
     assert plain is not None and (plain.status, plain.owner) == ("running", "owner-2")
     assert lost is not None and (lost.status, lost.owner) == ("running", "someone-else")
     assert [len(first._rows(eid)) for eid in runs] == [1, 1, 1, 0]
+
+
+def test_a_runs_end_with_its_last_nodes_row_goes_in_the_batch_as_one_write(
+        slot_stores: list[PostgresCheckpointer], pg_schema: tuple[str, str]) -> None:
+    """``finish_run(..., last_node=...)`` in a batch: both of its rows and the run's end in
+    the one statement (two rows for one run in it), beside another run's plain row; the same
+    write for a run another owner took writes neither row (LeaseLost)."""
+    first = slot_stores[0]
+    runs = _four_runs_the_last_taken(first, pg_schema)
+    last_nodes = {1: row(runs[1], "last"), 3: row(runs[3], "last")}
+    rows = [row(eid, RUN_END if i in last_nodes else "a", step_type=RUN_END
+                if i in last_nodes else "node") for i, eid in enumerate(runs)]
+    outcomes = _write_while_the_first_waits(slot_stores, rows, pg_schema, ends=(1, 3),
+                                            last_nodes=last_nodes)
+    assert outcomes[:3] == [None, None, None] and isinstance(outcomes[3], LeaseLost)
+    group = first.write_group
+    assert group is not None and (group.batches, group.items) == (2, 4)
+    assert group.fallbacks == 0
+    ended, lost = first.get_run(runs[1]), first.get_run(runs[3])
+    assert ended is not None and (ended.status, ended.owner) == ("completed", None)
+    assert lost is not None and (lost.status, lost.owner) == ("running", "someone-else")
+    assert [r.node_id for r in first._rows(runs[1])] == ["last", RUN_END]
+    assert [len(first._rows(eid)) for eid in runs] == [1, 2, 1, 0]
+
+
+def test_a_runs_end_with_its_last_nodes_row_alone_is_one_statement(
+        pg_schema: tuple[str, str]) -> None:
+    """On a worker's store without other writers: the two rows and the end in one
+    statement, fenced; a lost owner writes neither."""
+    url, schema = pg_schema
+    group: WriteGroup[FencedWrite, tuple[bool, float | None]] = WriteGroup()
+    store = PostgresCheckpointer(url, schema=schema)
+    store.use_for_worker(write_group=group)
+    try:
+        mine = new_run(store, owner="me", lease_until=time.time() + 60)
+        theirs = new_run(store, owner="them", lease_until=time.time() + 60)
+        last = row(mine, "b")  # (made first: ids follow creation)
+        store.finish_run(run_end(mine), "failed", {"message": "x"}, "me", last_node=last)
+        last = row(theirs, "b")
+        with pytest.raises(LeaseLost):
+            store.finish_run(run_end(theirs), "completed", None, "me", last_node=last)
+        assert [r.node_id for r in store._rows(mine)] == ["b", RUN_END]
+        assert store._rows(theirs) == []
+        run = store.get_run(mine)
+        assert run is not None and (run.status, run.error, run.owner) == (
+            "failed", {"message": "x"}, None)
+        assert (group.batches, group.items, group.fallbacks) == (2, 2, 0)
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("ends", [False, True], ids=["rows", "with-ends"])

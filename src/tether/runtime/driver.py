@@ -17,6 +17,7 @@ write is fenced on the attempt's token. What stops an attempt without ending the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -128,15 +129,19 @@ class Driver:
         self._release("stopped")
 
     def _release(self, why: str) -> None:
-        """Let the run go without ending it, and say so in its history."""
+        """Let the run go without ending it (the last node's checkpoint written if it was
+        held for the run's end), and say so in its history."""
         if self.journal is not None:
+            with contextlib.suppress(TetherError):  # (not written: that node runs again)
+                self.journal.flush()
             record_released(self.attempt, why)
         self.attempt.release()
 
     async def _drive(self) -> RunResult:
         while True:
             try:
-                output = await Level(self.session, self.plan, self.state).run()
+                output = await Level(self.session, self.plan, self.state).run(
+                    hold_last=True)
             except Suspended:
                 if not self._still_answered():
                     return self._paused()
@@ -167,6 +172,7 @@ class Driver:
         """Pause, unless answers were claimed meanwhile: then apply them (True: go on)."""
         journal = self.journal
         assert journal is not None  # without a store, interrupt() raises to the caller
+        journal.flush()  # (the last node's checkpoint, held for a run's end)
         journal.check()
         waiting = list(self.state.waiting(self.plan))
         decisions = journal.store.pause_run(self.execution_id, journal.owner, waiting)
@@ -194,6 +200,7 @@ class Driver:
         if journal is not None:
             payload = dumps(error.to_json() if error is not None else output)
             journal.check()
+            last_node = journal.take_held()  # the last node's row: one commit with the end
             row = journal.row(node_id=RUN_END, node_index=len(self.plan.nodes),
                               step_type=StepType.RUN_END,
                               status=CheckpointStatus.FAILED if status == RunStatus.CANCELLED
@@ -201,7 +208,7 @@ class Driver:
                               counters=self.state.counters, node_output_json=payload)
             try:
                 journal.store.finish_run(row, status, error.to_json() if error else None,
-                                         journal.owner)
+                                         journal.owner, last_node=last_node)
             except BaseException:
                 journal.undo()
                 raise

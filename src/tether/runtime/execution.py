@@ -177,9 +177,17 @@ class Level:
         return Level(self.session, plan, state, (*self.prefix, *prefix), agent_path)
 
     # -- scheduling --------------------------------------------------------------------------
-    async def run(self) -> Any:
-        """Run every runnable node; return the output, or raise RunFailure or Suspended."""
+    async def run(self, *, hold_last: bool = False) -> Any:
+        """Run every runnable node; return the output, or raise RunFailure or Suspended.
+
+        ``hold_last`` (the run's top level): the checkpoint of a node that ran alone with no
+        other node left to start is held by the journal (``Journal.hold_next``), and the
+        caller writes it with the run's end, in one transaction (``Driver._end``; any other
+        way out, a pause or a release, writes it first; so does the next row, if any). No
+        await lies between the node's end and either write. Other nodes, the path of every
+        node, pay one test of ``ready.count``."""
         ready = Readiness(self.plan, self.state)
+        journal = self.session.journal if hold_last else None
         done: asyncio.Queue[asyncio.Task[Any]] = asyncio.Queue()
         flight: dict[asyncio.Task[Any], tuple[PlanNode, float]] = {}
         try:
@@ -192,7 +200,10 @@ class Level:
                         started = self._started(node)
                         if following is None and not flight:
                             outcome = await self._in_place(node)
-                            self._settle(node, outcome, started, ready)
+                            if journal is not None and not ready.count and node.loop is None:
+                                self._settle_last(node, outcome, started, ready, journal)
+                            else:
+                                self._settle(node, outcome, started, ready)
                             following = ready.take()
                         else:
                             observer = self.session.observer
@@ -312,6 +323,19 @@ class Level:
         if self.session.listener is not None:
             self._emit_finished(node, self.state.status(node.id), seconds)
         ready.finished(node.id)
+
+    def _settle_last(self, node: PlanNode, outcome: Outcome, started: float,
+                     ready: Readiness, journal: Journal) -> None:
+        """Settle a node after which nothing is left to start (no node counted, no loop to
+        close) with its row held (``run``'s ``hold_last``); written at once if something
+        became ready all the same."""
+        journal.hold_next()
+        try:
+            self._settle(node, outcome, started, ready)
+        finally:
+            journal.hold_next(False)
+        if ready.count or ready.heap:
+            journal.flush()
 
     def _emit_finished(self, node: PlanNode, status: str, seconds: float) -> None:
         if self.session.listener is not None:

@@ -112,6 +112,12 @@ class Journal:
         self.pending: dict[StatePath, str | None] = {}
         self.delta_bytes = 0  # written as deltas since the last snapshot
         self.snapshot_bytes = 0  # the size of the last snapshot
+        self.hold = False
+        """A row is held, or the next put holds its row (:meth:`hold_next`): the one flag
+        :meth:`put` reads (the path of every node)."""
+        self._hold_next = False
+        self.held: CheckpointRow | None = None
+        self._held_pending: dict[StatePath, str | None] = {}
 
     def mark(self, path: StatePath, text: str | None = None) -> None:
         """Record that the value at ``path`` changed; ``text`` is its JSON if known.
@@ -138,7 +144,10 @@ class Journal:
             full: bool = False, reason: str | None = None, context_json: str | None = None,
             parent_checkpoint_id: str | None = None,
             checkpoint_id: str | None = None) -> CheckpointRow:
-        """The next checkpoint row (not yet written); consumes the marked changes."""
+        """The next checkpoint row (not yet written); consumes the marked changes. A held
+        row is written first (:meth:`flush`), unless taken (:meth:`take_held`)."""
+        if self.held is not None:
+            self.flush()
         return self._row(checkpoint_id or ids.IDS.next(self.last_id), node_id, node_index,
                          step_type, status, agent_path, counters, node_input,
                          node_output_json, full, reason, context_json, parent_checkpoint_id)
@@ -189,9 +198,38 @@ class Journal:
         return "[" + ",".join(parts) + "]"
 
     def undo(self) -> None:
-        """Put back the changes of a row that could not be written."""
-        self.dirty = {**self.pending, **self.dirty}
+        """Put back the changes of a row that could not be written (and of the held row
+        written with it, :meth:`take_held`)."""
+        self.dirty = {**self._held_pending, **self.pending, **self.dirty}
+        self._held_pending = {}
         self.since_base = self.every  # the next row is a full snapshot again
+
+    def hold_next(self, on: bool = True) -> None:
+        """Hold the row of the next :meth:`put` instead of writing it (``on``), or no longer
+        (a row already held stays held)."""
+        self._hold_next = on
+        self.hold = on or self.held is not None
+
+    def flush(self) -> None:
+        """Write the held row, if any (the run goes on after the node that wrote it)."""
+        row, self.held = self.held, None
+        self.hold = self._hold_next
+        if row is None:
+            return
+        try:
+            self.store.put(row, self.owner)
+        except BaseException:
+            self.undo()
+            raise
+        self._held_pending = {}
+
+    def take_held(self) -> CheckpointRow | None:
+        """The held row, for the caller to write with the run's end (``finish_run``'s
+        ``last_node``), in one transaction; its changes stay pending until that write
+        succeeds (:meth:`undo` puts them back if it fails)."""
+        row, self.held = self.held, None
+        self.hold = self._hold_next
+        return row
 
     def put(self, node_id: str, node_index: int, step_type: StepType | StepTypeName,
             status: CheckpointStatus | CheckpointStatusName, agent_path: str = "",
@@ -199,7 +237,13 @@ class Journal:
             node_output_json: str | None = None, full: bool = False,
             parent_checkpoint_id: str | None = None) -> CheckpointRow:
         """Write the next row now (fenced on the attempt's token). The values may be given
-        in order: this is the path of every node."""
+        in order: this is the path of every node. A row held before is written first; with
+        :meth:`hold_next`, this row is built and held instead (its writer then either writes
+        it, :meth:`flush`, or ends the run with it: ``Level.run``, ``Driver``)."""
+        if self.hold:  # (one test on the path of every node)
+            return self._put_held(node_id, node_index, step_type, status, agent_path,
+                                  counters, node_input, node_output_json, full,
+                                  parent_checkpoint_id)
         if self.attempt is not None:
             self.attempt.check()
         row = self._row(ids.IDS.next(self.last_id), node_id, node_index, step_type, status,
@@ -210,4 +254,22 @@ class Journal:
         except BaseException:
             self.undo()
             raise
+        return row
+
+    def _put_held(self, node_id: str, node_index: int, step_type: StepType | StepTypeName,
+                  status: CheckpointStatus | CheckpointStatusName, agent_path: str,
+                  counters: dict[str, Any] | None, node_input: Any,
+                  node_output_json: str | None, full: bool,
+                  parent_checkpoint_id: str | None) -> CheckpointRow:
+        """:meth:`put` while a row is held (written first) or this one is to be held."""
+        self.flush()
+        if not self.hold:
+            return self.put(node_id, node_index, step_type, status, agent_path, counters,
+                            node_input, node_output_json, full, parent_checkpoint_id)
+        if self.attempt is not None:
+            self.attempt.check()
+        row = self._row(ids.IDS.next(self.last_id), node_id, node_index, step_type, status,
+                        agent_path, counters, node_input, node_output_json, full, None, None,
+                        parent_checkpoint_id)
+        self._hold_next, self.held, self._held_pending = False, row, self.pending
         return row

@@ -419,9 +419,11 @@ class Checkpointer(abc.ABC):
     # -- ending and pruning ------------------------------------------------------------------
     @abc.abstractmethod
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
-                   owner: str | None) -> None:
+                   owner: str | None, *, last_node: CheckpointRow | None = None) -> None:
         """Atomically write the run_end row, set the run's final status and error, and release
-        ``owner``'s lease; fenced on ``owner`` when given."""
+        ``owner``'s lease; fenced on ``owner`` when given. ``last_node``: the checkpoint of
+        the node that ended the run, written before ``row`` in the same transaction (one
+        commit for both: a crash leaves both rows or neither, never the run end alone)."""
 
     # -- schedules ---------------------------------------------------------------------------
     @abc.abstractmethod

@@ -135,8 +135,9 @@ class RunStore(Protocol):
         """Write one checkpoint (fenced on ``owner``)."""
 
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
-                   owner: str | None) -> None:
-        """Write the run_end row and the run's final status."""
+                   owner: str | None, *, last_node: CheckpointRow | None = None) -> None:
+        """Write the run_end row (after ``last_node``, in one transaction) and the run's
+        final status."""
 
     def record_interrupt(self, row: CheckpointRow, pending: PendingInterrupt,
                          owner: str | None) -> None:

@@ -532,9 +532,14 @@ class InMemoryCheckpointer(Checkpointer):
 
     # -- ending and pruning ------------------------------------------------------------------
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
-                   owner: str | None) -> None:
+                   owner: str | None, *, last_node: CheckpointRow | None = None) -> None:
         with self._lock:
             self._fence(row.execution_id, owner)
+            if last_node is not None:
+                if row.checkpoint_id in self._ids.get(row.execution_id, ()):
+                    raise StoreError(f"checkpoint {row.checkpoint_id} of run "
+                                     f"{row.execution_id} already exists")
+                self._insert(last_node)
             self._insert(row)
             run = self._runs.get(row.execution_id)
             if run is None:

@@ -20,7 +20,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -28,30 +28,23 @@ from sqlalchemy import (
     Engine,
     Insert,
     Table,
-    and_,
-    bindparam,
     create_engine,
-    exists,
-    func,
     insert,
-    literal_column,
-    select,
-    update,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.engine import URL, Dialect
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql import ClauseElement
 
 from tether.errors import ExecutionExists, StoreError, StoreUnavailable, StoreURLError
 from tether.status import RunStatus
 from tether.stores.base import SeenCancel
 from tether.stores.events import RunEvent
+from tether.stores.pg_fenced import ROW_FIELDS, fenced_batch_sql, fenced_insert_seen, finish_fenced
 from tether.stores.pg_sessions import SessionTimeouts, session_timeouts
 from tether.stores.pg_starts import ConnectionPool, create_statement
 from tether.stores.records import CheckpointRow, FencedWrite, RunEnd, RunRecord
 from tether.stores.retry import transient
-from tether.stores.schema import checkpoints, run_events, runs
+from tether.stores.schema import run_events
 from tether.stores.sql import SQLCheckpointer
 from tether.stores.sql_events import event_values
 from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
@@ -62,85 +55,8 @@ log = logging.getLogger("tether.stores")
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
 _PLACEHOLDER = re.compile(r"%([s%])")
 _SEEN_LIMIT = 256
-_ROW_FIELDS = [c.name for c in checkpoints.columns]
-_SEEN_NAMES = ("eid", "owner", *_ROW_FIELDS)
+_SEEN_NAMES = ("eid", "owner", *ROW_FIELDS)
 _OPEN_FOR = "tether_transaction_open_for"  # set by _mark_lost on a session lost in a block
-
-
-def fenced_insert_seen() -> ClauseElement:
-    """``WITH held AS (the run row if it names the owner, FOR SHARE), ins AS (INSERT the
-    checkpoint WHERE EXISTS held RETURNING 1) SELECT count(ins), held.cancel_requested_at``."""
-    held = select(runs.c.cancel_requested_at).where(and_(
-        runs.c.execution_id == bindparam("eid"), runs.c.owner == bindparam("owner"),
-    )).with_for_update(read=True).cte("held")
-    values = select(*[bindparam(name, type_=checkpoints.c[name].type) for name in _ROW_FIELDS])
-    ins = insert(checkpoints).from_select(
-        _ROW_FIELDS, values.where(exists(select(literal_column("1")).select_from(held))),
-    ).returning(literal_column("1")).cte("ins")
-    return select(select(func.count()).select_from(ins).scalar_subquery(),
-                  select(held.c.cancel_requested_at).scalar_subquery())
-
-
-def fenced_batch_sql(count: int, qualified: Callable[[str], str], dialect: Dialect,
-                     ends: bool = False) -> str:
-    """``count`` fenced checkpoint INSERTs in one statement (a write group's batch):
-    ``WITH v AS (VALUES (row..., owner), ...), held AS (the runs rows of v, FOR SHARE),
-    ins AS (INSERT the rows of v whose run's owner is the row's owner RETURNING
-    checkpoint_id) SELECT checkpoint_id, cancel_requested_at, written`` for each row of v.
-    Each run row is locked as in :func:`fenced_insert_seen` (a takeover's UPDATE waits for
-    this commit, or the locked row is its newer version, whose owner no longer matches);
-    a row whose run another owner holds is not written.
-
-    With ``ends``, each row of v also has a run end (status, error, time; NULL for a plain
-    checkpoint), and ``upd AS (UPDATE runs ... FROM v JOIN held)`` ends the runs of those
-    rows under the same fence, as :func:`finish_fenced` does: such a row is written only
-    with its run's update (the run row locked ``FOR SHARE`` first, then updated, in one
-    statement, so a takeover is ordered before or after both)."""
-    types = [checkpoints.c[name].type.compile(dialect=dialect) for name in _ROW_FIELDS]
-    extra = ("VARCHAR", "VARCHAR", "TEXT", "FLOAT") if ends else ("VARCHAR",)
-    values = "(" + ", ".join(f"%s::{t}" for t in (*types, *extra)) + ")"
-    names = ", ".join(_ROW_FIELDS)
-    runs_table = qualified("runs")
-    update = (f", upd AS (UPDATE {runs_table} AS u SET status = v.end_status, "
-              f"updated_at = v.end_at, error = v.end_error, owner = NULL, lease_until = NULL "
-              f"FROM v JOIN held ON held.execution_id = v.execution_id "
-              f"AND held.owner = v.owner WHERE u.execution_id = v.execution_id "
-              f"AND v.end_status IS NOT NULL RETURNING u.execution_id)") if ends else ""
-    written = "EXISTS (SELECT 1 FROM ins WHERE ins.checkpoint_id = v.checkpoint_id)"
-    if ends:
-        written += (" AND (v.end_status IS NULL OR EXISTS "
-                    "(SELECT 1 FROM upd WHERE upd.execution_id = v.execution_id))")
-    return (f"WITH v ({names}, owner{', end_status, end_error, end_at' if ends else ''}) "
-            f"AS (VALUES {', '.join([values] * count)}), "
-            f"held AS (SELECT r.execution_id, r.owner, r.cancel_requested_at "
-            f"FROM {runs_table} AS r "
-            f"WHERE r.execution_id IN (SELECT v.execution_id FROM v) FOR SHARE OF r), "
-            f"ins AS (INSERT INTO {qualified('checkpoints')} ({names}) "
-            f"SELECT {', '.join('v.' + n for n in _ROW_FIELDS)} FROM v JOIN held "
-            f"ON held.execution_id = v.execution_id AND held.owner = v.owner "
-            f"RETURNING checkpoint_id){update} "
-            f"SELECT v.checkpoint_id, held.cancel_requested_at, {written} "
-            f"FROM v LEFT JOIN held ON held.execution_id = v.execution_id "
-            f"AND held.owner = v.owner")
-
-
-def finish_fenced() -> ClauseElement:
-    """``finish_run`` as one statement: ``WITH held AS (the run row if it names the owner,
-    FOR UPDATE), ins AS (INSERT the run_end row WHERE EXISTS held RETURNING 1), upd AS
-    (UPDATE the run row's status, error, owner and lease FROM held) SELECT count(ins)``.
-    The row lock orders it before or after any takeover, as the transaction's fence does."""
-    held = select(runs.c.execution_id).where(and_(
-        runs.c.execution_id == bindparam("eid"), runs.c.owner == bindparam("owner"),
-    )).with_for_update().cte("held")
-    values = select(*[bindparam(name, type_=checkpoints.c[name].type) for name in _ROW_FIELDS])
-    ins = insert(checkpoints).from_select(
-        _ROW_FIELDS, values.where(exists(select(literal_column("1")).select_from(held))),
-    ).returning(literal_column("1")).cte("ins")
-    upd = update(runs).where(runs.c.execution_id == held.c.execution_id).values(
-        status=bindparam("status"), updated_at=bindparam("now"), error=bindparam("error"),
-        owner=None, lease_until=None).returning(literal_column("1")).cte("upd")
-    return select(select(func.count()).select_from(ins).scalar_subquery(),
-                  select(func.count()).select_from(upd).scalar_subquery())
 
 
 def server_placeholders(sql: str) -> str:
@@ -439,20 +355,8 @@ class PostgresCheckpointer(SQLCheckpointer):
             if item.end is None:  # a node's checkpoint alone: the path of most steps
                 return [self._put_seen(connection, item.row, item.owner)]
             return [self._write_alone(connection, item, alone=True)]
-        ends = any(item.end is not None for item in items)
-        key = (len(items), ends)
-        sql = self._batch_sql.get(key)
-        if sql is None:
-            sql = self._batch_sql[key] = fenced_batch_sql(
-                len(items), self._qualified, self.engine.dialect, ends)
-        params: list[Any] = []
-        for row, owner, end in items:
-            params += row
-            params.append(owner)
-            if ends:
-                params += end if end is not None else (None, None, None)
         try:
-            rows = self._run(connection, sql, params).fetchall()
+            found = self._write_batch(connection, items)
         except Exception as exc:
             if self._is_disconnect(exc):
                 raise
@@ -461,9 +365,33 @@ class PostgresCheckpointer(SQLCheckpointer):
             if self.write_group is not None:
                 self.write_group.fell_back()
             return [self._write_alone(connection, item) for item in items]
-        found = {checkpoint_id: (bool(written), requested_at)
-                 for checkpoint_id, requested_at, written in rows}
-        return [found.get(item.row.checkpoint_id, (False, None)) for item in items]
+        return [_outcome_of(found, item) for item in items]
+
+    def _write_batch(self, connection: Any, items: Sequence[FencedWrite],
+                     ) -> dict[str, tuple[bool, float | None]]:
+        """``items`` in one statement (:func:`fenced_batch_sql`; an item's ``before`` row
+        first, as a row of its own); what each row's ``written`` and reading were, by
+        checkpoint id."""
+        ends = any(item.end is not None for item in items)
+        count = len(items) + sum(item.before is not None for item in items)
+        key = (count, ends)
+        sql = self._batch_sql.get(key)
+        if sql is None:
+            sql = self._batch_sql[key] = fenced_batch_sql(
+                count, self._qualified, self.engine.dialect, ends)
+        params: list[Any] = []
+        for row, owner, end, before in items:
+            if before is not None:
+                params += before
+                params.append(owner)
+                params += (None, None, None)  # (ends: a row with an end has ends on)
+            params += row
+            params.append(owner)
+            if ends:
+                params += end if end is not None else (None, None, None)
+        rows = self._run(connection, sql, params).fetchall()
+        return {checkpoint_id: (bool(written), requested_at)
+                for checkpoint_id, requested_at, written in rows}
 
     def _write_alone(self, connection: Any, item: FencedWrite, alone: bool = False,
                      ) -> tuple[bool, float | None] | BaseException:
@@ -471,7 +399,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         as the caller's own write would)."""
         try:
             if item.end is not None:
-                return self._end_alone(connection, item.row, item.owner, item.end), None
+                return self._end_alone(connection, item), None
             return self._put_seen(connection, item.row, item.owner)
         except Exception as exc:
             if alone or self._is_disconnect(exc):
@@ -479,19 +407,27 @@ class PostgresCheckpointer(SQLCheckpointer):
             return exc
 
     def _finish_fenced(self, row: CheckpointRow, status: str, error: str | None,
-                       owner: str) -> bool:
+                       owner: str, last_node: CheckpointRow | None) -> bool:
         """``finish_run`` fenced on ``owner`` in one round trip (:func:`finish_fenced`)
         instead of BEGIN, the fence, the insert, the update and COMMIT; with a
         :attr:`write_group`, in the group's statement with the other slots' writes that
-        overlap it."""
+        overlap it. With ``last_node``, both rows and the update in one statement
+        (:func:`fenced_batch_sql` with ends)."""
         end = RunEnd(status, error, time.time())
+        write = FencedWrite(row, owner, end, last_node)
         group = self.write_group
         if group is not None and self.reads_cancel_on_write:
-            written, _ = group.submit(FencedWrite(row, owner, end), self._put_batch)
+            written, _ = group.submit(write, self._put_batch)
             return written
-        return self._end_alone(self._hot(), row, owner, end)
+        return self._end_alone(self._hot(), write)
 
-    def _end_alone(self, connection: Any, row: CheckpointRow, owner: str, end: RunEnd) -> bool:
+    def _end_alone(self, connection: Any, write: FencedWrite) -> bool:
+        """A run's end (``write.end``) in a statement of its own: :func:`finish_fenced`, or
+        with the last node's row, the batch statement of the two rows."""
+        row, owner, end, before = write
+        assert end is not None
+        if before is not None:
+            return _outcome_of(self._write_batch(connection, (write,)), write)[0]
         statement = self._sql.get("finish_fenced", finish_fenced)
         values = {**row._asdict(), "eid": row.execution_id, "owner": owner,
                   "status": end.status, "now": end.at, "error": end.error}
@@ -575,6 +511,16 @@ class PostgresCheckpointer(SQLCheckpointer):
             self._reset_hot()
         self._starts.close()
         super().close()
+
+
+def _outcome_of(found: Mapping[str, tuple[bool, float | None]], item: FencedWrite,
+                ) -> tuple[bool, float | None]:
+    """An item's result from its batch's rows: written only if its row was (and its
+    ``before`` row too: the statement writes a run's rows together or not at all)."""
+    written, requested_at = found.get(item.row.checkpoint_id, (False, None))
+    if written and item.before is not None:
+        written = found.get(item.before.checkpoint_id, (False, None))[0]
+    return written, requested_at
 
 
 class _Timed:

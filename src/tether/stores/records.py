@@ -73,11 +73,13 @@ class RunEnd(NamedTuple):
 class FencedWrite(NamedTuple):
     """One write of a worker's write group (``write_group.py``): ``row`` fenced on
     ``owner``; with ``end``, ``row`` is the run's end and the run row takes ``end``
-    (``finish_run``)."""
+    (``finish_run``), and ``before`` (if any) is the checkpoint of the run's last node,
+    written first in the same statement."""
 
     row: CheckpointRow
     owner: str
     end: RunEnd | None = None
+    before: CheckpointRow | None = None
 
 
 @dataclass(frozen=True)

@@ -184,9 +184,10 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
     """Whether a claim of queues without limits is one statement (``sql_queue``)."""
 
     def _finish_fenced(self, row: CheckpointRow, status: str, error: str | None,
-                       owner: str) -> bool | None:
-        """A dialect's fenced ``finish_run`` in one statement (whether it wrote), or None:
-        the transaction of fence, insert and status update instead."""
+                       owner: str, last_node: CheckpointRow | None) -> bool | None:
+        """A dialect's fenced ``finish_run`` in one statement (whether it wrote both rows
+        and the update), or None: the transaction of fence, inserts and status update
+        instead."""
         return None
 
     def _qualified(self, table: str) -> str:
@@ -563,16 +564,18 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
     # -- ending and pruning ------------------------------------------------------------------
     @transient(done=row_written)
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
-                   owner: str | None) -> None:
+                   owner: str | None, *, last_node: CheckpointRow | None = None) -> None:
         if owner is not None:
             with self._errors(f"ending run {row.execution_id}"), self._lock:
-                written = self._finish_fenced(row, status, to_json(error), owner)
+                written = self._finish_fenced(row, status, to_json(error), owner, last_node)
             if written is not None:
                 if not written:
                     raise self._lost(row.execution_id)
                 return
         with self._cursor(f"ending run {row.execution_id}", write=True) as cursor:
             self._fence(cursor, row.execution_id, owner)
+            if last_node is not None:
+                self._insert_row(cursor, last_node)
             self._insert_row(cursor, row)
             self._set_status(cursor, row.execution_id, status, owner, to_json(error))
 

@@ -104,9 +104,9 @@ class SQLiteCheckpointer(SQLCheckpointer):
         return super().pause_run(execution_id, owner, waiting)
 
     def finish_run(self, row: CheckpointRow, status: str, error: Any,
-                   owner: str | None) -> None:
+                   owner: str | None, *, last_node: CheckpointRow | None = None) -> None:
         self._check_file(f"ending run {row.execution_id}")
-        super().finish_run(row, status, error, owner)
+        super().finish_run(row, status, error, owner, last_node=last_node)
 
     def __repr__(self) -> str:
         return f"SQLiteCheckpointer({self.path!r}, durability={self.durability!r})"

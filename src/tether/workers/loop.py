@@ -193,7 +193,8 @@ class Worker:
                 if self._slots is not None:
                     self._slots.close()
                 if self._writes is not None and self._writes.items:
-                    log.info("checkpoint writes: %d row(s) in %d statement(s) (group commit)",
+                    log.info("checkpoint writes: %d write(s) in %d statement(s) (group "
+                             "commit; a run's end carries its last node's row)",
                              self._writes.items, self._writes.batches)
                 if not isinstance(self._store_source, Checkpointer):
                     store.close()

@@ -5,7 +5,9 @@ A spec names one boundary:
 ``before:<address>[#k]`` / ``after:<address>[#k]``
     right before / right after the k-th (default 1st) write, in this process, of a checkpoint
     whose ``node_id`` is ``address`` (``left``, ``fan/item:1``, ``judge``, ``run_end``,
-    ``ask``...). Every checkpoint goes through ``put``, ``record_interrupt`` or ``finish_run``.
+    ``ask``...). Every checkpoint goes through ``put``, ``record_interrupt`` or ``finish_run``
+    (whose ``last_node`` row, the run's last node written with its end, is a boundary of
+    that write too: ``before:finish`` and ``before:run_end`` then kill at the same point).
 ``before:#n`` / ``after:#n``
     around the n-th checkpoint write of any kind in this process.
 ``after:claim``
@@ -117,7 +119,9 @@ class Crash:
     def _checkpoint_write(self, method: Any) -> Any:
         def wrapper(row: Any, *args: Any, **kwargs: Any) -> Any:
             self.boundary()
-            matched = self._matches(row)
+            last_node = kwargs.get("last_node")
+            matched = self._matches(last_node) if last_node is not None else False
+            matched = self._matches(row) or matched  # (both counted: no short circuit)
             if matched and self.when == "before":
                 self.fire()
             result = method(row, *args, **kwargs)
