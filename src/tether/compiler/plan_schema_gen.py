@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tether.dsl.document_schema_gen import Name, count, emit, hoist
+from tether.dsl.document_schema_gen import Name, count, emit, hoist, write_generated
 
 TARGET = Path(__file__).with_name("plan_schema.py")
 _BUILTINS = {dict: "dict", list: "list", tuple: "tuple"}
@@ -118,13 +118,7 @@ def generate() -> str:
 
 
 def main() -> int:
-    text = generate()
-    if TARGET.exists() and TARGET.read_text(encoding="utf-8") == text:
-        print(f"{TARGET}: up to date")
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"{TARGET}: written")
-    return 0
+    return write_generated(TARGET, generate())
 
 
 if __name__ == "__main__":

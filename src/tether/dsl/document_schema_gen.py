@@ -188,14 +188,19 @@ def generate() -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    text = generate()
-    if TARGET.exists() and TARGET.read_text(encoding="utf-8") == text:
-        print(f"{TARGET}: up to date")
+def write_generated(target: Path, text: str) -> int:
+    """Write a generated module ``target`` unless it already holds ``text``; say which (the
+    ``main`` of every ``*_gen`` module)."""
+    if target.exists() and target.read_text(encoding="utf-8") == text:
+        print(f"{target}: up to date")
         return 0
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"{TARGET}: written")
+    target.write_text(text, encoding="utf-8")
+    print(f"{target}: written")
     return 0
+
+
+def main() -> int:
+    return write_generated(TARGET, generate())
 
 
 if __name__ == "__main__":

@@ -176,15 +176,11 @@ def render(statements: Mapping[str, Compiled]) -> str:
     return "".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    source = render(compiled_statements())
-    if TARGET.exists() and TARGET.read_text() == source:
-        print(f"{TARGET} is up to date")
-        return 0
-    TARGET.write_text(source)
-    print(f"wrote {TARGET}")
-    return 0
+def main() -> int:
+    from tether.dsl.document_schema_gen import write_generated
+
+    return write_generated(TARGET, render(compiled_statements()))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
