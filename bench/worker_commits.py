@@ -3,7 +3,7 @@ load of the machine does not move them.
 
 Run: TETHER_BENCH_POSTGRES_URL=postgresql://.../<a database of its own> \\
      .venv/bin/python bench/worker_commits.py [--runs 500] [--concurrency 1,4]
-     [--src TREE,TREE]
+     [--src TREE,TREE] [--group-commit]
 
 The drain is bench/workers.py's (a backlog of ``--runs`` 10-node runs of plain ``def`` tasks
 moved into the served queue by one UPDATE; one ``tether worker`` with ``--concurrency``
@@ -13,7 +13,8 @@ heartbeats, its idle polls and its few writes as it stops; this script's own pol
 one per 50 ms, counted and subtracted; autovacuum is turned off on the schema's tables,
 whose commits counted too) and ``tup_inserted`` (rows inserted: checkpoints and history
 events). Use a database no other job writes to: the counters are the database's. ``--src A,B``: the
-``src`` trees the workers import, alternated A B B A.
+``src`` trees the workers import, alternated A B B A. ``--group-commit``: the worker shares
+its slots' checkpoint writes in one write group (``tether worker --group-commit``).
 """
 
 from __future__ import annotations
@@ -44,8 +45,10 @@ def _stats(connection: Any) -> tuple[int, int]:
     return int(commits), int(inserted)
 
 
-def drain(runs: int, concurrency: int, src: str, workdir: Path) -> dict[str, float]:
-    """One drain by one worker importing ``src``: commits and rows per run."""
+def drain(runs: int, concurrency: int, src: str, workdir: Path,
+          options: tuple[str, ...] = ()) -> dict[str, float]:
+    """One drain by one worker importing ``src`` (``options``: more ``tether worker``
+    options): commits and rows per run."""
     schema = wb.Schema()
     try:
         runner = tether.Runner(wb.chain(10, "bench_step"), schema.store)
@@ -55,7 +58,7 @@ def drain(runs: int, concurrency: int, src: str, workdir: Path) -> dict[str, flo
                                    schema.name):  # autovacuum's commits count too
             schema.sql(f'ALTER TABLE %S."{table}" SET (autovacuum_enabled = false)')
         os.environ["PYTHONPATH"] = src  # (the fleet's workers import tether from it)
-        fleet = wb.Fleet(schema, 1, concurrency, workdir, {})
+        fleet = wb.Fleet(schema, 1, concurrency, workdir, {}, options)
         try:
             schema.store.close()  # its backends exit: the submissions' counts are sent
             with schema.connection() as watch:
@@ -92,7 +95,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--concurrency", default="1,4")
     parser.add_argument("--src", default=str(HERE.parent / "src"))
+    parser.add_argument("--group-commit", action="store_true",
+                        help="the worker runs with --group-commit (every tree must know it)")
     args = parser.parse_args()
+    options = ("--group-commit",) if args.group_commit else ()
     if not w.PG_URL:
         raise SystemExit("needs TETHER_BENCH_POSTGRES_URL (or TETHER_TEST_POSTGRES_URL)")
     trees = args.src.split(",")
@@ -100,7 +106,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for concurrency in (int(c) for c in args.concurrency.split(",")):
             for src in order:
-                result = drain(args.runs, concurrency, src, Path(folder))
+                result = drain(args.runs, concurrency, src, Path(folder), options)
                 print(f"x{concurrency} {src}: {result['commits_per_run']:.2f} commits/run, "
                       f"{result['rows_per_run']:.2f} rows inserted/run, "
                       f"{result['steps_per_second']:,.0f} steps/s (load "

@@ -4,6 +4,7 @@ step against the in-process runner's on the same runs (issue 26).
 
 Run: .venv/bin/python bench/worker_cpu.py [--runs 300] [--workers 1] [--concurrency 1,4]
      [--repeat 3] [--src TREE,TREE] [--py-spy DIR] [--metrics [on|both]] [--detail]
+     [--group-commit]
 
 The drain is bench/workers.py's (``drain``'s set-up: a backlog of ``--runs`` 10-node runs of
 plain ``def`` tasks moved into the served queue by one UPDATE); meanwhile the CPU time (utime
@@ -43,6 +44,8 @@ and the time its threads ran (``/proc/<pid>/task/*/schedstat``, nanoseconds). Th
 workers of a pair share a ``PYTHONHASHSEED`` (the repetition's number), so their dicts are
 laid out alike. ``--callgrind DIR``: the workers run under valgrind's callgrind, counting
 the instructions of the drain (a third clock; far slower: use fewer ``--runs``).
+``--group-commit``: the workers share their slots' checkpoint writes in one write group
+(``tether worker --group-commit``; every ``--src`` tree must know the flag).
 ``--py-spy DIR``: each worker runs under ``py-spy record`` (on-CPU samples, flame graph and
 speedscope profile per worker in DIR).
 """
@@ -181,7 +184,8 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int,
             procs.append(subprocess.Popen(
                 [*prefix, sys.executable, "-m", "tether", "worker", "--db", schema.url,
                  "--tasks", "worker_tasks", "--concurrency", str(concurrency),
-                 "--queue", wb.SERVED, *(["--metrics-port", "0"] if metrics else [])],
+                 "--queue", wb.SERVED, *(["--metrics-port", "0"] if metrics else []),
+                 *(["--group-commit"] if args.group_commit else [])],
                 env={**worker_env(src), **({} if seed is None else
                                            {"PYTHONHASHSEED": str(seed)})}, cwd=workdir,
                 stdout=open(workdir / f"worker-{i}.log", "wb"),  # noqa: SIM115
@@ -292,7 +296,8 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int,
         for proc in procs:
             proc.wait(60)
         instructions = 0
-        for i in range(len(procs)):  # each worker's group commit, logged as it stops
+        for i in range(len(procs)):  # each worker's group commit (--group-commit), logged
+            # as it stops
             for line in (workdir / f"worker-{i}.log").read_text().splitlines():
                 if "checkpoint writes:" in line:
                     say(f"  worker {i}: {line.split('checkpoint writes: ', 1)[1]}")
@@ -443,6 +448,8 @@ def main() -> None:
                         help="workers run under valgrind's callgrind, counting the drain's "
                         "instructions (profiles in DIR)")
     parser.add_argument("--detail", action="store_true", help="print each drain's details")
+    parser.add_argument("--group-commit", action="store_true",
+                        help="workers run with --group-commit (the slots' write group)")
     parser.add_argument("--in-process-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # (the finally blocks clean up)

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,12 +101,13 @@ class Fleet:
     """``tether worker`` subprocesses on one schema."""
 
     def __init__(self, schema: Schema, count: int, concurrency: int, workdir: Path,
-                 env: dict[str, str]) -> None:
+                 env: dict[str, str], options: Sequence[str] = ()) -> None:
         self.schema = schema
         path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
         self.procs = [subprocess.Popen(
             [sys.executable, "-m", "tether", "worker", "--db", schema.url, "--tasks",
-             "worker_tasks", "--concurrency", str(concurrency), "--queue", SERVED],
+             "worker_tasks", "--concurrency", str(concurrency), "--queue", SERVED,
+             *options],
             env={**os.environ, **env, "PYTHONPATH": path}, cwd=workdir,
             stdout=open(workdir / f"worker-{schema.name}-{i}.log", "wb"),  # noqa: SIM115
             stderr=subprocess.STDOUT) for i in range(count)]

@@ -50,10 +50,11 @@ class Fleet:
 
     def start(self, count: int = 1, *, concurrency: int = 4, gated: bool = False,
               tasks: tuple[str, ...] = ("fleet_tasks",), queues: tuple[str, ...] = (),
-              ) -> list[subprocess.Popen[bytes]]:
+              options: tuple[str, ...] = ()) -> list[subprocess.Popen[bytes]]:
+        """``count`` workers (``options``: more ``tether worker`` options)."""
         env = {**self.env, **({"TETHER_TEST_GATE": str(self.gate)} if gated else {})}
-        options = [x for t in tasks for x in ("--tasks", t)] + \
-            [x for q in queues for x in ("--queue", q)]
+        options = (*(x for t in tasks for x in ("--tasks", t)),
+                   *(x for q in queues for x in ("--queue", q)), *options)
         started = []
         for _ in range(count):
             log = open(self.directory / f"worker{len(self.procs)}.log", "wb")  # noqa: SIM115

@@ -75,16 +75,17 @@ def test_a_lease_lost_while_an_inline_body_hangs_is_given_up_at_once(
         store.close()
 
 
-def test_the_slots_share_a_group_commit_and_the_worker_reports_it_as_it_stops(
+def test_with_group_commit_the_slots_share_a_write_group_reported_as_it_stops(
         pg_schema: tuple[str, str], caplog: pytest.LogCaptureFixture) -> None:
-    """Every checkpoint row the slots write, the runs' ends included, goes through the
-    worker's write group, and the worker logs how many writes went in how many statements
-    when it stops: per run of two nodes, the first node's row, then the run's end with the
-    last node's row (one write, two rows)."""
+    """With ``group_commit``, every checkpoint row the slots write, the runs' ends
+    included, goes through the worker's write group, and the worker logs how many writes
+    went in how many statements when it stops: per run of two nodes, the first node's row,
+    then the run's end with the last node's row (one write, two rows)."""
     url, schema = pg_schema
     store_url = f"{url}?schema={schema}"
     store = open_checkpointer(store_url)
-    worker = Worker(store_url, {"hang": lambda: 1}, concurrency=4, poll_seconds=0.1)
+    worker = Worker(store_url, {"hang": lambda: 1}, concurrency=4, poll_seconds=0.1,
+                    group_commit=True)
     thread = threading.Thread(target=worker.run_forever, daemon=True)
     caplog.set_level(logging.INFO, logger="tether.workers")
     try:
@@ -92,6 +93,7 @@ def test_the_slots_share_a_group_commit_and_the_worker_reports_it_as_it_stops(
         runs = [runner.submit({}) for _ in range(8)]
         thread.start()
         wait_for(lambda: worker.finished == len(runs), 60, "the worker to finish the runs")
+        assert worker._writes is not None and worker._writes.items == 8 * 2
     finally:
         worker.stop()
         thread.join(30)

@@ -186,10 +186,16 @@ def _submit_on_sqlite(source: str, pairs: tuple[str, ...], inputs_file: str | No
               help="A workflow file, plan or directory of workflows (repeatable) whose "
               "schedules (`schedule:`, `on: schedule`) this worker registers, or updates, "
               "when it starts, as tether deploy does.")
+@click.option("--group-commit", is_flag=True,
+              help="PostgreSQL: the slots' checkpoint writes that overlap go in one "
+              "statement and one commit, one statement of this worker at a time: less "
+              "database CPU per step, fewer steps/s per worker (docs/workers.md, "
+              "\"Checkpoint commits\").")
 @db_option
 def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
            lease: float | None, poll: float | None, metrics_port: int | None,
-           metrics_host: str, log_format: str, workflows: tuple[str, ...], db: str) -> None:
+           metrics_host: str, log_format: str, workflows: tuple[str, ...],
+           group_commit: bool, db: str) -> None:
     """Execute queued, crashed and answered runs until SIGTERM or SIGINT (then exit 0).
 
     Imports the task modules (--tasks, else [tool.tether] tasks in the nearest
@@ -209,7 +215,7 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
     _declare_schedules(store, plans, (queues or ("default",))[0])
     fleet = Worker(store, registry if registry is not None else {}, queues or ("default",),
                    concurrency, lease_seconds=lease, poll_seconds=poll,
-                   connect=lambda: open_store(db))
+                   connect=lambda: open_store(db), group_commit=group_commit)
     if metrics_port is not None:
         _serve_metrics(fleet, metrics_port, metrics_host, db, lease)
 
