@@ -108,8 +108,8 @@ class Checkpointer(abc.ABC):
     same statement (PostgreSQL). Off for ``tether run``, whose writes nobody cancels."""
 
     write_group: WriteGroup[FencedWrite, tuple[bool, float | None]] | None = None
-    """Given to :meth:`use_for_worker` by a worker for the stores of its slots (one group for
-    all of them), where
+    """Given to :meth:`use_for_worker` by a worker started with ``group_commit`` for the
+    stores of its slots (one group for all of them), where
     :attr:`concurrent_connections`: fenced :meth:`put` calls of those stores that overlap
     are written in one statement and one commit (``write_group.py``). Stores that cannot
     ignore it."""

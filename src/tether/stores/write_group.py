@@ -11,6 +11,11 @@ every writer waits no longer than one round trip more than it would alone.
 
 Nothing changes for a single writer: it finds the group idle and writes its row alone.
 
+A worker uses a group only when asked (``tether worker --group-commit``): one statement of
+the worker in flight at a time costs more steps/s than the shared commits save on a small
+machine; the group pays where the database server's CPU is the bottleneck
+(docs/workers.md, "Checkpoint commits").
+
 Each waiting writer is woken once, by name: when its row's batch is written, or when the
 leader hands it the lead (the oldest writer still queued leads the next batch). A shared
 condition woke every waiter at each batch's end, and the ones whose rows were not in it went
