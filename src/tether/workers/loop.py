@@ -84,8 +84,8 @@ class Worker:
             one checkpoint statement of this worker in flight, the writes that arrive
             meanwhile going together in the next one (one commit for several steps). Off
             (the default), each slot commits its own fenced writes on its own connection
-            and the database groups the concurrent commits' WAL flushes: about 25-33% more
-            steps/s per worker on a 2-core machine, for about 16% more database CPU per
+            and the database groups the concurrent commits' WAL flushes: about 20-30% more
+            steps/s per worker on a 2-core machine, for about 15-20% more database CPU per
             step (docs/workers.md, "Checkpoint commits"). Without slots it does nothing.
     """
 
