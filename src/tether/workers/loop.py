@@ -15,8 +15,9 @@ released, still ``running``, so another worker continues it at once). :meth:`Wor
 (SIGTERM, SIGINT) therefore lets the nodes in flight finish and checkpoint, then returns.
 
 On PostgreSQL each claimed run is driven in a slot of its own (``slots.py``: a thread, an
-event loop and a store connection), so the runs of one worker overlap their round trips;
-elsewhere they share this loop and store.
+event loop and a store connection), so the runs of one worker overlap their round trips; when
+its run ends, the slot claims the next one itself and drives it (``chain.py``), and goes back
+to this loop only when that claim finds nothing. Elsewhere the runs share this loop and store.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,19 +39,18 @@ from tether.runtime.attempt import StopAtBoundary
 from tether.runtime.drift import task_drift
 from tether.runtime.plans import task_names
 from tether.runtime.resume import Claimed, first_claim
-from tether.runtime.run_events import add_event
 from tether.runtime.runner import Runner
 from tether.runtime.signatures import loads, record_signatures
 from tether.stores.base import Checkpointer, SeenCancel
-from tether.stores.events import RunEvent, released_event
 from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
 from tether.stores.records import FencedWrite
 from tether.stores.write_group import WriteGroup
 from tether.trigger import Trigger
-from tether.workers import claims
+from tether.workers import claims, give_back
+from tether.workers.chain import Chain, Turn
 from tether.workers.schedules import Submit, fire_schedules
-from tether.workers.slots import Slots
+from tether.workers.slots import Slot, Slots
 
 __all__ = ["Worker"]
 
@@ -126,6 +126,8 @@ class Worker:
         self._blocked_at: dict[str, float] = {}  # fingerprint: when its runs were marked
         self.finished = 0
         """Runs this worker drove to an end of their attempt (for tests and logs)."""
+        self.chained = 0
+        """Runs a slot claimed itself when its previous run ended (``chain.py``)."""
 
     # -- control (any thread, or a signal handler) -------------------------------------------
     def stop(self) -> None:
@@ -180,7 +182,7 @@ class Worker:
                 self._wake.clear()
                 claimed, sent = self._claim(store)
                 for claim in claimed:
-                    self._start(runner, store, claim, sent + self.lease_seconds)
+                    self._start(runner, store, Turn(claim, sent))
                 if time.monotonic() >= next_beat:
                     self._heartbeat(store)
                     self._fire_schedules(store)
@@ -193,7 +195,9 @@ class Worker:
             if self._running:
                 log.info("worker stopping: %d run(s) stop at their next node boundary",
                          len(self._running))
-                await asyncio.gather(*self._running.values(), return_exceptions=True)
+            while held := [f for f in self._running.values() if not f.done()]:
+                # again: a chain may have switched to a run it claimed as the stop came
+                await asyncio.gather(*held, return_exceptions=True)
         finally:
             listener.stop()
             try:
@@ -277,11 +281,31 @@ class Worker:
             return [], sent
 
     def _claim_servable(self, store: Checkpointer, free: int) -> list[ClaimedRun]:
-        if not self._servable:
+        """From this loop or a slot's thread (``_claim_next``): the plans are a snapshot."""
+        plans = frozenset(self._servable)
+        if not plans:
             return []
         now = time.time()
         return store.claim_runs(self.worker_id, self.queues, free, now,
-                                now + self.lease_seconds, plans=self._servable)
+                                now + self.lease_seconds, plans=plans)
+
+    def _claim_next(self, store: Checkpointer) -> Turn | None:
+        """On a slot's thread and store, its run having ended: one more run for it (None:
+        none, or the claim failed, logged as :meth:`_claim` does). Plans not yet known to be
+        servable are left to this loop's claim (:meth:`_learn_plans`), once the slot is
+        back."""
+        sent = time.monotonic()
+        try:
+            claimed = self._claim_servable(store, 1)
+        except TetherError as exc:
+            log.warning("claiming runs failed: %s", exc)
+            return None
+        if not claimed:
+            return None
+        self._note(claimed[0])
+        with self._finished_lock:
+            self.chained += 1
+        return Turn(claimed[0], sent)
 
     def _learn_plans(self, store: Checkpointer) -> bool:
         """Check the plans of claimable runs not known to be servable; True if one is now.
@@ -385,47 +409,73 @@ class Worker:
         except TetherError as exc:
             log.warning("worker heartbeat failed: %s", exc)
 
-    def _start(self, runner: Runner, store: Checkpointer, claim: ClaimedRun,
-               valid_until: float) -> None:
-        """Drive the claimed run: in a free slot (its own thread, loop and store), or as a
-        task of this loop on the worker's store. ``valid_until``: when the claim's lease
-        runs out by this process's monotonic clock."""
-        execution_id = claim.run.execution_id
+    def _note(self, claim: ClaimedRun) -> None:
+        """What every claim records before its drive (on this loop or a slot's thread)."""
         observer.claimed(claim.reason == ClaimReason.QUEUED, claim.run.created_at.timestamp(),
                          claim.run.available_at)
         if claim.run.cancel_requested_at is not None:
-            self._cancel.add(execution_id)
+            self._cancel.add(claim.run.execution_id)
+
+    def _start(self, runner: Runner, store: Checkpointer, turn: Turn) -> None:
+        """Drive the claimed run: in a free slot (its own thread, loop and store), which
+        then chains the runs it claims itself (``chain.py``), or as a task of this loop on
+        the worker's store."""
+        claim = turn.claim
+        execution_id = claim.run.execution_id
+        self._note(claim)
         self._tokens[execution_id] = claim.owner
-        fresh = first_claim(claim.reason, claim.run)
-        read_at = valid_until - self.lease_seconds  # before the claim was sent
         slots = self._slots
         if slots is None:
             store.take_cancel_seen(execution_id, 0.0)  # an earlier attempt's reading
-            held = Claimed(claim.owner, claim.run, valid_until, worker=self.worker_id,
-                           fresh=fresh)
-            self._track(execution_id, asyncio.create_task(
-                self._drive(runner, store, claim, held, read_at)), None)
+            held = Claimed(claim.owner, claim.run, turn.sent + self.lease_seconds,
+                           worker=self.worker_id, fresh=first_claim(claim.reason, claim.run))
+            self._track(claim, asyncio.create_task(
+                self._drive(runner, store, claim, held, turn.sent)), None)
             return
         slot = slots.take()
-        slot.store.take_cancel_seen(execution_id, 0.0)
-        held = Claimed(claim.owner, claim.run, valid_until, self._lost_hook(claim),
-                       worker=self.worker_id, fresh=fresh)
-        future = asyncio.wrap_future(slot.submit(
-            self._drive(slot.runner, slot.store, claim, held, read_at)))
-        self._track(execution_id, future, lambda: slots.give(slot))
+        assert self._loop is not None
+        chain = Chain(slot, turn, drive=self._drive_turn, claim=self._claim_next,
+                      switch=self._switch, loop=self._loop, stopping=self._stopping)
+        self._track(claim, chain.future, lambda: slots.give(slot), chain)
 
-    def _track(self, execution_id: str, future: asyncio.Future[None],
-               free: Callable[[], None] | None) -> None:
-        self._running[execution_id] = future
-        owner = self._tokens[execution_id]
+    def _drive_turn(self, slot: Slot, turn: Turn) -> Coroutine[Any, Any, None]:
+        """On the slot's thread: drive a run of its chain, its lease running from
+        ``turn.sent``."""
+        claim = turn.claim
+        slot.store.take_cancel_seen(claim.run.execution_id, 0.0)  # an earlier attempt's
+        held = Claimed(claim.owner, claim.run, turn.sent + self.lease_seconds,
+                       self._lost_hook(claim), worker=self.worker_id,
+                       fresh=first_claim(claim.reason, claim.run))
+        return self._drive(slot.runner, slot.store, claim, held, turn.sent)
+
+    def _switch(self, chain: Chain, old: ClaimedRun, new: ClaimedRun) -> None:
+        """On this loop: ``chain``'s slot ended ``old``'s drive and drives ``new`` now (it
+        queued this before that drive began, so this comes before ``new``'s lost-lease
+        :meth:`_forget` and before the chain's done callback). ``old`` is dropped unless
+        :meth:`_forget` dropped it already (or it is ``new`` again, claimed anew)."""
+        with self._finished_lock:
+            self._reported_lost.discard(old.owner)
+        old_id, new_id = old.run.execution_id, new.run.execution_id
+        if old_id != new_id and self._running.get(old_id) is chain.future:
+            self._drop(old_id)
+        chain.held = new
+        self._running[new_id] = chain.future
+        self._tokens[new_id] = new.owner
+
+    def _track(self, claim: ClaimedRun, future: asyncio.Future[None],
+               free: Callable[[], None] | None, chain: Chain | None = None) -> None:
+        self._running[claim.run.execution_id] = future
 
         def done(_: asyncio.Future[None]) -> None:
             # The claim's token leaves the logged set here, on the loop, after any
             # _forget its lost-lease hook queued before the drive ended (call_soon_threadsafe
             # keeps their order): the drive's own report and _forget's log it once between
-            # them, whichever thread sees the loss first.
+            # them, whichever thread sees the loss first. A chain's last run is the one
+            # its last _switch (queued before the future ended) made it hold.
+            last = chain.held if chain is not None else claim
+            execution_id = last.run.execution_id
             with self._finished_lock:
-                self._reported_lost.discard(owner)
+                self._reported_lost.discard(last.owner)
             if free is not None:
                 free()
             if self._running.get(execution_id) is future:  # not given up (_forget) already
@@ -518,7 +568,8 @@ class Worker:
             self._report_lost(claim, exc)
         except (AlreadyResumed, ResumeError) as exc:
             log.info("run %s: %s", execution_id, exc)
-            self._give_back(store, claim, self._released(claim, f"given back: {exc}"))
+            give_back.give_back(store, claim, give_back.released(
+                claim, self.worker_id, f"given back: {exc}"))
         except TetherError as exc:
             log.warning("run %s: %s", execution_id, exc)
             await self._retry_later(store, claim, str(exc))
@@ -530,46 +581,8 @@ class Worker:
                 self.finished += 1
 
     async def _retry_later(self, store: Checkpointer, claim: ClaimedRun, error: str) -> None:
-        """A drive that failed for a reason other than fencing: no worker takes the run again
-        before a backoff (doubling with each failure, capped), and the failure is recorded
-        on it (``tether runs --stuck``). An answered pause goes back to paused."""
-        if claim.reason == ClaimReason.ANSWERED:
-            self._give_back(store, claim, self._released(claim, f"given back: {error}"))
-            await asyncio.sleep(self._poll or 1.0)  # do not claim it again at once
-            return
-        failures = claim.run.recovery_failures + 1
-        delay = claims.backoff_seconds(failures)
-        reason = f"recovery failed {failures} time(s), next try in {delay:g} s: {error}"
-        try:
-            store.retry_later(claim.run.execution_id, claim.owner, time.time() + delay,
-                              reason, self._released(claim, reason))
-        except TetherError as exc:
-            log.warning("run %s: giving it back failed (%s); its lease expires",
-                        claim.run.execution_id, exc)
-
-    def _released(self, claim: ClaimedRun, why: str) -> RunEvent:
-        """The ``released`` event that closes ``claim``'s ``claimed`` event when it is given
-        back unused (``why``: what the history shows)."""
-        return released_event(claim.run.execution_id, claim.owner, claim.run.attempt,
-                              self.worker_id, why)
-
-    @staticmethod
-    def _give_back(store: Checkpointer, claim: ClaimedRun,
-                   released: RunEvent | None = None) -> None:
-        """Undo a claim this worker could not use: a paused run goes back to paused (its
-        answer stays recorded), anything else is released. ``released`` closes the claim's
-        ``claimed`` event in the run's history: written with the release (in its
-        transaction) or after the pause, only if this claim still held the run."""
-        try:
-            if claim.reason == ClaimReason.ANSWERED:
-                store.pause_run(claim.run.execution_id, claim.owner, [])
-                if released is not None:
-                    add_event(store, released)
-            else:
-                store.release(claim.run.execution_id, claim.owner, released)
-        except TetherError as exc:
-            log.warning("run %s: giving it back failed (%s); its lease expires",
-                        claim.run.execution_id, exc)
+        if give_back.retry_later(store, claim, self.worker_id, error):
+            await asyncio.sleep(self._poll or 1.0)  # do not claim the answered run at once
 
 
 def _enqueue(store: Checkpointer) -> Submit:

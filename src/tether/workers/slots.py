@@ -5,10 +5,12 @@ trips. On a store whose connections do overlap (PostgreSQL,
 ``Checkpointer.concurrent_connections``) a :class:`~tether.workers.loop.Worker` therefore
 drives each claimed run in a :class:`Slot` of its own: a thread running its own event loop,
 with its own store (opened once, kept for the worker's life) and its own ``Runner`` on it.
-The worker's own loop keeps claiming, heartbeats, schedules and timers, and awaits each
-drive's future; a slot drives one run at a time. Task bodies still run in worker threads
-(never inline in the slot's loop), so a lease lost while a body hangs cancels the drive at
-once and frees the slot, as on the shared loop.
+The worker's own loop claims runs for its free slots, heartbeats, fires schedules and timers;
+a slot drives one run at a time and, when it ends, claims the next one itself on its own
+connection (``chain.py``), going back to the worker's free slots only when that finds none.
+A slot's one runnable body runs inline in its loop (several runnable at once run in
+threads), so a lease lost while such a body hangs cannot stop the drive before the body
+returns: the worker gives the run up at once and the slot stays taken until then.
 """
 
 from __future__ import annotations

@@ -1,0 +1,99 @@
+"""A slot's chain: when a run's drive ends, the slot claims the next run itself.
+
+On PostgreSQL a :class:`~tether.workers.loop.Worker` drives each claimed run in a slot
+(``slots.py``). A slot whose run ends does not hand itself back to the worker's loop to be
+given the next run (a thread hop to that loop, its claim serialised with the loop's
+heartbeats, timers and the other slots' claims, another hop back: measured 3 ms of idle slot
+per 8.5 ms run, docs/performance.md). It claims one more run on its own thread and
+connection (the loop's claim statement, ``limit`` 1, the servable plans as they are now) and
+drives it at once; it stops when the claim finds nothing or fails, or when the worker is
+stopping, and only then does the slot go back to the loop (``Slots.give``).
+
+The worker's bookkeeping of the runs it holds (``_running``, ``_tokens``, the logged lost
+leases) stays owned by its loop's thread: the slot tells the loop of each new run with
+``call_soon_threadsafe`` (:class:`Chain` ``.switch``) *before* it starts driving it. The
+loop runs callbacks in the order they were queued, so the switch comes before anything the
+new run's drive can queue (a lost lease's ``_forget``) and before the chain future's done
+callback; the loop's :attr:`Chain.held` is the run the slot holds now, as far as the loop
+can know it. Between a drive's end and its switch the loop still lists the old run as
+held: one run too many, never too few, for the heartbeat and ``busy_slots``.
+
+Capacity is counted in slots: the loop claims at most as many runs as it has free slots, and
+a chain claims only for the slot it runs in, after that slot's drive has returned. A run
+given up while its body hangs (a lost lease: the worker ``_forget``\\ s it at once) keeps its
+slot taken until the body returns; its chain claims nothing meanwhile (the drive has not
+returned), and once the body returns the slot is free in fact, so claiming the next run
+there is right. Claiming *ahead* (a run waiting for a slot to come free) is not done: it
+would hold a lease and a place in its queue's limits while another worker may be idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from tether.stores.base import Checkpointer
+from tether.stores.queueing import ClaimedRun
+from tether.workers.slots import Slot
+
+__all__ = ["Chain", "Turn"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A claimed run about to be driven. ``sent``: the monotonic time from before the claim
+    was sent (the lease runs from it; the claim's reading of the run row is that old)."""
+
+    claim: ClaimedRun
+    sent: float
+
+
+class Chain:
+    """One slot's runs, one after another (see the module docstring).
+
+    Args:
+        slot: the slot that drives them (taken by the caller, given back when the chain
+            ends).
+        first: the run the worker's loop claimed for it.
+        drive: drives one run in the slot (on the slot's thread).
+        claim: the slot's own claim of one more run on its store (None: nothing claimable,
+            or the claim failed).
+        switch: on the worker's loop: the slot ended the first run and drives the second
+            now (given the chain, the old and the new claim).
+        loop: the worker's loop.
+        stopping: set when the worker stops: no more claims.
+    """
+
+    def __init__(self, slot: Slot, first: Turn, *,
+                 drive: Callable[[Slot, Turn], Coroutine[Any, Any, None]],
+                 claim: Callable[[Checkpointer], Turn | None],
+                 switch: Callable[[Chain, ClaimedRun, ClaimedRun], None],
+                 loop: asyncio.AbstractEventLoop, stopping: threading.Event) -> None:
+        self.slot = slot
+        self.held = first.claim
+        """The run the slot holds, as the worker's loop knows it (changed on that loop
+        only, by ``switch``)."""
+        self._first = first
+        self._drive = drive
+        self._claim = claim
+        self._switch = switch
+        self._loop = loop
+        self._stopping = stopping
+        self.future: asyncio.Future[None] = asyncio.wrap_future(slot.submit(self._run()),
+                                                               loop=loop)
+        """Done when the chain has ended (the slot's last drive returned)."""
+
+    async def _run(self) -> None:
+        turn = self._first
+        while True:
+            await self._drive(self.slot, turn)
+            if self._stopping.is_set():
+                return
+            following = self._claim(self.slot.store)
+            if following is None:
+                return
+            self._loop.call_soon_threadsafe(self._switch, self, turn.claim, following.claim)
+            turn = following
