@@ -207,7 +207,7 @@ def test_a_lease_lost_by_a_run_the_slot_claimed_is_reported_once_and_the_slot_go
     entered, gate = setup.bodies.block_at(NODES + 1)
     caplog.set_level(logging.WARNING, logger="tether.workers")
     first, stolen, third = setup.submit(3)
-    worker, thread = setup.worker(lease_seconds=0.9)
+    worker, thread = setup.worker(lease_seconds=3.0)  # renewed each second: finds the theft
     thread.start()
     try:
         assert entered.wait(60), "the slot did not start the second run"
