@@ -15,8 +15,8 @@ leases) stays owned by its loop's thread: the slot tells the loop of each new ru
 loop runs callbacks in the order they were queued, so the switch comes before anything the
 new run's drive can queue (a lost lease's ``_forget``) and before the chain future's done
 callback; the loop's :attr:`Chain.held` is the run the slot holds now, as far as the loop
-can know it. Between a drive's end and its switch the loop still lists the old run as
-held: one run too many, never too few, for the heartbeat and ``busy_slots``.
+can know it. Between a drive's end and its switch the loop still lists the old run (a
+heartbeat then may name a run that has just ended); the count of held runs stays right.
 
 Capacity is counted in slots: the loop claims at most as many runs as it has free slots, and
 a chain claims only for the slot it runs in, after that slot's drive has returned. A run
