@@ -619,3 +619,9 @@ class Checkpointer(abc.ABC):
         statement and one commit (:attr:`write_group`). ``tether run`` never calls it."""
         self.reads_cancel_on_write = True
         self.write_group = write_group
+
+    def share_statements(self, other: Checkpointer) -> None:
+        """Use ``other``'s compiled statements from now on, so each statement is compiled
+        once for both: ``other`` is a store of the same class opened from the same URL (a
+        worker's slots share its own store's). A store that compiles nothing ignores it."""
+        del other

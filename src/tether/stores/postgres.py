@@ -37,7 +37,7 @@ from sqlalchemy.exc import DBAPIError
 
 from tether.errors import ExecutionExists, StoreError, StoreUnavailable, StoreURLError
 from tether.status import RunStatus
-from tether.stores.base import SeenCancel
+from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.events import RunEvent
 from tether.stores.pg_fenced import ROW_FIELDS, fenced_batch_sql, fenced_insert_seen, finish_fenced
 from tether.stores.pg_sessions import SessionTimeouts, session_timeouts
@@ -231,6 +231,15 @@ class PostgresCheckpointer(SQLCheckpointer):
             hot = self._hot_connection
             if hot is not None and not hot.closed:
                 hot.execute(GENERIC_PLANS)
+
+    def share_statements(self, other: Checkpointer) -> None:
+        """As every store's, with the server forms of the statements' texts
+        (:func:`server_placeholders`) and the fenced batches' texts."""
+        super().share_statements(other)
+        if type(other) is type(self):
+            assert isinstance(other, PostgresCheckpointer)
+            self._server_sql = other._server_sql
+            self._batch_sql = other._batch_sql
 
     def _hot(self) -> Any:
         if self._hot_connection is None or self._hot_connection.closed:

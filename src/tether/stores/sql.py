@@ -123,6 +123,12 @@ class SQLCheckpointer(SQLRows, SQLSchedules, SQLEvents, Checkpointer):
         self._sql = Statements(lambda: self.engine.dialect, ready)
         self.setup()
 
+    def share_statements(self, other: Checkpointer) -> None:
+        """As every store's (a store of another class keeps its own)."""
+        if type(other) is type(self):
+            assert isinstance(other, SQLCheckpointer)
+            self._sql = other._sql
+
     @property
     def engine(self) -> Engine:
         """The SQLAlchemy engine of schema set-up, migrations, prune and schedules."""
