@@ -189,8 +189,11 @@ def _dbos_define(url: str, schema: str, concurrency: int, nodes: int) -> Any:
     return chain
 
 
-def dbos_worker(url: str, schema: str, concurrency: int, nodes: int) -> None:
-    """One DBOS worker process: serves the queue until its standard input closes."""
+def dbos_worker(url: str, schema: str, concurrency: int, nodes: int, cpu: int) -> None:
+    """One DBOS worker process: serves the queue until its standard input closes; with
+    ``cpu`` >= 0, its threads confined to that CPU first (as ``tether worker --cpu``)."""
+    if cpu >= 0:
+        os.sched_setaffinity(0, {cpu})  # before DBOS starts a thread: they inherit it
     from dbos import DBOS
 
     _dbos_define(url, schema, concurrency, nodes)
@@ -206,7 +209,7 @@ def dbos_worker(url: str, schema: str, concurrency: int, nodes: int) -> None:
 
 
 def dbos_queue(url: str, runs: int, nodes: int, counts: list[int], concurrency: int,
-               workdir: Path) -> dict[str, Any]:
+               workdir: Path, one_cpu_each: bool = False) -> dict[str, Any]:
     """``runs`` workflows of ``nodes`` steps enqueued on a queue nobody serves; N worker
     processes start and report ready; one UPDATE moves the backlog into the served queue
     (as bench/workers.py does for tether); drain time = that UPDATE to the last
@@ -223,9 +226,11 @@ def dbos_queue(url: str, runs: int, nodes: int, counts: list[int], concurrency: 
         schema = f"dbosq_{uuid.uuid4().hex[:8]}"
         procs: list[Any] = []
         try:
+            cpus = sorted(os.sched_getaffinity(0))
             first = subprocess.Popen(
                 [sys.executable, __file__, "--dbos-worker", url, "--schema", schema,
-                 "--concurrency", str(concurrency), "--nodes", str(nodes)],
+                 "--concurrency", str(concurrency), "--nodes", str(nodes),
+                 "--cpu", str(cpus[0] if one_cpu_each else -1)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=workdir, text=True)
             procs.append(first)
             assert first.stdout is not None and first.stdout.readline().strip() == "ready"
@@ -233,10 +238,11 @@ def dbos_queue(url: str, runs: int, nodes: int, counts: list[int], concurrency: 
             for _ in range(runs):
                 client.enqueue({"queue_name": DBOS_HOLD, "workflow_name": "wchain"})
             client.destroy()
-            for _ in range(count - 1):
+            for i in range(1, count):
                 proc = subprocess.Popen(
                     [sys.executable, __file__, "--dbos-worker", url, "--schema", schema,
-                     "--concurrency", str(concurrency), "--nodes", str(nodes)],
+                     "--concurrency", str(concurrency), "--nodes", str(nodes),
+                     "--cpu", str(cpus[i % len(cpus)] if one_cpu_each else -1)],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=workdir, text=True)
                 procs.append(proc)
                 assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
@@ -287,9 +293,11 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10)
     parser.add_argument("--dbos-worker", default="")
     parser.add_argument("--schema", default="")
+    parser.add_argument("--cpu", type=int, default=-1)
+    parser.add_argument("--one-cpu-each", action="store_true")
     args = parser.parse_args()
     if args.dbos_worker:
-        dbos_worker(args.dbos_worker, args.schema, args.concurrency, args.nodes)
+        dbos_worker(args.dbos_worker, args.schema, args.concurrency, args.nodes, args.cpu)
         return
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -310,7 +318,8 @@ def main() -> None:
         if args.queue_runs:
             counts = [int(v) for v in args.queue_workers.split(",") if v.strip()]
             results["dbos_queue"] = guarded("dbos_queue", dbos_queue, pg, args.queue_runs,
-                                            args.nodes, counts, args.concurrency, workdir)
+                                            args.nodes, counts, args.concurrency, workdir,
+                                            args.one_cpu_each)
     print(json.dumps(results))
 
 

@@ -40,7 +40,8 @@ def ensure_venv() -> Path:
 
 
 def peer_results(python: Path, repeat: int, postgres: str, workdir: Path,
-                 queue_runs: int = 0, queue_workers: str = "1,2") -> dict[str, Any]:
+                 queue_runs: int = 0, queue_workers: str = "1,2",
+                 one_cpu_each: bool = False) -> dict[str, Any]:
     schema_url = ""
     if postgres:
         import psycopg
@@ -54,7 +55,8 @@ def peer_results(python: Path, repeat: int, postgres: str, workdir: Path,
         output = subprocess.run(
             [str(python), str(HERE / "peer_workloads.py"), "--repeat", str(repeat),
              "--postgres", schema_url, "--workdir", str(workdir),
-             "--queue-runs", str(queue_runs), "--queue-workers", queue_workers],
+             "--queue-runs", str(queue_runs), "--queue-workers", queue_workers,
+             *(["--one-cpu-each"] if one_cpu_each else [])],
             check=True, capture_output=True, text=True, timeout=3600)
     finally:
         if postgres:
@@ -67,13 +69,14 @@ def peer_results(python: Path, repeat: int, postgres: str, workdir: Path,
     return dict(json.loads(output.stdout.strip().splitlines()[-1]))
 
 
-def tether_workers(runs: int, counts: str, workdir: Path) -> dict[str, Any]:
+def tether_workers(runs: int, counts: str, workdir: Path,
+                   one_cpu_each: bool = False) -> dict[str, Any]:
     """bench/workers.py's drain: N ``tether worker`` processes, ``runs`` 10-node runs."""
     from workers import drain
 
     if not w.PG_URL or not runs:
         return {}
-    return {f"workers_{n}": drain(int(n), runs, 10, "bench_step", 4, workdir)
+    return {f"workers_{n}": drain(int(n), runs, 10, "bench_step", 4, workdir, one_cpu_each)
             for n in counts.split(",") if n.strip()}
 
 
@@ -111,11 +114,12 @@ def _w1(w1: dict[str, Any], store: str) -> dict[str, float]:
 DBOS_QUEUES_TARGET = 8.0  # issue 26: tether's workers at least 8x DBOS queues' steps/s
 
 
-def show_queues(tether: dict[str, Any], peers: dict[str, Any]) -> None:
+def show_queues(tether: dict[str, Any], peers: dict[str, Any], one_cpu_each: bool) -> None:
     ours, theirs = tether.get("workers", {}), peers.get("dbos_queue", {})
     if not ours:
         return
-    print("\nWorkers: 10-node runs drained from a queue by N processes (PostgreSQL, x4 each)")
+    print("\nWorkers: 10-node runs drained from a queue by N processes (PostgreSQL, x4 each"
+          + (", each process on one CPU" if one_cpu_each else "") + ")")
     if "skipped" in theirs:
         print(f"    DBOS queues skipped: {theirs['skipped']}")
     for key, row in ours.items():
@@ -169,16 +173,20 @@ def main() -> None:
     parser.add_argument("--queue-runs", type=int, default=1000,
                         help="runs drained by tether workers and DBOS queues (0: skip)")
     parser.add_argument("--queue-workers", default="1,2", help="worker process counts")
+    parser.add_argument("--one-cpu-each", action="store_true",
+                        help="each worker process of both tools confined to one CPU (the "
+                        "CPUs in turn): tether worker --cpu N, DBOS's by its own affinity")
     args = parser.parse_args()
     python = ensure_venv()
     with tempfile.TemporaryDirectory() as directory:
         workdir = Path(directory)
         ours = tether_results(args.repeat, workdir)
-        ours["workers"] = tether_workers(args.queue_runs, args.queue_workers, workdir)
+        ours["workers"] = tether_workers(args.queue_runs, args.queue_workers, workdir,
+                                         args.one_cpu_each)
         theirs = peer_results(python, args.repeat, w.PG_URL, workdir / "peers",
-                              args.queue_runs, args.queue_workers)
+                              args.queue_runs, args.queue_workers, args.one_cpu_each)
     show(ours, theirs)
-    show_queues(ours, theirs)
+    show_queues(ours, theirs, args.one_cpu_each)
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "peers.json").write_text(
         json.dumps({"tether": ours, "peers": theirs}, indent=2) + "\n")

@@ -4,7 +4,7 @@ step against the in-process runner's on the same runs (issue 26).
 
 Run: .venv/bin/python bench/worker_cpu.py [--runs 300] [--workers 1] [--concurrency 1,4]
      [--repeat 3] [--src TREE,TREE] [--py-spy DIR] [--metrics [on|both]] [--detail]
-     [--group-commit]
+     [--group-commit] [--one-cpu-each]
 
 The drain is bench/workers.py's (``drain``'s set-up: a backlog of ``--runs`` 10-node runs of
 plain ``def`` tasks moved into the served queue by one UPDATE); meanwhile the CPU time (utime
@@ -46,6 +46,9 @@ laid out alike. ``--callgrind DIR``: the workers run under valgrind's callgrind,
 the instructions of the drain (a third clock; far slower: use fewer ``--runs``).
 ``--group-commit``: the workers share their slots' checkpoint writes in one write group
 (``tether worker --group-commit``; every ``--src`` tree must know the flag).
+``--one-cpu-each``: worker i runs with ``tether worker --cpu`` (the CPUs this process may use,
+in turn) and the in-process child on the first of them, so the like-for-like ratio compares
+processes kept to one CPU each (every ``--src`` tree must know ``--cpu``).
 ``--py-spy DIR``: each worker runs under ``py-spy record`` (on-CPU samples, flame graph and
 speedscope profile per worker in DIR).
 """
@@ -185,7 +188,8 @@ def drain(args: argparse.Namespace, src: str | None, concurrency: int,
                 [*prefix, sys.executable, "-m", "tether", "worker", "--db", schema.url,
                  "--tasks", "worker_tasks", "--concurrency", str(concurrency),
                  "--queue", wb.SERVED, *(["--metrics-port", "0"] if metrics else []),
-                 *(["--group-commit"] if args.group_commit else [])],
+                 *(["--group-commit"] if args.group_commit else []),
+                 *(["--cpu", str(wb.cpu_of(i))] if args.one_cpu_each else [])],
                 env={**worker_env(src), **({} if seed is None else
                                            {"PYTHONHASHSEED": str(seed)})}, cwd=workdir,
                 stdout=open(workdir / f"worker-{i}.log", "wb"),  # noqa: SIM115
@@ -330,7 +334,8 @@ def in_process(args: argparse.Namespace, src: str | None) -> dict[str, float]:
     try:
         done = subprocess.run(
             [sys.executable, str(Path(__file__).resolve()), "--in-process-child", schema,
-             "--runs", str(args.runs), "--nodes", str(args.nodes)],
+             "--runs", str(args.runs), "--nodes", str(args.nodes),
+             *(["--one-cpu-each"] if args.one_cpu_each else [])],
             env=worker_env(src), capture_output=True, text=True, check=False, timeout=900)
         if done.returncode != 0:
             raise SystemExit(f"the in-process child failed:\n{done.stderr}")
@@ -450,10 +455,15 @@ def main() -> None:
     parser.add_argument("--detail", action="store_true", help="print each drain's details")
     parser.add_argument("--group-commit", action="store_true",
                         help="workers run with --group-commit (the slots' write group)")
+    parser.add_argument("--one-cpu-each", action="store_true",
+                        help="each worker on one CPU (tether worker --cpu), the in-process "
+                        "child on the first")
     parser.add_argument("--in-process-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # (the finally blocks clean up)
     if args.in_process_child:
+        if args.one_cpu_each:
+            os.sched_setaffinity(0, {wb.cpu_of(0)})
         child(args.in_process_child, args.runs, args.nodes)
         return
     if not w.PG_URL:

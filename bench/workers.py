@@ -101,13 +101,14 @@ class Fleet:
     """``tether worker`` subprocesses on one schema."""
 
     def __init__(self, schema: Schema, count: int, concurrency: int, workdir: Path,
-                 env: dict[str, str], options: Sequence[str] = ()) -> None:
+                 env: dict[str, str], options: Sequence[str] = (),
+                 one_cpu_each: bool = False) -> None:
         self.schema = schema
         path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
         self.procs = [subprocess.Popen(
             [sys.executable, "-m", "tether", "worker", "--db", schema.url, "--tasks",
              "worker_tasks", "--concurrency", str(concurrency), "--queue", SERVED,
-             *options],
+             *options, *(["--cpu", str(cpu_of(i))] if one_cpu_each else [])],
             env={**os.environ, **env, "PYTHONPATH": path}, cwd=workdir,
             stdout=open(workdir / f"worker-{schema.name}-{i}.log", "wb"),  # noqa: SIM115
             stderr=subprocess.STDOUT) for i in range(count)]
@@ -130,14 +131,21 @@ class Fleet:
                 proc.wait()
 
 
+def cpu_of(i: int) -> int:
+    """The CPU worker process ``i`` is confined to with ``one_cpu_each``: the CPUs this
+    process may use, in turn."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[i % len(cpus)]
+
+
 def drain(count: int, runs: int, nodes: int, task: str, concurrency: int,
-          workdir: Path) -> dict[str, Any]:
+          workdir: Path, one_cpu_each: bool = False) -> dict[str, Any]:
     schema = Schema()
     try:
         runner = tether.Runner(chain(nodes, task), schema.store)
         for _ in range(runs):
             runner.submit({}, queue=HOLD)
-        fleet = Fleet(schema, count, concurrency, workdir, {})
+        fleet = Fleet(schema, count, concurrency, workdir, {}, one_cpu_each=one_cpu_each)
         try:
             before = load()
             start = time.time()

@@ -10,6 +10,7 @@ when nothing executes it, else at its holder's next node boundary). See ``docs/w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -191,11 +192,15 @@ def _submit_on_sqlite(source: str, pairs: tuple[str, ...], inputs_file: str | No
               "statement and one commit, one statement of this worker at a time: less "
               "database CPU per step, fewer steps/s per worker (docs/workers.md, "
               "\"Checkpoint commits\").")
+@click.option("--cpu", type=click.IntRange(0), default=None, metavar="N",
+              help="Linux: run this worker's threads on CPU N only. Its Python runs on one "
+              "core at a time anyway; kept on one, its slots hand the interpreter lock "
+              "over without crossing cores (docs/workers.md, \"One CPU per worker\").")
 @db_option
 def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
            lease: float | None, poll: float | None, metrics_port: int | None,
            metrics_host: str, log_format: str, workflows: tuple[str, ...],
-           group_commit: bool, db: str) -> None:
+           group_commit: bool, cpu: int | None, db: str) -> None:
     """Execute queued, crashed and answered runs until SIGTERM or SIGINT (then exit 0).
 
     Imports the task modules (--tasks, else [tool.tether] tasks in the nearest
@@ -204,6 +209,8 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
     """
     from tether.workers import LEASE_ENV, Worker
 
+    if cpu is not None:
+        _keep_to_cpu(cpu)
     plans = _workflow_plans(workflows)
     registry = load_tasks_or_exit(tasks, from_pyproject=not tasks)
     from tether.observability.logs import configure_logging
@@ -234,6 +241,22 @@ def worker(tasks: tuple[str, ...], concurrency: int, queues: tuple[str, ...],
     finally:
         store.close()
     click.echo("worker: stopped", err=True)
+
+
+def _keep_to_cpu(cpu: int) -> None:
+    """Confine every thread of this process, and those it starts later, to CPU ``cpu``
+    (``--cpu``; exit 2 when this process may not run there, or off Linux)."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if not allowed:
+        raise click.BadParameter("confining a process to a CPU is not supported here",
+                                 param_hint="--cpu")
+    if cpu not in allowed:
+        raise click.BadParameter(f"this process may run on CPU(s) "
+                                 f"{', '.join(map(str, allowed))}, not {cpu}",
+                                 param_hint="--cpu")
+    for task in os.listdir("/proc/self/task"):  # threads started already (the kernel's
+        with contextlib.suppress(ProcessLookupError):  # mask is per thread; new ones
+            os.sched_setaffinity(int(task), {cpu})    # inherit it); one may have ended
 
 
 def _workflow_plans(paths: tuple[str, ...]) -> list[Plan]:
