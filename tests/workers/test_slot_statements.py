@@ -26,8 +26,12 @@ SLOTS = 4
 VERSION_CHECK = "SELECT schema_version.version"
 
 
+@pytest.mark.parametrize("opened", ["from its url", "by its connect callable"])
 def test_the_slots_of_a_worker_compile_each_statement_once(
-        pg_schema: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        opened: str, pg_schema: tuple[str, str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the worker opens its slots' stores from its URL or through a ``connect``
+    callable (as ``tether worker`` does)."""
     url, schema = pg_schema
     store_url = f"{url}?schema={schema}"
     store = open_checkpointer(store_url)
@@ -53,7 +57,9 @@ def test_the_slots_of_a_worker_compile_each_statement_once(
         runner = Runner(plan, store)
         runs = [runner.submit({"rid": f"r{i}"}) for i in range(2 * SLOTS)]
         monkeypatch.setattr(statements, "compile_statement", recorded)
-        worker = Worker(store_url, {"step": step}, concurrency=SLOTS, poll_seconds=0.1)
+        connect = (lambda: open_checkpointer(store_url)) if opened != "from its url" else None
+        worker = Worker(store_url, {"step": step}, concurrency=SLOTS, poll_seconds=0.1,
+                        connect=connect)
         thread = threading.Thread(target=worker.run_forever, daemon=True)
         thread.start()
         try:
@@ -92,3 +98,30 @@ def test_a_store_of_another_class_keeps_its_own_statements(
     finally:
         lite.close()
         pg.close()
+
+
+def test_a_store_sharing_another_schemas_statements_writes_in_its_own_schema(
+        pg_schema: tuple[str, str], tmp_path: Path) -> None:
+    """Statements compile without the schema (it is each connection's search path), so a
+    store in schema B that shares the statements of a store in schema A runs its runs in B
+    and leaves A untouched."""
+    url, schema = pg_schema
+    first = open_checkpointer(f"{url}?schema={schema}")
+    second = open_checkpointer(f"{url}?schema={schema}_b")
+    try:
+        plan = load_plan(str(chain_workflow(tmp_path, 2)))
+        tasks = {"step": lambda rid, node, x=0: x + 1}
+        Runner(plan, first, tasks).run({"rid": "warm"})  # first compiles what a run needs
+        second.share_statements(first)
+        result = Runner(plan, second, tasks).run({"rid": "b"})
+        assert result.status == "completed"
+        assert second.get_run(result.execution_id) is not None
+        assert first.get_run(result.execution_id) is None
+        assert len(first.list_runs()) == 1
+    finally:
+        first.close()
+        second.close()
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(f'DROP SCHEMA IF EXISTS "{schema}_b" CASCADE')

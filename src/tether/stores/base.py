@@ -622,6 +622,8 @@ class Checkpointer(abc.ABC):
 
     def share_statements(self, other: Checkpointer) -> None:
         """Use ``other``'s compiled statements from now on, so each statement is compiled
-        once for both: ``other`` is a store of the same class opened from the same URL (a
-        worker's slots share its own store's). A store that compiles nothing ignores it."""
+        once for both (a worker's slots share its own store's). Only between stores of one
+        class, whose statements compile alike whatever their database or schema (the
+        schema is the connection's search path, not part of the text); a store of another
+        class, or one that compiles nothing, ignores it."""
         del other

@@ -234,12 +234,14 @@ class PostgresCheckpointer(SQLCheckpointer):
 
     def share_statements(self, other: Checkpointer) -> None:
         """As every store's, with the server forms of the statements' texts
-        (:func:`server_placeholders`) and the fenced batches' texts."""
+        (:func:`server_placeholders`) and, in the same schema, the fenced batches' texts
+        (they name their tables with it)."""
         super().share_statements(other)
         if type(other) is type(self):
             assert isinstance(other, PostgresCheckpointer)
             self._server_sql = other._server_sql
-            self._batch_sql = other._batch_sql
+            if other.schema == self.schema:
+                self._batch_sql = other._batch_sql
 
     def _hot(self) -> Any:
         if self._hot_connection is None or self._hot_connection.closed:

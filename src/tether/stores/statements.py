@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import operator
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -94,13 +95,17 @@ class Statements:
         self._dialect = dialect
         self._ready = ready or {}
         self._cache: dict[str, Statement] = {}
+        self._compiling = threading.RLock()  # one thread compiles a missing statement
 
     def get(self, key: str, build: Callable[[], ClauseElement]) -> Statement:
         statement = self._cache.get(key)
-        if statement is None:
-            compiled = self._ready.get(key)
-            if compiled is None:
-                compiled = compile_statement(build(), self._dialect())
-            statement = Statement(*compiled)
-            self._cache[key] = statement
+        if statement is None:  # rare: the stores sharing this cache (a worker's slots,
+            with self._compiling:  # Checkpointer.share_statements) wait for one compile
+                statement = self._cache.get(key)
+                if statement is None:
+                    compiled = self._ready.get(key)
+                    if compiled is None:
+                        compiled = compile_statement(build(), self._dialect())
+                    statement = Statement(*compiled)
+                    self._cache[key] = statement
         return statement

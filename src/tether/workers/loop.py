@@ -250,8 +250,7 @@ class Worker:
 
         def make_runner(slot_store: Checkpointer) -> Runner:
             slot_store.use_for_worker(write_group=group)  # None: each slot commits its own
-            if self._connect is None:  # opened from the worker's own URL: compile once
-                slot_store.share_statements(store)
+            slot_store.share_statements(store)  # one compile per statement per process
             made = Runner(None, slot_store, tasks, max_concurrency=self._max_concurrency,
                           lease_seconds=self.lease_seconds, park_timers=True)
             # A lone body runs inline in the slot's loop (no thread hop per node); a lost
