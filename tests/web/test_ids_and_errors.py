@@ -20,10 +20,14 @@ def test_every_route_takes_a_unique_prefix_and_answers_with_full_ids(
         auth_server: Server, module_project: Project) -> None:
     """Run, checkpoints, approval, answer, resume-refusal and cancel by prefixes."""
     eid, cid = module_project.pause()
-    run, pause = eid[:-6], cid[:-6]
+    # Ids minted in one millisecond differ in their last digits only (UUIDv7, counted on),
+    # so the prefixes are the shortest ones no other id of the module's store shares.
+    run = _unique_prefix(eid, [r.execution_id for r in module_project.store.list_runs(
+        limit=10_000)])
     assert auth_server.get(f"/api{run_url(run)}").json()["execution_id"] == eid
     page = auth_server.get(f"/api{run_url(run)}/checkpoints").json()
     assert cid in [c["checkpoint_id"] for c in page["items"]]
+    pause = _unique_prefix(cid, [c.checkpoint_id for c in module_project.store.list(eid)])
     shown = auth_server.get(approval_path(run, pause)).json()
     assert (shown["execution_id"], shown["checkpoint_id"]) == (eid, cid)
     by_tail = auth_server.get(approval_path(eid, cid[-12:])).json()
@@ -38,8 +42,18 @@ def test_every_route_takes_a_unique_prefix_and_answers_with_full_ids(
     [decision] = module_project.store.decisions(eid)
     assert decision.checkpoint_id == cid
     second = module_project.pause()[0]
-    cancelled = auth_server.post(f"/api{run_url(second[:-4])}/cancel")
+    prefix = _unique_prefix(second, [r.execution_id for r in module_project.store.list_runs(
+        limit=10_000)])
+    cancelled = auth_server.post(f"/api{run_url(prefix)}/cancel")
     assert cancelled.status_code == 202 and cancelled.json()["execution_id"] == second
+
+
+def _unique_prefix(full: str, ids: list[str]) -> str:
+    """The shortest prefix of ``full``, of at least 8 characters and short of the whole id,
+    that no other of ``ids`` starts with."""
+    others = [i for i in ids if i != full]
+    return next(full[:n] for n in range(8, len(full))
+                if not any(i.startswith(full[:n]) for i in others))
 
 
 def test_ambiguous_short_and_unknown_prefixes(auth_server: Server,

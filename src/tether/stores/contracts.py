@@ -18,7 +18,7 @@ it, so a new store method must be placed here too):
   get_queue, remove_queue, queue_counts, request_cancel, create_keyed_run,
   cancel_requested_at,
   take_cancel_seen, register_worker, heartbeat_worker, deregister_worker, list_workers,
-  use_for_worker (a worker's switches, given as arguments; base.py).
+  use_for_worker (a worker's switches, given as arguments; base.py), share_statements.
 - :class:`ScheduleStore` (SQL: schedule_sql.py; due_pending in sql_rows.py): put_schedule,
   get_schedule, list_schedules, remove_schedule, advance_schedule, due_pending (timers).
 - :class:`IdempotencyStore` (SQL: sql_rows.py): get_idempotent, put_idempotent.
@@ -37,7 +37,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from tether.stores.base import SeenCancel
+from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.events import RunEvent
 from tether.stores.idprefix import IdMatches
 from tether.stores.keys import KeyedStart
@@ -302,6 +302,9 @@ class QueueStore(Protocol):
                                                        tuple[bool, float | None]] | None = None,
                        ) -> None:
         """Tune this store for a worker (cancel reads on writes, group commit)."""
+
+    def share_statements(self, other: Checkpointer) -> None:
+        """Use ``other``'s compiled statements (a worker's slots share its store's)."""
 
 
 @runtime_checkable
