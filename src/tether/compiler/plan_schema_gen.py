@@ -17,7 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tether.dsl.document_schema_gen import Name, count, emit, hoist, write_generated
+from tether.dsl.document_schema_gen import (
+    Name,
+    count,
+    emit,
+    hoist,
+    pinned_definitions,
+    write_generated,
+)
 
 TARGET = Path(__file__).with_name("plan_schema.py")
 _BUILTINS = {dict: "dict", list: "list", tuple: "tuple"}
@@ -71,8 +78,6 @@ def _strip(value: Any, functions: set[str]) -> Any:
 
 def generate() -> str:
     """The source of :mod:`tether.compiler.plan_schema`."""
-    import pydantic
-    import pydantic_core
 
     from tether.compiler import plan
 
@@ -104,13 +109,8 @@ def generate() -> str:
         ")",
         "from tether.kinds import NodeKind",
         "",
-        f"PYDANTIC_VERSION = {pydantic.VERSION!r}",
-        f"PYDANTIC_CORE_VERSION = {pydantic_core.__version__!r}",
-        "",
+        *pinned_definitions(defined),
     ]
-    for name, schema in defined.values():
-        head = f"{name}: dict[str, Any] = "
-        lines += [head + emit(schema, 0, len(head)), ""]
     head = "SCHEMA: dict[str, Any] = "
     lines += [head + emit(top, 0, len(head)) if not isinstance(top, Name)
               else f"SCHEMA = {top!r}", ""]

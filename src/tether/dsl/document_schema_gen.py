@@ -136,8 +136,6 @@ def hoist(value: Any, counts: dict[str, int], defined: dict[str, tuple[str, Any]
 
 def generate() -> str:
     """The source of :mod:`tether.dsl.document_schema`."""
-    import pydantic
-    import pydantic_core
 
     from tether.dsl import document
 
@@ -168,13 +166,8 @@ def generate() -> str:
         ")",
         "from tether.dsl.document_rules import " + ", ".join(sorted(functions)),
         "",
-        f"PYDANTIC_VERSION = {pydantic.VERSION!r}",
-        f"PYDANTIC_CORE_VERSION = {pydantic_core.__version__!r}",
-        "",
+        *pinned_definitions(defined),
     ]
-    for name, schema in defined.values():
-        head = f"{name}: dict[str, Any] = "
-        lines += [head + emit(schema, 0, len(head)), ""]
     lines += [
         "SCHEMA = _WorkflowDoc",
         f"CONFIG: dict[str, Any] = {emit(root['config'], 0, 26)}",
@@ -186,6 +179,20 @@ def generate() -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def pinned_definitions(defined: dict[str, tuple[str, Any]]) -> list[str]:
+    """A generated schema module's lines after its imports: the pydantic versions it was
+    made with (read back as its pin), then each hoisted definition as a constant."""
+    import pydantic
+    import pydantic_core
+
+    lines = [f"PYDANTIC_VERSION = {pydantic.VERSION!r}",
+             f"PYDANTIC_CORE_VERSION = {pydantic_core.__version__!r}", ""]
+    for name, schema in defined.values():
+        head = f"{name}: dict[str, Any] = "
+        lines += [head + emit(schema, 0, len(head)), ""]
+    return lines
 
 
 def write_generated(target: Path, text: str) -> int:
