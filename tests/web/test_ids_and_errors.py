@@ -49,10 +49,10 @@ def test_every_route_takes_a_unique_prefix_and_answers_with_full_ids(
 
 
 def _unique_prefix(full: str, ids: list[str]) -> str:
-    """The shortest prefix of ``full``, of at least 8 characters and short of the whole id,
-    that no other of ``ids`` starts with."""
+    """The shortest prefix of ``full``, of at least 8 characters, that no other of ``ids``
+    starts with: the whole id when another differs from it in the last digit only."""
     others = [i for i in ids if i != full]
-    return next(full[:n] for n in range(8, len(full))
+    return next(full[:n] for n in range(8, len(full) + 1)
                 if not any(i.startswith(full[:n]) for i in others))
 
 
