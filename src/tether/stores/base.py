@@ -22,6 +22,8 @@ from tether.stores.keys import KeyedStart
 from tether.stores.queueing import (
     CancelOutcome,
     ClaimedRun,
+    EndClaim,
+    NextClaim,
     QueueCounts,
     QueueRecord,
     WorkerRecord,
@@ -627,3 +629,15 @@ class Checkpointer(abc.ABC):
         schema is the connection's search path, not part of the text); a store of another
         class, or one that compiles nothing, ignores it."""
         del other
+
+    def arm_end_claim(self, claim: NextClaim | None) -> None:
+        """Claim a worker slot's next run in the transaction that ends ``claim``'s run
+        (its :meth:`finish_run`, fenced, on this store: one commit for both), or stop
+        (None). Only a store that can send both in one round trip does it (PostgreSQL
+        without a write group: ``pg_end_claim.py``); the others ignore it."""
+        del claim
+
+    def take_end_claim(self) -> EndClaim | None:
+        """What the claim sent with the armed run's end took, once (None: no claim went
+        with an end: the caller claims alone); disarms this store."""
+        return None

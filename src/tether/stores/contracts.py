@@ -18,7 +18,8 @@ it, so a new store method must be placed here too):
   get_queue, remove_queue, queue_counts, request_cancel, create_keyed_run,
   cancel_requested_at,
   take_cancel_seen, register_worker, heartbeat_worker, deregister_worker, list_workers,
-  use_for_worker (a worker's switches, given as arguments; base.py), share_statements.
+  use_for_worker (a worker's switches, given as arguments; base.py), share_statements,
+  arm_end_claim, take_end_claim.
 - :class:`ScheduleStore` (SQL: schedule_sql.py; due_pending in sql_rows.py): put_schedule,
   get_schedule, list_schedules, remove_schedule, advance_schedule, due_pending (timers).
 - :class:`IdempotencyStore` (SQL: sql_rows.py): get_idempotent, put_idempotent.
@@ -44,6 +45,8 @@ from tether.stores.keys import KeyedStart
 from tether.stores.queueing import (
     CancelOutcome,
     ClaimedRun,
+    EndClaim,
+    NextClaim,
     QueueCounts,
     QueueRecord,
     WorkerRecord,
@@ -305,6 +308,12 @@ class QueueStore(Protocol):
 
     def share_statements(self, other: Checkpointer) -> None:
         """Use ``other``'s compiled statements (a worker's slots share its store's)."""
+
+    def arm_end_claim(self, claim: NextClaim | None) -> None:
+        """Claim a slot's next run with the end of ``claim``'s run (where one commit can)."""
+
+    def take_end_claim(self) -> EndClaim | None:
+        """What the claim sent with that end took (None: none went)."""
 
 
 @runtime_checkable

@@ -39,9 +39,17 @@ from tether.errors import ExecutionExists, StoreError, StoreUnavailable, StoreUR
 from tether.status import RunStatus
 from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.events import RunEvent
-from tether.stores.pg_fenced import ROW_FIELDS, fenced_batch_sql, fenced_insert_seen, finish_fenced
+from tether.stores.pg_end_claim import (
+    batch_found,
+    end_statement,
+    end_with_claim,
+    end_written,
+    outcome_of,
+)
+from tether.stores.pg_fenced import ROW_FIELDS, fenced_batch_sql, fenced_insert_seen
 from tether.stores.pg_sessions import SessionTimeouts, session_timeouts
 from tether.stores.pg_starts import ConnectionPool, create_statement
+from tether.stores.queueing import EndClaim, NextClaim
 from tether.stores.records import CheckpointRow, FencedWrite, RunEnd, RunRecord
 from tether.stores.retry import transient
 from tether.stores.schema import run_events
@@ -376,13 +384,17 @@ class PostgresCheckpointer(SQLCheckpointer):
             if self.write_group is not None:
                 self.write_group.fell_back()
             return [self._write_alone(connection, item) for item in items]
-        return [_outcome_of(found, item) for item in items]
+        return [outcome_of(found, item) for item in items]
 
     def _write_batch(self, connection: Any, items: Sequence[FencedWrite],
                      ) -> dict[str, tuple[bool, float | None]]:
-        """``items`` in one statement (:func:`fenced_batch_sql`; an item's ``before`` row
-        first, as a row of its own); what each row's ``written`` and reading were, by
-        checkpoint id."""
+        """``items`` in one statement (:meth:`_batch_statement`); what each row's
+        ``written`` and reading were, by checkpoint id."""
+        return batch_found(self._run(connection, *self._batch_statement(items)).fetchall())
+
+    def _batch_statement(self, items: Sequence[FencedWrite]) -> tuple[str, list[Any]]:
+        """:func:`fenced_batch_sql` for ``items`` (an item's ``before`` row first, as a row
+        of its own), and its parameters."""
         ends = any(item.end is not None for item in items)
         count = len(items) + sum(item.before is not None for item in items)
         key = (count, ends)
@@ -400,9 +412,7 @@ class PostgresCheckpointer(SQLCheckpointer):
             params.append(owner)
             if ends:
                 params += end if end is not None else (None, None, None)
-        rows = self._run(connection, sql, params).fetchall()
-        return {checkpoint_id: (bool(written), requested_at)
-                for checkpoint_id, requested_at, written in rows}
+        return sql, params
 
     def _write_alone(self, connection: Any, item: FencedWrite, alone: bool = False,
                      ) -> tuple[bool, float | None] | BaseException:
@@ -430,21 +440,31 @@ class PostgresCheckpointer(SQLCheckpointer):
         if group is not None and self.reads_cancel_on_write:
             written, _ = group.submit(write, self._put_batch)
             return written
+        armed = self._armed
+        if armed is not None and armed.execution_id == row.execution_id:
+            self._armed = None  # one end only (a retry is written alone)
+            return end_with_claim(self, write, armed)
         return self._end_alone(self._hot(), write)
 
     def _end_alone(self, connection: Any, write: FencedWrite) -> bool:
-        """A run's end (``write.end``) in a statement of its own: :func:`finish_fenced`, or
-        with the last node's row, the batch statement of the two rows."""
-        row, owner, end, before = write
-        assert end is not None
-        if before is not None:
-            return _outcome_of(self._write_batch(connection, (write,)), write)[0]
-        statement = self._sql.get("finish_fenced", finish_fenced)
-        values = {**row._asdict(), "eid": row.execution_id, "owner": owner,
-                  "status": end.status, "now": end.at, "error": end.error}
-        written, updated = self._run(connection, statement.sql,
-                                     statement.params(values)).fetchone()
-        return bool(written and updated)
+        """A run's end in a statement of its own (``pg_end_claim.end_statement``)."""
+        return end_written(write, self._run(connection, *end_statement(self, write)).fetchall())
+
+    _armed: NextClaim | None = None  # arm_end_claim's (class defaults: see _seen_sql)
+    _end_claim: EndClaim | None = None  # what the claim sent with that end took
+    end_claim_fallbacks = 0
+    """How many ends sent with a claim failed for a statement's error and were written
+    alone (``pg_end_claim.py``; for tests and logs)."""
+
+    def arm_end_claim(self, claim: NextClaim | None) -> None:
+        """As every store's: a worker's store without a write group sends the armed run's
+        end with the claim in one transaction (``pg_end_claim.py``)."""
+        self._armed = claim if self.write_group is None and self.reads_cancel_on_write \
+            else None
+
+    def take_end_claim(self) -> EndClaim | None:
+        taken, self._end_claim, self._armed = self._end_claim, None, None
+        return taken
 
     @transient()
     def add_event(self, event: RunEvent) -> None:
@@ -522,16 +542,6 @@ class PostgresCheckpointer(SQLCheckpointer):
             self._reset_hot()
         self._starts.close()
         super().close()
-
-
-def _outcome_of(found: Mapping[str, tuple[bool, float | None]], item: FencedWrite,
-                ) -> tuple[bool, float | None]:
-    """An item's result from its batch's rows: written only if its row was (and its
-    ``before`` row too: the statement writes a run's rows together or not at all)."""
-    written, requested_at = found.get(item.row.checkpoint_id, (False, None))
-    if written and item.before is not None:
-        written = found.get(item.before.checkpoint_id, (False, None))[0]
-    return written, requested_at
 
 
 class _Timed:

@@ -34,8 +34,8 @@ from enum import StrEnum
 
 from tether.stores.records import RunRecord
 
-__all__ = ["Budget", "CancelOutcome", "ClaimReason", "ClaimedRun", "QueueCounts",
-           "QueueRecord", "QueueUsage", "WorkerRecord"]
+__all__ = ["Budget", "CancelOutcome", "ClaimReason", "ClaimedRun", "EndClaim", "NextClaim",
+           "QueueCounts", "QueueRecord", "QueueUsage", "WorkerRecord"]
 
 
 class ClaimReason(StrEnum):
@@ -54,6 +54,29 @@ class ClaimedRun:
     owner: str
     lease_until: float
     reason: ClaimReason
+
+
+@dataclass(frozen=True)
+class NextClaim:
+    """What a worker slot's store needs to claim the slot's next run in the transaction
+    that ends the run ``execution_id`` (:meth:`~tether.stores.base.Checkpointer.\
+arm_end_claim`): the arguments of the worker's own ``claim_runs`` call, ``limit`` 1."""
+
+    execution_id: str
+    worker: str
+    queues: tuple[str, ...]
+    plans: frozenset[str]
+    lease_seconds: float
+
+
+@dataclass(frozen=True)
+class EndClaim:
+    """What the claim sent with a run's end took (:meth:`~tether.stores.base.Checkpointer.\
+take_end_claim`): the run (None: nothing claimable by that statement), and the monotonic
+    time from before the transaction was sent (the run's lease runs from it)."""
+
+    claimed: ClaimedRun | None
+    sent: float
 
 
 class CancelOutcome(StrEnum):

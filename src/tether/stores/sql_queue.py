@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
@@ -215,14 +215,28 @@ def _claim_in_one(store: SQLCheckpointer, worker: str, queues: Sequence[str], li
                   ) -> list[ClaimedRun]:
     """:func:`claim_one_statement` in autocommit; nothing when the queues have limits
     (or nothing is claimable): the caller then claims in the transaction."""
-    count, planned = len(queues), len(fingerprints) if fingerprints is not None else None
-    suffix = owner_suffix()
+    name, build, values = claim_one_call(worker, queues, limit, now, lease_until, fingerprints)
     with store.sql_cursor("claiming runs") as cursor:
-        rows = store.sql_execute(
-            cursor, f"claim_one:{count}:{planned}", lambda: claim_one_statement(count, planned),
-            now=now, n=limit, until=lease_until, suffix=suffix, worker=worker,
-            event_at=new_event_id(now)[:19], **_names("q", queues),
-            **_names("p", fingerprints or ())).fetchall()
+        rows = store.sql_execute(cursor, name, build, **values).fetchall()
+    return claimed_from_rows(store, rows, lease_until)
+
+
+def claim_one_call(worker: str, queues: Sequence[str], limit: int, now: float,
+                   lease_until: float, fingerprints: Sequence[str] | None,
+                   ) -> tuple[str, Callable[[], ClauseElement], dict[str, Any]]:
+    """:func:`claim_one_statement`'s cache name, builder and bound values for one claim
+    (also sent with a run's end: ``pg_end_claim.py``)."""
+    count, planned = len(queues), len(fingerprints) if fingerprints is not None else None
+    values = {"now": now, "n": limit, "until": lease_until, "suffix": owner_suffix(),
+              "worker": worker, "event_at": new_event_id(now)[:19], **_names("q", queues),
+              **_names("p", fingerprints or ())}
+    return (f"claim_one:{count}:{planned}", lambda: claim_one_statement(count, planned),
+            values)
+
+
+def claimed_from_rows(store: SQLCheckpointer, rows: Iterable[Any],
+                      lease_until: float) -> list[ClaimedRun]:
+    """The runs :func:`claim_one_statement` returned, in claim order."""
     claimed: list[ClaimedRun] = []
     for row in rows:
         run = store.run_from_row(row[:-1])

@@ -30,7 +30,6 @@ would hold a lease and a place in its queue's limits while another worker may be
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -59,19 +58,19 @@ class Chain:
             ends).
         first: the run the worker's loop claimed for it.
         drive: drives one run in the slot (on the slot's thread).
-        claim: the slot's own claim of one more run on its store (None: nothing claimable,
-            or the claim failed).
+        claim: the slot's own claim of one more run on its store, or the run its store
+            claimed with the ended run's end (None: nothing claimable, the claim failed,
+            or the worker is stopping: a run claimed with the end is then given back).
         switch: on the worker's loop: the slot ended the first run and drives the second
             now (given the chain, the old and the new claim).
         loop: the worker's loop.
-        stopping: set when the worker stops: no more claims.
     """
 
     def __init__(self, slot: Slot, first: Turn, *,
                  drive: Callable[[Slot, Turn], Coroutine[Any, Any, None]],
                  claim: Callable[[Checkpointer], Turn | None],
                  switch: Callable[[Chain, ClaimedRun, ClaimedRun], None],
-                 loop: asyncio.AbstractEventLoop, stopping: threading.Event) -> None:
+                 loop: asyncio.AbstractEventLoop) -> None:
         self.slot = slot
         self.held = first.claim
         """The run the slot holds, as the worker's loop knows it (changed on that loop
@@ -81,7 +80,6 @@ class Chain:
         self._claim = claim
         self._switch = switch
         self._loop = loop
-        self._stopping = stopping
         self.future: asyncio.Future[None] = asyncio.wrap_future(slot.submit(self._run()),
                                                                loop=loop)
         """Done when the chain has ended (the slot's last drive returned)."""
@@ -90,9 +88,7 @@ class Chain:
         turn = self._first
         while True:
             await self._drive(self.slot, turn)
-            if self._stopping.is_set():
-                return
-            following = self._claim(self.slot.store)
+            following = self._claim(self.slot.store)  # None when stopping
             if following is None:
                 return
             self._loop.call_soon_threadsafe(self._switch, self, turn.claim, following.claim)

@@ -43,7 +43,7 @@ from tether.runtime.runner import Runner
 from tether.runtime.signatures import loads, record_signatures
 from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.owners import new_owner, parse_owner
-from tether.stores.queueing import ClaimedRun, ClaimReason, WorkerRecord
+from tether.stores.queueing import ClaimedRun, ClaimReason, NextClaim, WorkerRecord
 from tether.stores.records import FencedWrite
 from tether.stores.write_group import WriteGroup
 from tether.trigger import Trigger
@@ -128,6 +128,9 @@ class Worker:
         """Runs this worker drove to an end of their attempt (for tests and logs)."""
         self.chained = 0
         """Runs a slot claimed itself when its previous run ended (``chain.py``)."""
+        self.claimed_with_end = 0
+        """Runs claimed in the transaction of the previous run's end
+        (``stores/pg_end_claim.py``), driven or, the worker stopping, given back."""
 
     # -- control (any thread, or a signal handler) -------------------------------------------
     def stop(self) -> None:
@@ -205,6 +208,9 @@ class Worker:
             finally:
                 if self._slots is not None:
                     self._slots.close()
+                if self.claimed_with_end:
+                    log.info("runs claimed with the end of the run before them: %d",
+                             self.claimed_with_end)
                 if self._writes is not None and self._writes.items:
                     log.info("checkpoint writes: %d write(s) in %d statement(s) (group "
                              "commit; a run's end carries its last node's row)",
@@ -294,15 +300,27 @@ class Worker:
         """On a slot's thread and store, its run having ended: one more run for it (None:
         none, or the claim failed, logged as :meth:`_claim` does). Plans not yet known to be
         servable are left to this loop's claim (:meth:`_learn_plans`), once the slot is
-        back."""
-        sent = time.monotonic()
-        try:
-            claimed = self._claim_servable(store, 1)
-        except TetherError as exc:
-            log.warning("claiming runs failed: %s", exc)
-            return None
-        if not claimed:
-            return None
+        back. A run its store claimed with the ended run's end is taken instead (if that
+        claim found nothing, this claims alone as before: docs/decisions.md, endclaim26);
+        the worker stopping, it is given back at once and None returned."""
+        taken = store.take_end_claim()
+        if taken is not None and taken.claimed is not None:
+            claimed, sent = [taken.claimed], taken.sent
+            with self._finished_lock:
+                self.claimed_with_end += 1
+            if self._stopping.is_set():
+                give_back.give_back(store, claimed[0], give_back.released(
+                    claimed[0], self.worker_id, "given back: the worker is stopping"))
+                return None
+        else:
+            sent = time.monotonic()
+            try:
+                claimed = [] if self._stopping.is_set() else self._claim_servable(store, 1)
+            except TetherError as exc:
+                log.warning("claiming runs failed: %s", exc)
+                return None
+            if not claimed:
+                return None
         self._note(claimed[0])
         with self._finished_lock:
             self.chained += 1
@@ -436,7 +454,7 @@ class Worker:
         slot = slots.take()
         assert self._loop is not None
         chain = Chain(slot, turn, drive=self._drive_turn, claim=self._claim_next,
-                      switch=self._switch, loop=self._loop, stopping=self._stopping)
+                      switch=self._switch, loop=self._loop)
         self._track(claim, chain.future, lambda: slots.give(slot), chain)
 
     def _drive_turn(self, slot: Slot, turn: Turn) -> Coroutine[Any, Any, None]:
@@ -444,6 +462,9 @@ class Worker:
         ``turn.sent``."""
         claim = turn.claim
         slot.store.take_cancel_seen(claim.run.execution_id, 0.0)  # an earlier attempt's
+        slot.store.arm_end_claim(NextClaim(  # its end claims the next run (pg_end_claim.py)
+            claim.run.execution_id, self.worker_id, self.queues, frozenset(self._servable),
+            self.lease_seconds) if self._servable else None)
         held = Claimed(claim.owner, claim.run, turn.sent + self.lease_seconds,
                        self._lost_hook(claim), worker=self.worker_id,
                        fresh=first_claim(claim.reason, claim.run))
