@@ -80,7 +80,8 @@ def test_with_group_commit_the_slots_share_a_write_group_reported_as_it_stops(
     """With ``group_commit``, every checkpoint row the slots write, the runs' ends
     included, goes through the worker's write group, and the worker logs how many writes
     went in how many statements when it stops: per run of two nodes, the first node's row,
-    then the run's end with the last node's row (one write, two rows)."""
+    then the run's end with the last node's row (one write, two rows); no claim goes with
+    an end (``pg_end_claim.py`` is for stores without a group)."""
     url, schema = pg_schema
     store_url = f"{url}?schema={schema}"
     store = open_checkpointer(store_url)
@@ -94,6 +95,7 @@ def test_with_group_commit_the_slots_share_a_write_group_reported_as_it_stops(
         thread.start()
         wait_for(lambda: worker.finished == len(runs), 60, "the worker to finish the runs")
         assert worker._writes is not None and worker._writes.items == 8 * 2
+        assert worker.claimed_with_end == 0  # the ends stay in the group's batches
     finally:
         worker.stop()
         thread.join(30)

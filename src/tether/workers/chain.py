@@ -9,6 +9,14 @@ connection (the loop's claim statement, ``limit`` 1, the servable plans as they 
 drives it at once; it stops when the claim finds nothing or fails, or when the worker is
 stopping, and only then does the slot go back to the loop (``Slots.give``).
 
+Without a write group the claim rides with the ended run's end: the worker arms the slot's
+store before each drive (``arm_end_claim``), the store sends the run's end and the claim in
+one transaction and one round trip (``stores/pg_end_claim.py``), and the chain takes the run
+so claimed (``take_end_claim``) instead of claiming again; the worker stopping, that run is
+given back at once (``Worker._claim_next``). A claim with the end that found nothing, or
+that did not go (a statement error: the end was written alone), is followed by the claim
+alone, as before.
+
 The worker's bookkeeping of the runs it holds (``_running``, ``_tokens``, the logged lost
 leases) stays owned by its loop's thread: the slot tells the loop of each new run with
 ``call_soon_threadsafe`` (:class:`Chain` ``.switch``) *before* it starts driving it. The

@@ -46,10 +46,9 @@ from tether.stores.owners import new_owner, parse_owner
 from tether.stores.queueing import ClaimedRun, ClaimReason, NextClaim, WorkerRecord
 from tether.stores.records import FencedWrite
 from tether.stores.write_group import WriteGroup
-from tether.trigger import Trigger
 from tether.workers import claims, give_back
 from tether.workers.chain import Chain, Turn
-from tether.workers.schedules import Submit, fire_schedules
+from tether.workers.schedules import enqueue_into, fire_schedules
 from tether.workers.slots import Slot, Slots
 
 __all__ = ["Worker"]
@@ -373,7 +372,7 @@ class Worker:
     def _fire_schedules(self, store: Checkpointer) -> None:
         """Enqueue the runs of the schedules' due ticks (exactly one per tick fleet-wide)."""
         try:
-            fired = fire_schedules(store, datetime.now(UTC), _enqueue(store))
+            fired = fire_schedules(store, datetime.now(UTC), enqueue_into(store))
         except TetherError as exc:
             log.warning("firing schedules failed: %s", exc)
             return
@@ -606,11 +605,3 @@ class Worker:
         if give_back.retry_later(store, claim, self.worker_id, error):
             await asyncio.sleep(self._poll or 1.0)  # do not claim the answered run at once
 
-
-def _enqueue(store: Checkpointer) -> Submit:
-    """A schedule's submit: queue the tick's run (``ExecutionExists`` when it already is)."""
-    def submit(plan: Plan, inputs: dict[str, Any], execution_id: str, queue: str | None,
-               trigger: Trigger) -> None:
-        Runner(plan, store).submit(inputs, execution_id=execution_id,
-                                   queue=queue or "default", trigger=trigger)
-    return submit

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tether.compiler.plan import Plan
 from tether.cron import next_tick, ticks
@@ -33,6 +33,9 @@ from tether.errors import ConcurrencyLimitReached, ExecutionExists, TetherError
 from tether.stores.contracts import RunStore, ScheduleStore
 from tether.stores.schedule_records import ScheduleRecord
 from tether.trigger import Trigger, TriggerKind
+
+if TYPE_CHECKING:
+    from tether.stores.base import Checkpointer
 
 log = logging.getLogger("tether.schedules")
 
@@ -50,6 +53,18 @@ Submit = Callable[[Plan, dict[str, Any], str, str | None, Trigger], None]
 """``submit(plan, inputs, execution_id, queue, trigger)``: start (or enqueue) one run, started
 by ``trigger`` (kind ``schedule``, the tick); it must raise
 :class:`~tether.errors.ExecutionExists` when ``execution_id`` already names a run."""
+
+
+def enqueue_into(store: Checkpointer) -> Submit:
+    """A worker's schedule submit: queue the tick's run on ``store`` (``ExecutionExists``
+    when it already is)."""
+    def submit(plan: Plan, inputs: dict[str, Any], execution_id: str, queue: str | None,
+               trigger: Trigger) -> None:
+        from tether.runtime.runner import Runner  # the worker's own import: none added here
+
+        Runner(plan, store).submit(inputs, execution_id=execution_id,
+                                   queue=queue or "default", trigger=trigger)
+    return submit
 
 
 def tick_execution_id(name: str, tick: datetime) -> str:
