@@ -7,7 +7,9 @@ one fenced statement) and the claim (:func:`~tether.stores.sql_queue.claim_one_s
 Armed by the worker before each drive (:meth:`~tether.stores.base.Checkpointer.
 arm_end_claim`), the slot's store sends both in psycopg's pipeline mode inside one
 transaction: BEGIN, the end's statement exactly as when written alone, the claim's exactly
-as the chain's own, COMMIT, then one sync: one round trip and one commit. The two
+as the chain's own, COMMIT, then one Sync: one round trip and one commit (BEGIN and COMMIT
+are sent as statements: psycopg's own transaction block in pipeline mode syncs after BEGIN
+and again after COMMIT, four round trips in all, seen in a libpq trace). The two
 statements' texts, parameters and fencing are unchanged; only their transaction is shared.
 
 - **Atomic.** Both commit or neither. A statement error (either statement) rolls both back:
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["batch_found", "end_statement", "end_with_claim", "end_written", "outcome_of"]
 
 log = logging.getLogger("tether.stores")
+_IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is imported by the store, not here)
 
 
 def end_statement(store: PostgresCheckpointer, write: FencedWrite) -> tuple[str, Any]:
@@ -96,23 +99,29 @@ def end_with_claim(store: PostgresCheckpointer, write: FencedWrite, armed: NextC
     name, build, values = claim_one_call(armed.worker, armed.queues, 1, now, until,
                                          sorted(armed.plans))
     claim = store._sql.get(name, build)
-    ends, takes = store._hot_cursor, store._new_cursor(connection)
+    ends, takes, commits = (store._hot_cursor, store._new_cursor(connection),
+                            store._new_cursor(connection))
     sent = time.monotonic()
     try:
-        with connection.pipeline(), store._transaction(connection):
+        with connection.pipeline():  # one Sync, at the block's end: one round trip
+            ends.execute("BEGIN")  # explicit: psycopg's transaction block syncs at each end
             ends.execute(store._text(end_sql), end_params, prepare=True)
             takes.execute(store._text(claim.sql), claim.params(values))
+            commits.execute("COMMIT")
         end_rows = ends.fetchall()
         claim_rows = takes.fetchall()
     except Exception as exc:
         if store._is_disconnect(exc):
             raise
+        if connection.info.transaction_status != _IDLE:  # the failed BEGIN ... block
+            connection.execute("ROLLBACK")
         log.warning("run %s: its end with the next claim failed (%s); ending it alone",
                     write.row.execution_id, type(exc).__name__)
         store.end_claim_fallbacks += 1
         return store._end_alone(connection, write)
     finally:
         takes.close()
+        commits.close()
     claimed = claimed_from_rows(store, claim_rows, until)
     store._end_claim = EndClaim(claimed[0] if claimed else None, sent)
     return end_written(write, end_rows)
