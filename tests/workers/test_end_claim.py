@@ -8,7 +8,7 @@ transactions per run fall; a worker stopping as its run ends gives the run it cl
 the end back (history: claimed, released) and a later worker completes it; a claim statement
 that fails (a trigger in the test schema) rolls the end back, and the end is written alone
 and the next run claimed alone; an end whose fence finds the lease lost still has its claimed
-run driven.
+run driven; and the end with its claim is one Sync (one round trip) in a libpq trace.
 """
 
 from __future__ import annotations
@@ -108,6 +108,21 @@ def _written_xmins(setup: Setup, eids: list[str]) -> set[str]:
     return {str(x) for x, in setup.sql(
         "SELECT xmin::text FROM checkpoints WHERE execution_id = ANY(%s) UNION "
         "SELECT xmin::text FROM run_events WHERE execution_id = ANY(%s)", (eids, eids))}
+
+
+def _trace_messages(text: str) -> list[tuple[str, str, str]]:
+    """libpq trace lines as (F or B, the message's kind, its whole text): a line that does
+    not start a message (a statement's text goes on over several lines) is its
+    predecessor's."""
+    messages: list[tuple[str, str, str]] = []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 4 and fields[1] in ("F", "B"):
+            messages.append((fields[1], fields[3], line))
+        elif messages:
+            side, kind, whole = messages[-1]
+            messages[-1] = (side, kind, f"{whole}\n{line}")
+    return messages
 
 
 def _stop(worker: Worker, thread: threading.Thread) -> None:
@@ -233,3 +248,45 @@ def test_an_end_whose_lease_was_lost_still_drives_the_run_its_claim_took(
     assert RUN_END not in [row.node_id for row in setup.store.list(ids["a"])]
     assert b is not None and (b.status, b.attempt) == ("completed", 1)
     assert _history(setup.store, ids["b"]) == ["claimed"]
+
+
+def test_the_end_and_the_claim_are_one_round_trip_in_a_libpq_trace(
+        setup: Setup, tmp_path: Path) -> None:
+    """libpq traces the slot's connection (``PGconn.trace``) while a worker ends ``a`` and
+    claims ``b`` with that end: from each BEGIN to the server's ready-for-query after its
+    COMMIT, the client sends four statements (BEGIN, the end, the claim, COMMIT) and one
+    Sync: one round trip."""
+    ids = setup.submit(["a", "b"])
+    path = tmp_path / "libpq.trace"
+    opened: list[Checkpointer] = []
+
+    with path.open("w") as trace:
+        def connect() -> Checkpointer:
+            made = open_checkpointer(setup.store_url, create=False)
+            made._hot().pgconn.trace(trace.fileno())  # type: ignore[attr-defined]
+            opened.append(made)
+            return made
+        worker = Worker(setup.store_url, {"step": setup.step}, concurrency=1,
+                        poll_seconds=0.1, connect=connect)
+        thread = threading.Thread(target=worker.run_forever, daemon=True)
+        thread.start()
+        try:
+            wait_for(lambda: worker.finished == 2, 60, "the worker to end both runs")
+        finally:
+            _stop(worker, thread)
+    assert worker.claimed_with_end == 1 and len(opened) == 1
+    messages = _trace_messages(path.read_text(encoding="utf-8", errors="replace"))
+    begins = [i for i, (side, kind, line) in enumerate(messages)
+              if (side, kind) == ("F", "Parse") and '"BEGIN"' in line]
+    assert begins, "no end went with a claim"
+    for begin in begins:  # a's end with b's claim; b's end with an empty claim
+        ready = next(i for i in range(begin, len(messages))
+                     if messages[i][1] == "ReadyForQuery")
+        block = messages[begin:ready + 1]
+        sent = Counter(kind for side, kind, _ in block if side == "F")
+        assert (sent["Execute"], sent["Sync"]) == (4, 1), sent  # BEGIN, end, claim, COMMIT
+        assert any(side == "B" and '"COMMIT"' in line for side, _, line in block)
+    assert any("UPDATE runs" in line for _, _, line in messages[begins[0]:]), \
+        "the claim is not in the block"
+    b = setup.store.get_run(ids["b"])
+    assert b is not None and b.status == "completed"
