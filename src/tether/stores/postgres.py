@@ -310,6 +310,9 @@ class PostgresCheckpointer(SQLCheckpointer):
     store at its first write (a class default, not set in ``__init__``: one attribute more
     in every store's ``__init__`` cost the in-process path 1.3% of W0's instructions per
     node, ``bench/w0_instructions.py``)."""
+    _hot_seen: Any = None
+    """``_seen_sql`` prepared on the hot connection (``pg_hot.FencedSeen``; a new one with
+    each new connection)."""
 
     def _put_fenced(self, connection: Any, row: CheckpointRow, owner: str) -> bool:
         """The fenced INSERT as a CTE that also returns the run row's
@@ -343,8 +346,16 @@ class PostgresCheckpointer(SQLCheckpointer):
             if statement.names == _SEEN_NAMES:  # the row's own tuple in order: no mapping
                 seen_sql = self._seen_sql = self._text(statement.sql)
         if seen_sql is not None and connection is self._hot_connection:
+            values = (row.execution_id, owner, *row)
+            hot = self._hot_seen  # on libpq directly, without the cursor (pg_hot.py)
+            if hot is None or hot.connection is not connection:
+                from tether.stores.pg_hot import fenced_seen
+                hot = self._hot_seen = fenced_seen(connection, seen_sql)
+            found: tuple[bool, float | None] | None = hot.write(values)
+            if found is not None:
+                return found
             written, requested_at = self._hot_cursor.execute(
-                seen_sql, (row.execution_id, owner, *row), prepare=True).fetchone()
+                seen_sql, values, prepare=True).fetchone()
             return bool(written), requested_at
         statement = self._sql.get("put_fenced_seen", fenced_insert_seen)
         params = statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
