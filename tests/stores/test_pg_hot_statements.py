@@ -11,12 +11,12 @@ from typing import Any
 
 import psycopg
 import pytest
-from helpers import new_run, row
+from helpers import new_run, row, run_end
 
 from tether.errors import LeaseLost, StoreError
 from tether.runtime.ids import new_checkpoint_id
-from tether.status import StepType
-from tether.stores.pg_hot import FencedSeen, HotStatement, encode
+from tether.status import RunStatus, StepType
+from tether.stores.pg_hot import HotStatement, encode
 from tether.stores.postgres import PostgresCheckpointer
 from tether.stores.records import CheckpointRow
 
@@ -49,6 +49,13 @@ def _variants(eid: str) -> list[CheckpointRow]:
     return rows
 
 
+def _seen_statement(store: PostgresCheckpointer) -> HotStatement:
+    """The worker's fenced write as prepared on the hot connection."""
+    assert store._seen_sql is not None
+    with store._lock:
+        return store._hot_statement(store._seen_sql, ("eid", "owner", *CheckpointRow._fields))
+
+
 def _stored(store: PostgresCheckpointer, eid: str, checkpoint_id: str) -> tuple[Any, ...]:
     """The row as the server holds it: each column's text (a float's is its shortest exact
     form) and ``created_at``'s binary form, the checkpoint id left out."""
@@ -68,7 +75,6 @@ def test_the_rows_stored_are_those_the_cursor_stored(pg_store: PostgresCheckpoin
     eid = _worker_store(pg_store)
     for fast in _variants(eid):
         pg_store.put(fast, OWNER)
-        assert isinstance(pg_store._hot_seen, FencedSeen)  # the write went the fast way
         slow = fast._replace(checkpoint_id=new_checkpoint_id())
         with pg_store._lock:  # the previous path: the RawCursor, psycopg's dumpers
             assert pg_store._seen_sql is not None
@@ -138,6 +144,20 @@ def _prepared(store: PostgresCheckpointer) -> list[tuple[str, int, int]]:
                 for name, generic, custom in cursor.fetchall()]
 
 
+def test_a_statement_fails_as_the_cursors_did_and_the_session_goes_on(
+        pg_store: PostgresCheckpointer) -> None:
+    eid = _worker_store(pg_store)
+    pg_store.put(row(eid), OWNER)
+    with pg_store._lock:
+        hot = pg_store._hot_statement("SELECT 1 / $1::int", ("divisor",))
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            hot.first((0,))
+        assert hot.first((1,)) == (b"1",)
+        hot = pg_store._hot_statement("SELECT $1::int FROM no_such_table", ("x",))
+        with pytest.raises(psycopg.errors.UndefinedTable):  # refused when prepared
+            hot.first((1,))
+
+
 def test_prepared_once_per_connection_on_generic_plans(pg_store: PostgresCheckpointer) -> None:
     eid = _worker_store(pg_store)
     for _ in range(8):
@@ -171,13 +191,12 @@ def test_the_statement_itself_raises_psycopgs_disconnect(
         pg_store: PostgresCheckpointer, pg_url: str) -> None:
     eid = _worker_store(pg_store)
     pg_store.put(row(eid), OWNER)
-    hot = pg_store._hot_seen
-    assert isinstance(hot, FencedSeen)
+    hot = _seen_statement(pg_store)
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)",
                       (hot.connection.info.backend_pid,))
     with pytest.raises(psycopg.OperationalError) as raised, pg_store._lock:
-        hot.write((eid, OWNER, *row(eid)))
+        hot.first((eid, OWNER, *row(eid)))
     assert pg_store._is_disconnect(raised.value)
     assert hot.connection.closed  # psycopg sees the connection as lost too
 
@@ -198,8 +217,7 @@ def test_inside_a_block_or_a_pipeline_the_cursor_is_used(
         pg_store: PostgresCheckpointer) -> None:
     eid = _worker_store(pg_store)
     pg_store.put(row(eid), OWNER)
-    hot = pg_store._hot_seen
-    assert isinstance(hot, HotStatement)
+    hot = _seen_statement(pg_store)
     connection = hot.connection
     with pg_store._lock:
         with connection.transaction():
@@ -226,3 +244,40 @@ def test_encode_writes_text_as_psycopgs_dumpers_read_it() -> None:
         "é".encode(), b"t", b"f", None, b"12", b"-3", b"0.5", b"Infinity", b"-Infinity"]
     assert encode([math.nan]) == [b"NaN"]
     assert encode([StepType.NODE]) == [b"node"]
+
+
+def test_tether_runs_fenced_write_stores_what_the_cursor_stored(
+        pg_store: PostgresCheckpointer) -> None:
+    """Not a worker's store (``tether run``): the plain fenced INSERT, by its row count."""
+    eid = new_run(pg_store, owner=OWNER, lease_until=time.time() + 600)
+    for fast in _variants(eid):
+        pg_store.put(fast, OWNER)
+        slow = fast._replace(checkpoint_id=new_checkpoint_id())
+        statement = pg_store._sql.get("put_fenced", lambda: None)  # type: ignore[arg-type,return-value]
+        with pg_store._lock:  # the previous path: the RawCursor, psycopg's dumpers
+            assert pg_store._run(pg_store._hot(), statement.sql,
+                                 (*slow, eid, OWNER)).rowcount == 1
+        assert _stored(pg_store, eid, fast.checkpoint_id) == \
+            _stored(pg_store, eid, slow.checkpoint_id)
+    assert sum(_prepared(pg_store)[0][1:]) == len(_variants(eid))  # each went the fast way
+    stray = row(eid)
+    with pytest.raises(LeaseLost):
+        pg_store.put(stray, "another-attempt")
+    with pytest.raises(StoreError) as raised:
+        pg_store.put(stray._replace(checkpoint_id=fast.checkpoint_id), OWNER)
+    assert isinstance(raised.value.__cause__, psycopg.errors.UniqueViolation)
+    assert pg_store._row(eid, stray.checkpoint_id) is None
+    assert len(_prepared(pg_store)) == 1
+
+
+def test_a_runs_end_alone_is_fenced_and_written_once(pg_store: PostgresCheckpointer) -> None:
+    eid = _worker_store(pg_store)
+    end = run_end(eid)
+    with pytest.raises(LeaseLost):
+        pg_store.finish_run(end, "completed", None, "another-attempt")
+    assert pg_store._row(eid, end.checkpoint_id) is None
+    pg_store.finish_run(end, "completed", None, OWNER)
+    run = pg_store.get_run(eid)
+    assert run is not None and run.status == RunStatus.COMPLETED and run.owner is None
+    assert pg_store._row(eid, end.checkpoint_id) == end
+    assert [executed for _, *executed in _prepared(pg_store)] == [[2, 0]]  # refused, then

@@ -35,9 +35,12 @@ from typing import Any
 from psycopg import errors
 from psycopg.generators import execute
 from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
+from sqlalchemy import Boolean, Float, Integer
 
-__all__ = ["BOOL", "FLOAT8", "INT4", "UNKNOWN", "FencedSeen", "HotStatement", "encode",
-           "fenced_seen", "oid_of"]
+from tether.stores.schema import checkpoints
+
+__all__ = ["BOOL", "FLOAT8", "INT4", "UNKNOWN", "HotStatement", "HotStatements", "encode",
+           "oid_of"]
 
 UNKNOWN, BOOL, INT4, FLOAT8 = 0, 16, 23, 701
 """PostgreSQL type OIDs for :class:`HotStatement`'s parameters (``UNKNOWN``: the server
@@ -47,6 +50,7 @@ takes the type from the statement, e.g. its ``$1::VARCHAR``, as it does for psyc
 _OK = ConnStatus.OK
 _IDLE = TransactionStatus.IDLE
 _TUPLES_OK = ExecStatus.TUPLES_OK
+_COMMAND_OK = ExecStatus.COMMAND_OK
 _FATAL = ExecStatus.FATAL_ERROR
 _NAMES = itertools.count(1)
 _SPECIAL = {math.inf: b"Infinity", -math.inf: b"-Infinity"}
@@ -123,10 +127,10 @@ class HotStatement:
         return (pgconn.status == _OK and pgconn.transaction_status == _IDLE
                 and self._connection._pipeline is None and pgconn._encoding == "utf-8")
 
-    def run(self, params: Sequence[Any]) -> tuple[bytes | None, ...] | None:
-        """The first row of the statement's result as text values (None for NULL); None
-        without executing anything when the cursor must be used instead (see the module's
-        docstring). Raises the exceptions psycopg's cursor raises for the same failure."""
+    def run(self, params: Sequence[Any]) -> Any:
+        """The statement's result (libpq's, text format), or None without executing
+        anything when the cursor must be used instead (see the module's docstring). Raises
+        the exceptions psycopg's cursor raises for the same failure."""
         if not self.usable():
             return None
         try:
@@ -138,47 +142,81 @@ class HotStatement:
             if not self._prepared:
                 self._prepare()
             try:
-                result = self._execute(encoded)
+                return self._execute(encoded)
             except errors.InvalidSqlStatementName:  # deallocated by psycopg or the session
                 self._prepared = False
                 self._prepare()
-                result = self._execute(encoded)
+                return self._execute(encoded)
+
+    def first(self, params: Sequence[Any]) -> tuple[bytes | None, ...] | None:
+        """The first row's values as text (None for NULL), or None: use the cursor."""
+        result = self.run(params)
+        if result is None:
+            return None
+        if result.ntuples < 1:
+            raise errors.InternalError("a hot statement returned no row")
         return tuple(result.get_value(0, column) for column in range(result.nfields))
+
+    def count(self, params: Sequence[Any]) -> int | None:
+        """The rows the statement wrote (the cursor's ``rowcount``), or None: use the
+        cursor."""
+        result = self.run(params)
+        if result is None:
+            return None
+        return int(result.command_tuples or 0)
 
     def _prepare(self) -> None:
         pgconn = self._pgconn
         pgconn.send_prepare(self._name, self._sql, param_types=self._oids)
-        self._check(self._connection.wait(execute(pgconn)), prepared=True)
+        self._check(self._connection.wait(execute(pgconn)))
         self._prepared = True
 
     def _execute(self, encoded: list[bytes | None]) -> Any:
         pgconn = self._pgconn
         pgconn.send_query_prepared(self._name, encoded)
-        return self._check(self._connection.wait(execute(pgconn)), prepared=False)
+        result = self._check(self._connection.wait(execute(pgconn)))
+        if result.status != _TUPLES_OK and result.status != _COMMAND_OK:
+            raise errors.InternalError(f"unexpected result of a hot statement: "
+                                       f"{ExecStatus(result.status).name}")
+        return result
 
-    def _check(self, results: list[Any], *, prepared: bool) -> Any:
+    def _check(self, results: list[Any]) -> Any:
         """The one result, or the error psycopg's cursor raises for it."""
         if not results:
             raise errors.InternalError("got no result from the query")
         for result in results:
             if result.status == _FATAL:
                 raise errors.error_from_result(result, encoding=self._pgconn._encoding)
-        result = results[0]
-        if prepared:
-            return result
-        if result.status != _TUPLES_OK or result.ntuples < 1:
-            raise errors.InternalError(f"unexpected result of a hot statement: "
-                                       f"{ExecStatus(result.status).name}, "
-                                       f"{result.ntuples} rows")
-        return result
+        return results[0]
+
+
+class HotStatements:
+    """The statements of one psycopg connection prepared here, by their text (a store keeps
+    one with its hot connection, and a new one with a new connection)."""
+
+    __slots__ = ("_statements", "connection")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self._statements: dict[str, HotStatement] = {}
+
+    def get(self, sql: str, names: Sequence[str]) -> HotStatement:
+        """``sql`` (server placeholders) whose parameters are ``names`` in order: a
+        checkpoint row's column typed as its column (:func:`oid_of`), others left to the
+        server (``UNKNOWN``: a cast in the text, or the column they are assigned to)."""
+        statement = self._statements.get(sql)
+        if statement is None:
+            columns = checkpoints.c
+            oids = [oid_of(columns[name].type) if name in columns else UNKNOWN
+                    for name in names]
+            statement = self._statements[sql] = HotStatement(self.connection, sql, oids)
+        return statement
 
 
 def oid_of(column_type: Any) -> int:
     """The OID to prepare a parameter of a column of SQLAlchemy type ``column_type`` with:
     its own for the types a statement may leave without a cast (bool, float, integer), else
     ``UNKNOWN`` (text: the server takes the statement's cast or the column's type)."""
-    from sqlalchemy import Boolean, Float, Integer
-
     if isinstance(column_type, Boolean):
         return BOOL
     if isinstance(column_type, Float):
@@ -186,31 +224,3 @@ def oid_of(column_type: Any) -> int:
     if isinstance(column_type, Integer):
         return INT4
     return UNKNOWN
-
-
-class FencedSeen(HotStatement):
-    """``pg_fenced.fenced_insert_seen`` (the owner, the run and the row's columns): whether
-    the row was written, and the run's ``cancel_requested_at``, as the cursor's path read
-    them (``count(*)`` as an int, the reading as a float from its exact text)."""
-
-    __slots__ = ()
-
-    def write(self, params: Sequence[Any]) -> tuple[bool, float | None] | None:
-        """The statement's reading, or None: use the cursor (:meth:`HotStatement.run`)."""
-        found = self.run(params)
-        if found is None:
-            return None
-        written, requested_at = found
-        return (written is not None and int(written) > 0,
-                None if requested_at is None else float(requested_at))
-
-
-def fenced_seen(connection: Any, sql: str) -> FencedSeen:
-    """``sql`` (``pg_fenced.fenced_insert_seen``'s server text: the run's id and the owner,
-    then the checkpoint row's columns) on ``connection``, its parameters typed by their
-    columns."""
-    from tether.stores.pg_fenced import ROW_FIELDS
-    from tether.stores.schema import checkpoints
-
-    oids = (UNKNOWN, UNKNOWN, *(oid_of(checkpoints.c[name].type) for name in ROW_FIELDS))
-    return FencedSeen(connection, sql, oids)
