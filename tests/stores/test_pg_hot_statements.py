@@ -281,3 +281,13 @@ def test_a_runs_end_alone_is_fenced_and_written_once(pg_store: PostgresCheckpoin
     assert run is not None and run.status == RunStatus.COMPLETED and run.owner is None
     assert pg_store._row(eid, end.checkpoint_id) == end
     assert [executed for _, *executed in _prepared(pg_store)] == [[2, 0]]  # refused, then
+
+
+def test_an_unfenced_write_goes_the_same_way(pg_store: PostgresCheckpointer) -> None:
+    eid = new_run(pg_store)
+    written = row(eid)._replace(state="ünïcode", created_at=-2.5e-310)
+    pg_store.put(written)
+    assert pg_store._row(eid, written.checkpoint_id) == written
+    with pytest.raises(StoreError):
+        pg_store.put(written)
+    assert sum(_prepared(pg_store)[0][1:]) == 2  # both sent without the cursor

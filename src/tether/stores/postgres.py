@@ -314,7 +314,7 @@ class PostgresCheckpointer(SQLCheckpointer):
         connection without the cursor (:meth:`_hot_statement`): its parameters are the row's
         columns, then the fenced INSERT's run and owner."""
         names = _PUT_NAMES.get(len(params)) if connection is self._hot_connection else None
-        if names is not None:
+        if names is not None and isinstance(params, tuple):
             count = self._hot_statement(self._text(sql), names).count(params)
             if count is not None:
                 return bool(count == 1)
