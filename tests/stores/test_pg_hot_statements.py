@@ -244,6 +244,9 @@ def test_encode_writes_text_as_psycopgs_dumpers_read_it() -> None:
         "é".encode(), b"t", b"f", None, b"12", b"-3", b"0.5", b"Infinity", b"-Infinity"]
     assert encode([math.nan]) == [b"NaN"]
     assert encode([StepType.NODE]) == [b"node"]
+    assert encode(["a\x00b"]) is None and encode(["\ud800"]) is None  # the cursor's errors
+    assert encode([RunStatus.COMPLETED, 1.5]) == [b"completed", b"1.5"]
+    assert encode([object()]) is None
 
 
 def test_tether_runs_fenced_write_stores_what_the_cursor_stored(

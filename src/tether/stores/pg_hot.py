@@ -56,16 +56,11 @@ _NAMES = itertools.count(1)
 _SPECIAL = {math.inf: b"Infinity", -math.inf: b"-Infinity"}
 
 
-class Unencodable(Exception):
-    """A parameter this module does not encode as psycopg would: the caller uses the
-    cursor."""
-
-
-def encode(params: Sequence[Any]) -> list[bytes | None]:
+def encode(params: Sequence[Any]) -> list[bytes | None] | None:
     """``params`` in PostgreSQL's text format, as psycopg's dumpers write the same values
     (``str`` as UTF-8, ``bool`` as ``t``/``f``, ``int`` in decimal, ``float`` as its
     shortest exact ``repr``, ``NaN`` and ``Infinity`` as PostgreSQL spells them, None as
-    NULL); :class:`Unencodable` for any other type and for a text with a NUL."""
+    NULL); None (use the cursor) for any other type and for a text with a NUL."""
     out: list[bytes | None] = []
     append = out.append
     for value in params:
@@ -73,11 +68,11 @@ def encode(params: Sequence[Any]) -> list[bytes | None]:
             append(None)
         elif isinstance(value, str):  # a StrEnum too: psycopg writes its value
             if "\x00" in value:  # psycopg refuses it (DataError); libpq would cut it short
-                raise Unencodable("NUL in text")
+                return None
             try:
                 append(value.encode())
             except UnicodeEncodeError:  # a lone surrogate: psycopg's own error, via the cursor
-                raise Unencodable("not UTF-8") from None
+                return None
         elif value is True:
             append(b"t")
         elif value is False:
@@ -90,7 +85,7 @@ def encode(params: Sequence[Any]) -> list[bytes | None]:
         elif type(value) is int:
             append(str(value).encode())
         else:
-            raise Unencodable(type(value).__name__)
+            return None
     return out
 
 
@@ -133,9 +128,8 @@ class HotStatement:
         the exceptions psycopg's cursor raises for the same failure."""
         if not self.usable():
             return None
-        try:
-            encoded = encode(params)
-        except Unencodable:
+        encoded = encode(params)
+        if encoded is None:
             return None
         connection = self._connection
         with connection.lock:
