@@ -4,12 +4,14 @@ Every node step of a worker (and of ``tether run``) writes its checkpoint with o
 statement of 19 parameters (``postgres._put_seen``). Through psycopg's ``RawCursor`` about
 30% of the worker's Python time went to psycopg's own Python around that call (the cursor's
 state, the query object, dumping each parameter through the adapters' lookup, the prepared
-statements' cache: issue 26). This module sends the same statement with the same bytes
-through the same libpq connection and psycopg's own wait loop and error classes, without
-the cursor layer: the parameters are encoded here from their known Python types in text
-format, and the server's types come from the statement's casts or the OIDs given at
-prepare time (a parameter without a cast must be given its OID: an unknown parameter in a
-select list would resolve to ``text``).
+statements' cache: issue 26). This module sends the same statement through the same libpq
+connection with psycopg's own wait loop and error classes, without the cursor layer: the
+parameters are encoded here from their known Python types in text format (psycopg sends
+numbers in binary; the values stored are the same, to the bit: tested), and the server's
+types come from the statement's casts or the OIDs given at prepare time (a parameter
+without a cast must be given its OID: an unknown parameter in a select list would resolve
+to ``text``). The store uses it for ``tether run``'s checkpoint INSERTs and a run's end
+alone too.
 
 What stays as psycopg's: the connection's lock; its ``wait`` (interrupts cancel the
 statement); the generator that sends, flushes and reads the results (notices and
