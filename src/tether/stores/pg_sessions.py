@@ -33,6 +33,7 @@ works as before, and the timeouts can be set on the role instead (``ALTER ROLE .
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tether.stores.lease_env import DEFAULT_LEASE_SECONDS, env_lease_seconds
@@ -73,3 +74,23 @@ def session_timeouts(lease: float | None = None, *, idle: float | None = None,
     if lock is None:
         lock = min(LOCK_CAP, max(lease, 2 * idle))
     return SessionTimeouts(idle, lock)
+
+
+def start_options(timeouts: SessionTimeouts, query: Mapping[str, object]) -> dict[str, str]:
+    """libpq ``options`` with the session timeouts and the URL's own ``options``; nothing
+    when neither sets anything (``pg_sessions.py``)."""
+    given = query.get("options", "")
+    options = timeouts.options(given if isinstance(given, str) else "")
+    return {"options": options} if options else {}
+
+
+def dead_peer_options(given: Mapping[str, object], seconds: int) -> dict[str, str]:
+    """libpq options that bound how long a call can hang on a connection whose peer went
+    silent (a partition: packets dropped, nothing reset): unacknowledged data or unanswered
+    keepalives abort the connection after ``seconds`` (``tcp_user_timeout``; keepalives
+    from ``seconds`` idle), so a lease renewal fails and the lease is lost by the local
+    clock instead of the call waiting for the kernel's ~15 minutes of retransmissions.
+    Options the URL sets itself win."""
+    defaults = {"tcp_user_timeout": str(seconds * 1000), "keepalives": "1",
+                "keepalives_idle": str(seconds), "keepalives_interval": str(max(1, seconds // 3))}
+    return {key: value for key, value in defaults.items() if key not in given}

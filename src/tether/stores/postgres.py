@@ -20,8 +20,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     Connection,
@@ -47,7 +47,12 @@ from tether.stores.pg_end_claim import (
     outcome_of,
 )
 from tether.stores.pg_fenced import ROW_FIELDS, fenced_batch_sql, fenced_insert_seen
-from tether.stores.pg_sessions import SessionTimeouts, session_timeouts
+from tether.stores.pg_sessions import (
+    SessionTimeouts,
+    dead_peer_options,
+    session_timeouts,
+    start_options,
+)
 from tether.stores.pg_starts import ConnectionPool, create_statement
 from tether.stores.queueing import EndClaim, NextClaim
 from tether.stores.records import CheckpointRow, FencedWrite, RunEnd, RunRecord
@@ -58,12 +63,16 @@ from tether.stores.sql_events import event_values
 from tether.stores.urls import StoreURL, check_identifier, parse_store_url, redact_exception
 from tether.stores.write_group import WriteGroup
 
+if TYPE_CHECKING:
+    from tether.stores.pg_hot import HotStatement, HotStatements
+
 log = logging.getLogger("tether.stores")
 
 _ADVISORY_KEY = 7_432_001  # "tether schema set-up"
 _PLACEHOLDER = re.compile(r"%([s%])")
 _SEEN_LIMIT = 256
 _SEEN_NAMES = ("eid", "owner", *ROW_FIELDS)
+_PUT_NAMES = {len(ROW_FIELDS): (*ROW_FIELDS,), len(ROW_FIELDS) + 2: (*ROW_FIELDS, "eid", "owner")}
 _OPEN_FOR = "tether_transaction_open_for"  # set by _mark_lost on a session lost in a block
 
 
@@ -141,8 +150,8 @@ class PostgresCheckpointer(SQLCheckpointer):
             engine = create_engine(
                 parsed.url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True,
                 connect_args={"connect_timeout": timeout,
-                              **_dead_peer_options(parsed.url.query, timeout),
-                              **_options(timeouts, parsed.url.query)})
+                              **dead_peer_options(parsed.url.query, timeout),
+                              **start_options(timeouts, parsed.url.query)})
         self.timeouts = timeouts or session_timeouts()
         self.schema = check_identifier(schema) if schema is not None else None
         self.retry_seconds = retry_seconds if retry_seconds is not None else (
@@ -155,10 +164,10 @@ class PostgresCheckpointer(SQLCheckpointer):
             **engine.url.translate_connect_args(database="dbname", username="user"),
             **engine.url.query,
             "connect_timeout": connect_timeout or (parsed.connect_timeout if parsed else 10)}
-        self._connect_args = {**_dead_peer_options(self._connect_args,
+        self._connect_args = {**dead_peer_options(self._connect_args,
                                                    int(self._connect_args["connect_timeout"])),
                               **self._connect_args,
-                              **_options(self.timeouts, self._connect_args)}
+                              **start_options(self.timeouts, self._connect_args)}
         self._hot_connection: Any = None
         self._hot_cursor: Any = None
         self._seen: dict[str, tuple[float, float | None]] = {}  # take_cancel_seen's readings
@@ -309,6 +318,14 @@ class PostgresCheckpointer(SQLCheckpointer):
         cursor.execute(f'NOTIFY "{self.notify_channel}"')
 
     def _put(self, connection: Any, sql: str, params: Any) -> bool:
+        """A checkpoint INSERT (``tether run``'s fenced one, every node) on the hot
+        connection without the cursor (:meth:`_hot_statement`): its parameters are the row's
+        columns, then the fenced INSERT's run and owner."""
+        names = _PUT_NAMES.get(len(params)) if connection is self._hot_connection else None
+        if names is not None and isinstance(params, tuple):
+            count = self._hot_statement(self._text(sql), names).count(params)
+            if count is not None:
+                return bool(count == 1)
         return bool(self._run(connection, sql, params).rowcount == 1)
 
     concurrent_connections = True
@@ -318,6 +335,19 @@ class PostgresCheckpointer(SQLCheckpointer):
     store at its first write (a class default, not set in ``__init__``: one attribute more
     in every store's ``__init__`` cost the in-process path 1.3% of W0's instructions per
     node, ``bench/w0_instructions.py``)."""
+    _hot_statements: HotStatements | None = None
+    """The statements prepared on the hot connection by ``pg_hot.py`` (a
+    ``HotStatements``, made anew with each new hot connection)."""
+
+    def _hot_statement(self, sql: str, names: Sequence[str]) -> HotStatement:
+        """``sql`` (server text) on the hot connection's libpq connection, without
+        psycopg's cursor (``pg_hot.py``: a third of a worker's Python time went to the
+        cursor layer around its checkpoint write). The caller holds ``_lock``."""
+        statements = self._hot_statements
+        if statements is None or statements.connection is not self._hot_connection:
+            from tether.stores.pg_hot import HotStatements as Made
+            statements = self._hot_statements = Made(self._hot_connection)
+        return statements.get(sql, names)
 
     def _put_fenced(self, connection: Any, row: CheckpointRow, owner: str) -> bool:
         """The fenced INSERT as a CTE that also returns the run row's
@@ -351,8 +381,12 @@ class PostgresCheckpointer(SQLCheckpointer):
             if statement.names == _SEEN_NAMES:  # the row's own tuple in order: no mapping
                 seen_sql = self._seen_sql = self._text(statement.sql)
         if seen_sql is not None and connection is self._hot_connection:
+            values = (row.execution_id, owner, *row)
+            found = self._hot_statement(seen_sql, _SEEN_NAMES).first(values)
+            if found is not None:  # count(*) and cancel_requested_at, as text
+                return found[0] != b"0", None if found[1] is None else float(found[1])
             written, requested_at = self._hot_cursor.execute(
-                seen_sql, (row.execution_id, owner, *row), prepare=True).fetchone()
+                seen_sql, values, prepare=True).fetchone()
             return bool(written), requested_at
         statement = self._sql.get("put_fenced_seen", fenced_insert_seen)
         params = statement.params({**row._asdict(), "eid": row.execution_id, "owner": owner})
@@ -569,23 +603,3 @@ class _Timed:
         finally:
             if exc is not None:
                 self._store._mark_lost(exc, self._started)
-
-
-def _options(timeouts: SessionTimeouts, query: Mapping[str, object]) -> dict[str, str]:
-    """libpq ``options`` with the session timeouts and the URL's own ``options``; nothing
-    when neither sets anything (``pg_sessions.py``)."""
-    given = query.get("options", "")
-    options = timeouts.options(given if isinstance(given, str) else "")
-    return {"options": options} if options else {}
-
-
-def _dead_peer_options(given: Mapping[str, object], seconds: int) -> dict[str, str]:
-    """libpq options that bound how long a call can hang on a connection whose peer went
-    silent (a partition: packets dropped, nothing reset): unacknowledged data or unanswered
-    keepalives abort the connection after ``seconds`` (``tcp_user_timeout``; keepalives
-    from ``seconds`` idle), so a lease renewal fails and the lease is lost by the local
-    clock instead of the call waiting for the kernel's ~15 minutes of retransmissions.
-    Options the URL sets itself win."""
-    defaults = {"tcp_user_timeout": str(seconds * 1000), "keepalives": "1",
-                "keepalives_idle": str(seconds), "keepalives_interval": str(max(1, seconds // 3))}
-    return {key: value for key, value in defaults.items() if key not in given}

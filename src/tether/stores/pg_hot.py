@@ -1,0 +1,222 @@
+"""One prepared statement executed on a psycopg connection's libpq connection directly.
+
+Every node step of a worker (and of ``tether run``) writes its checkpoint with one fenced
+statement of 19 parameters (``postgres._put_seen``). Through psycopg's ``RawCursor`` about
+30% of the worker's Python time went to psycopg's own Python around that call (the cursor's
+state, the query object, dumping each parameter through the adapters' lookup, the prepared
+statements' cache: issue 26). This module sends the same statement through the same libpq
+connection with psycopg's own wait loop and error classes, without the cursor layer: the
+parameters are encoded here from their known Python types in text format (psycopg sends
+numbers in binary; the values stored are the same, to the bit: tested), and the server's
+types come from the statement's casts or the OIDs given at prepare time (a parameter
+without a cast must be given its OID: an unknown parameter in a select list would resolve
+to ``text``). The store uses it for ``tether run``'s checkpoint INSERTs and a run's end
+alone too.
+
+What stays as psycopg's: the connection's lock; its ``wait`` (interrupts cancel the
+statement); the generator that sends, flushes and reads the results (notices and
+notifications are dispatched as on any statement); the exception built from a failed
+result (``psycopg.errors.error_from_result``: the SQLSTATE's class, so a unique violation,
+a lock timeout or a session the server ended are the errors the cursor raised). A lost
+connection raises what the cursor's path raises (``OperationalError`` from libpq's calls).
+
+Used only when psycopg's own state cannot be disturbed: the connection is open, idle
+outside a transaction block (autocommit, no ``BEGIN`` open), not in pipeline mode, and
+talks UTF-8; otherwise, and for a value of a type this module does not encode (or a text
+holding a NUL, which psycopg refuses), :meth:`HotStatement.run` returns None and the caller
+uses the cursor, which behaves as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import errors
+from psycopg.generators import execute
+from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
+from sqlalchemy import Boolean, Float, Integer
+
+from tether.stores.schema import checkpoints
+
+__all__ = ["BOOL", "FLOAT8", "INT4", "UNKNOWN", "HotStatement", "HotStatements", "encode",
+           "oid_of"]
+
+UNKNOWN, BOOL, INT4, FLOAT8 = 0, 16, 23, 701
+"""PostgreSQL type OIDs for :class:`HotStatement`'s parameters (``UNKNOWN``: the server
+takes the type from the statement, e.g. its ``$1::VARCHAR``, as it does for psycopg's
+``str``)."""
+
+_OK = ConnStatus.OK
+_IDLE = TransactionStatus.IDLE
+_TUPLES_OK = ExecStatus.TUPLES_OK
+_COMMAND_OK = ExecStatus.COMMAND_OK
+_FATAL = ExecStatus.FATAL_ERROR
+_NAMES = itertools.count(1)
+_SPECIAL = {math.inf: b"Infinity", -math.inf: b"-Infinity"}
+
+
+def encode(params: Sequence[Any]) -> list[bytes | None] | None:
+    """``params`` in PostgreSQL's text format, as psycopg's dumpers write the same values
+    (``str`` as UTF-8, ``bool`` as ``t``/``f``, ``int`` in decimal, ``float`` as its
+    shortest exact ``repr``, ``NaN`` and ``Infinity`` as PostgreSQL spells them, None as
+    NULL); None (use the cursor) for any other type and for a text with a NUL."""
+    out: list[bytes | None] = []
+    append = out.append
+    for value in params:
+        if value is None:
+            append(None)
+        elif isinstance(value, str):  # a StrEnum too: psycopg writes its value
+            if "\x00" in value:  # psycopg refuses it (DataError); libpq would cut it short
+                return None
+            try:
+                append(value.encode())
+            except UnicodeEncodeError:  # a lone surrogate: psycopg's own error, via the cursor
+                return None
+        elif value is True:
+            append(b"t")
+        elif value is False:
+            append(b"f")
+        elif type(value) is float:
+            if value != value:
+                append(b"NaN")
+            else:
+                append(_SPECIAL.get(value) or repr(value).encode())
+        elif type(value) is int:
+            append(str(value).encode())
+        else:
+            return None
+    return out
+
+
+class HotStatement:
+    """One statement prepared once on one psycopg connection (its own name, never psycopg's
+    ``_pg3_*``), and executed there with text parameters and text results.
+
+    Made per connection: a new connection (a reconnect after an outage) gets a new object,
+    which prepares again. If the server no longer knows the statement (psycopg sends
+    ``DEALLOCATE ALL`` after a ``DROP``, ``ALTER``, ``ROLLBACK`` or ``DISCARD ALL`` on the
+    connection), it is prepared again and executed once more: the failed execution did
+    nothing."""
+
+    __slots__ = ("_connection", "_name", "_oids", "_pgconn", "_prepared", "_sql")
+
+    def __init__(self, connection: Any, sql: str, oids: Sequence[int]) -> None:
+        """``sql`` with server placeholders (``$1``...); ``oids`` one per parameter."""
+        self._connection = connection
+        self._pgconn = connection.pgconn
+        self._sql = sql.encode()
+        self._oids = tuple(oids)
+        self._name = f"tether_hot_{next(_NAMES)}".encode()
+        self._prepared = False
+
+    @property
+    def connection(self) -> Any:
+        """The psycopg connection this statement runs on."""
+        return self._connection
+
+    def usable(self) -> bool:
+        """Whether the fast path may run now: open, idle outside a transaction block, not
+        in pipeline mode, UTF-8."""
+        pgconn = self._pgconn
+        return (pgconn.status == _OK and pgconn.transaction_status == _IDLE
+                and self._connection._pipeline is None and pgconn._encoding == "utf-8")
+
+    def run(self, params: Sequence[Any]) -> Any:
+        """The statement's result (libpq's, text format), or None without executing
+        anything when the cursor must be used instead (see the module's docstring). Raises
+        the exceptions psycopg's cursor raises for the same failure."""
+        if not self.usable():
+            return None
+        encoded = encode(params)
+        if encoded is None:
+            return None
+        connection = self._connection
+        with connection.lock:
+            if not self._prepared:
+                self._prepare()
+            try:
+                return self._execute(encoded)
+            except errors.InvalidSqlStatementName:  # deallocated by psycopg or the session
+                self._prepared = False
+                self._prepare()
+                return self._execute(encoded)
+
+    def first(self, params: Sequence[Any]) -> tuple[bytes | None, ...] | None:
+        """The first row's values as text (None for NULL), or None: use the cursor."""
+        result = self.run(params)
+        if result is None:
+            return None
+        if result.ntuples < 1:
+            raise errors.InternalError("a hot statement returned no row")
+        return tuple(result.get_value(0, column) for column in range(result.nfields))
+
+    def count(self, params: Sequence[Any]) -> int | None:
+        """The rows the statement wrote (the cursor's ``rowcount``), or None: use the
+        cursor."""
+        result = self.run(params)
+        if result is None:
+            return None
+        return int(result.command_tuples or 0)
+
+    def _prepare(self) -> None:
+        pgconn = self._pgconn
+        pgconn.send_prepare(self._name, self._sql, param_types=self._oids)
+        self._check(self._connection.wait(execute(pgconn)))
+        self._prepared = True
+
+    def _execute(self, encoded: list[bytes | None]) -> Any:
+        pgconn = self._pgconn
+        pgconn.send_query_prepared(self._name, encoded)
+        result = self._check(self._connection.wait(execute(pgconn)))
+        if result.status != _TUPLES_OK and result.status != _COMMAND_OK:
+            raise errors.InternalError(f"unexpected result of a hot statement: "
+                                       f"{ExecStatus(result.status).name}")
+        return result
+
+    def _check(self, results: list[Any]) -> Any:
+        """The one result, or the error psycopg's cursor raises for it."""
+        if not results:
+            raise errors.InternalError("got no result from the query")
+        for result in results:
+            if result.status == _FATAL:
+                raise errors.error_from_result(result, encoding=self._pgconn._encoding)
+        return results[0]
+
+
+class HotStatements:
+    """The statements of one psycopg connection prepared here, by their text (a store keeps
+    one with its hot connection, and a new one with a new connection)."""
+
+    __slots__ = ("_statements", "connection")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self._statements: dict[str, HotStatement] = {}
+
+    def get(self, sql: str, names: Sequence[str]) -> HotStatement:
+        """``sql`` (server placeholders) whose parameters are ``names`` in order: a
+        checkpoint row's column typed as its column (:func:`oid_of`), others left to the
+        server (``UNKNOWN``: a cast in the text, or the column they are assigned to)."""
+        statement = self._statements.get(sql)
+        if statement is None:
+            columns = checkpoints.c
+            oids = [oid_of(columns[name].type) if name in columns else UNKNOWN
+                    for name in names]
+            statement = self._statements[sql] = HotStatement(self.connection, sql, oids)
+        return statement
+
+
+def oid_of(column_type: Any) -> int:
+    """The OID to prepare a parameter of a column of SQLAlchemy type ``column_type`` with:
+    its own for the types a statement may leave without a cast (bool, float, integer), else
+    ``UNKNOWN`` (text: the server takes the statement's cast or the column's type)."""
+    if isinstance(column_type, Boolean):
+        return BOOL
+    if isinstance(column_type, Float):
+        return FLOAT8
+    if isinstance(column_type, Integer):
+        return INT4
+    return UNKNOWN
