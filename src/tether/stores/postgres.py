@@ -46,7 +46,12 @@ from tether.stores.pg_end_claim import (
     end_written,
     outcome_of,
 )
-from tether.stores.pg_fenced import ROW_FIELDS, fenced_batch_sql, fenced_insert_seen
+from tether.stores.pg_fenced import (
+    ROW_FIELDS,
+    fenced_batch_sql,
+    fenced_insert_seen,
+    finish_fenced,
+)
 from tether.stores.pg_sessions import (
     SessionTimeouts,
     dead_peer_options,
@@ -481,8 +486,17 @@ class PostgresCheckpointer(SQLCheckpointer):
         return self._end_alone(self._hot(), write)
 
     def _end_alone(self, connection: Any, write: FencedWrite) -> bool:
-        """A run's end in a statement of its own (``pg_end_claim.end_statement``)."""
-        return end_written(write, self._run(connection, *end_statement(self, write)).fetchall())
+        """A run's end in a statement of its own (``pg_end_claim.end_statement``); without
+        the last node's row, on the hot connection without the cursor (``pg_hot.py``)."""
+        sql, params = end_statement(self, write)
+        if write.before is None and connection is self._hot_connection and \
+                isinstance(params, tuple):
+            names = self._sql.get("finish_fenced", finish_fenced).names
+            assert names is not None
+            found = self._hot_statement(self._text(sql), names).first(params)
+            if found is not None:  # the two counts, as text
+                return found[0] != b"0" and found[1] != b"0"
+        return end_written(write, self._run(connection, sql, params).fetchall())
 
     _armed: NextClaim | None = None  # arm_end_claim's (class defaults: see _seen_sql)
     _end_claim: EndClaim | None = None  # what the claim sent with that end took
