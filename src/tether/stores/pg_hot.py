@@ -36,7 +36,7 @@ from typing import Any
 
 from psycopg import errors
 from psycopg.generators import execute
-from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
+from psycopg.pq import ConnStatus, ExecStatus, PipelineStatus, TransactionStatus
 from sqlalchemy import Boolean, Float, Integer
 
 from tether.stores.schema import checkpoints
@@ -51,6 +51,7 @@ takes the type from the statement, e.g. its ``$1::VARCHAR``, as it does for psyc
 
 _OK = ConnStatus.OK
 _IDLE = TransactionStatus.IDLE
+_NO_PIPELINE = PipelineStatus.OFF
 _TUPLES_OK = ExecStatus.TUPLES_OK
 _COMMAND_OK = ExecStatus.COMMAND_OK
 _FATAL = ExecStatus.FATAL_ERROR
@@ -122,7 +123,7 @@ class HotStatement:
         in pipeline mode, UTF-8."""
         pgconn = self._pgconn
         return (pgconn.status == _OK and pgconn.transaction_status == _IDLE
-                and self._connection._pipeline is None and pgconn._encoding == "utf-8")
+                and pgconn.pipeline_status == _NO_PIPELINE and pgconn._encoding == "utf-8")
 
     def run(self, params: Sequence[Any]) -> Any:
         """The statement's result (libpq's, text format), or None without executing
