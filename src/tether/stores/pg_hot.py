@@ -122,8 +122,9 @@ class HotStatement:
         """Whether the fast path may run now: open, idle outside a transaction block, not
         in pipeline mode, UTF-8."""
         pgconn = self._pgconn
-        return (pgconn.status == _OK and pgconn.transaction_status == _IDLE
-                and pgconn.pipeline_status == _NO_PIPELINE and pgconn._encoding == "utf-8")
+        return bool(pgconn.status == _OK and pgconn.transaction_status == _IDLE
+                    and pgconn.pipeline_status == _NO_PIPELINE
+                    and pgconn._encoding == "utf-8")
 
     def run(self, params: Sequence[Any]) -> Any:
         """The statement's result (libpq's, text format), or None without executing
