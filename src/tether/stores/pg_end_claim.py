@@ -38,14 +38,49 @@ from tether.stores.pg_fenced import finish_fenced
 from tether.stores.queueing import EndClaim, NextClaim
 from tether.stores.records import FencedWrite
 from tether.stores.sql_queue import claim_one_call, claimed_from_rows
+from tether.stores.write_group import WriteGroup
 
 if TYPE_CHECKING:
     from tether.stores.postgres import PostgresCheckpointer
 
-__all__ = ["batch_found", "end_statement", "end_with_claim", "end_written", "outcome_of"]
+__all__ = ["EndClaims", "batch_found", "end_statement", "end_with_claim", "end_written",
+           "outcome_of"]
 
 log = logging.getLogger("tether.stores")
 _IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is imported by the store, not here)
+
+
+class EndClaims:
+    """A PostgreSQL store's arming (mixed into
+    :class:`~tether.stores.postgres.PostgresCheckpointer` before its base, so these override
+    the no-op defaults of :class:`~tether.stores.base.Checkpointer`). Class defaults, not set
+    in ``__init__`` (see ``PostgresCheckpointer._seen_sql``)."""
+
+    write_group: WriteGroup[FencedWrite, tuple[bool, float | None]] | None
+    reads_cancel_on_write: bool
+    _armed: NextClaim | None = None  # arm_end_claim's
+    _end_claim: EndClaim | None = None  # what the claim sent with that end took
+    end_claim_fallbacks = 0
+    """How many ends sent with a claim failed for a statement's error and were written
+    alone (for tests and logs)."""
+
+    def arm_end_claim(self, claim: NextClaim | None) -> None:
+        """As every store's: a worker's store without a write group sends the armed run's
+        end with the claim in one transaction (:func:`end_with_claim`)."""
+        self._armed = claim if self.write_group is None and self.reads_cancel_on_write \
+            else None
+
+    def take_end_claim(self) -> EndClaim | None:
+        taken, self._end_claim, self._armed = self._end_claim, None, None
+        return taken
+
+    def _armed_for(self, execution_id: str) -> NextClaim | None:
+        """The claim armed for ``execution_id``'s end, taken (one end only), or None."""
+        armed = self._armed
+        if armed is None or armed.execution_id != execution_id:
+            return None
+        self._armed = None
+        return armed
 
 
 def end_statement(store: PostgresCheckpointer, write: FencedWrite) -> tuple[str, Any]:

@@ -40,6 +40,7 @@ from tether.status import RunStatus
 from tether.stores.base import Checkpointer, SeenCancel
 from tether.stores.events import RunEvent
 from tether.stores.pg_end_claim import (
+    EndClaims,
     batch_found,
     end_statement,
     end_with_claim,
@@ -59,7 +60,6 @@ from tether.stores.pg_sessions import (
     start_options,
 )
 from tether.stores.pg_starts import ConnectionPool, create_statement
-from tether.stores.queueing import EndClaim, NextClaim
 from tether.stores.records import CheckpointRow, FencedWrite, RunEnd, RunRecord
 from tether.stores.retry import transient
 from tether.stores.schema import run_events
@@ -124,7 +124,7 @@ worker runs reads by key or by an index in the index's order (``ORDER BY ... LIM
 the plan for any values is the plan for these."""
 
 
-class PostgresCheckpointer(SQLCheckpointer):
+class PostgresCheckpointer(EndClaims, SQLCheckpointer):
     """Checkpointer in a PostgreSQL database (psycopg 3), optionally in its own schema."""
 
     paramstyle = "%s"
@@ -479,9 +479,8 @@ class PostgresCheckpointer(SQLCheckpointer):
         if group is not None and self.reads_cancel_on_write:
             written, _ = group.submit(write, self._put_batch)
             return written
-        armed = self._armed
-        if armed is not None and armed.execution_id == row.execution_id:
-            self._armed = None  # one end only (a retry is written alone)
+        armed = self._armed_for(row.execution_id)  # one end only (a retry is alone)
+        if armed is not None:
             return end_with_claim(self, write, armed)
         return self._end_alone(self._hot(), write)
 
@@ -497,22 +496,6 @@ class PostgresCheckpointer(SQLCheckpointer):
             if found is not None:  # the two counts, as text
                 return found[0] != b"0" and found[1] != b"0"
         return end_written(write, self._run(connection, sql, params).fetchall())
-
-    _armed: NextClaim | None = None  # arm_end_claim's (class defaults: see _seen_sql)
-    _end_claim: EndClaim | None = None  # what the claim sent with that end took
-    end_claim_fallbacks = 0
-    """How many ends sent with a claim failed for a statement's error and were written
-    alone (``pg_end_claim.py``; for tests and logs)."""
-
-    def arm_end_claim(self, claim: NextClaim | None) -> None:
-        """As every store's: a worker's store without a write group sends the armed run's
-        end with the claim in one transaction (``pg_end_claim.py``)."""
-        self._armed = claim if self.write_group is None and self.reads_cancel_on_write \
-            else None
-
-    def take_end_claim(self) -> EndClaim | None:
-        taken, self._end_claim, self._armed = self._end_claim, None, None
-        return taken
 
     @transient()
     def add_event(self, event: RunEvent) -> None:
