@@ -8,7 +8,8 @@ transactions per run fall; a worker stopping as its run ends gives the run it cl
 the end back (history: claimed, released) and a later worker completes it; a claim statement
 that fails (a trigger in the test schema) rolls the end back, and the end is written alone
 and the next run claimed alone; an end whose fence finds the lease lost still has its claimed
-run driven; and the end with its claim is one Sync (one round trip) in a libpq trace.
+run driven; and the end with its claim is two prepared statements and one Sync (one round
+trip, no BEGIN or COMMIT) in a libpq trace.
 """
 
 from __future__ import annotations
@@ -253,9 +254,10 @@ def test_an_end_whose_lease_was_lost_still_drives_the_run_its_claim_took(
 def test_the_end_and_the_claim_are_one_round_trip_in_a_libpq_trace(
         setup: Setup, tmp_path: Path) -> None:
     """libpq traces the slot's connection (``PGconn.trace``) while a worker ends ``a`` and
-    claims ``b`` with that end: from each BEGIN to the server's ready-for-query after its
-    COMMIT, the client sends four statements (BEGIN, the end, the claim, COMMIT) and one
-    Sync: one round trip."""
+    claims ``b`` with that end: from the server's ready-for-query before the end to the one
+    after the claim, the client sends two prepared statements (the end, then the claim),
+    each bound and executed once, and one Sync, with no BEGIN, COMMIT or other statement:
+    one round trip, and the server idle (committed) after it."""
     ids = setup.submit(["a", "b"])
     path = tmp_path / "libpq.trace"
     opened: list[Checkpointer] = []
@@ -276,17 +278,23 @@ def test_the_end_and_the_claim_are_one_round_trip_in_a_libpq_trace(
             _stop(worker, thread)
     assert worker.claimed_with_end == 1 and len(opened) == 1
     messages = _trace_messages(path.read_text(encoding="utf-8", errors="replace"))
-    begins = [i for i, (side, kind, line) in enumerate(messages)
-              if (side, kind) == ("F", "Parse") and '"BEGIN"' in line]
-    assert begins, "no end went with a claim"
-    for begin in begins:  # a's end with b's claim; b's end with an empty claim
-        ready = next(i for i in range(begin, len(messages))
-                     if messages[i][1] == "ReadyForQuery")
-        block = messages[begin:ready + 1]
-        sent = Counter(kind for side, kind, _ in block if side == "F")
-        assert (sent["Execute"], sent["Sync"]) == (4, 1), sent  # BEGIN, end, claim, COMMIT
-        assert any(side == "B" and '"COMMIT"' in line for side, _, line in block)
-    assert any("UPDATE runs" in line for _, _, line in messages[begins[0]:]), \
-        "the claim is not in the block"
+    claims = {line.split('"')[1] for side, kind, line in messages
+              if (side, kind) == ("F", "Parse") and '"tether_hot_' in line
+              and "WITH lim AS" in line}
+    assert len(claims) == 1, claims  # prepared once on the connection
+    claim = f'"{claims.pop()}"'
+    sent_with = [i for i, (side, kind, line) in enumerate(messages)
+                 if (side, kind) == ("F", "Bind") and claim in line]
+    assert sent_with, "no end went with a claim"
+    for at in sent_with:  # a's end with b's claim; b's end with an empty claim
+        start = max(i for i in range(at) if messages[i][1] == "ReadyForQuery") + 1
+        ready = next(i for i in range(at, len(messages)) if messages[i][1] == "ReadyForQuery")
+        block = messages[start:ready + 1]
+        sent = [kind for side, kind, _ in block if side == "F" and kind != "Describe"]
+        assert sent == ["Bind", "Execute", "Bind", "Execute", "Sync"], sent
+        binds = [line for side, kind, line in block if (side, kind) == ("F", "Bind")]
+        assert claim not in binds[0] and claim in binds[1]
+        assert messages[ready][2].rstrip().endswith("I")  # committed, idle
+        assert not any('"BEGIN"' in line or '"COMMIT"' in line for _, _, line in block)
     b = setup.store.get_run(ids["b"])
     assert b is not None and b.status == "completed"

@@ -5,16 +5,22 @@ apart, that is two round trips and two commits (two WAL flushes) between the run
 and the next run's first: the end (the last node's row, the ``run_end`` row and the run row,
 one fenced statement) and the claim (:func:`~tether.stores.sql_queue.claim_one_statement`).
 Armed by the worker before each drive (:meth:`~tether.stores.base.Checkpointer.
-arm_end_claim`), the slot's store sends both in psycopg's pipeline mode inside one
-transaction: BEGIN, the end's statement exactly as when written alone, the claim's exactly
-as the chain's own, COMMIT, then one Sync: one round trip and one commit (BEGIN and COMMIT
-are sent as statements: psycopg's own transaction block in pipeline mode syncs after BEGIN
-and again after COMMIT, four round trips in all, seen in a libpq trace). The two
-statements' texts, parameters and fencing are unchanged; only their transaction is shared.
+arm_end_claim`), the slot's store sends both on its hot connection in libpq's pipeline mode,
+followed by one Sync (``pg_hot.HotStatements.pipelined``): the extended protocol runs the
+statements up to a Sync in one implicit transaction, committed at the Sync, so this is one
+round trip and one commit with no ``BEGIN`` or ``COMMIT`` statements. The two statements'
+texts, parameters and fencing are unchanged; only their transaction is shared. Both are
+prepared once per connection with the types psycopg would send their parameters with, and
+sent with text parameters without psycopg's cursor and pipeline objects (which cost a worker
+about 520 us of CPU per end and claim, against 90 us for a node's checkpoint write: issue
+26). Where the hot connection cannot be used directly (``pg_hot.py``: a transaction block,
+psycopg's own pipeline, another encoding, a value it does not encode), the end is written
+alone, as unarmed, and the chain claims alone.
 
-- **Atomic.** Both commit or neither. A statement error (either statement) rolls both back:
-  the end is then written alone as without the claim (:func:`end_with_claim`), and no claim
-  is recorded, so the chain claims alone as before. A lost connection raises as the end
+- **Atomic.** Both commit or neither. A statement error (either statement) rolls both back
+  (the server skips what follows the error up to the Sync): the end is then written alone as
+  without the claim (:func:`end_with_claim`), and no claim is recorded, so the chain claims
+  alone as before. A lost connection raises as the end
   alone would (``StoreUnavailable``; the claim, if it committed, is not seen: its run's lease
   expires and it is claimed again, as for a claim alone).
 - **A lost lease.** The end's fence finding another owner writes nothing of the end, yet the
@@ -47,7 +53,6 @@ __all__ = ["EndClaims", "batch_found", "end_statement", "end_with_claim", "end_w
            "outcome_of"]
 
 log = logging.getLogger("tether.stores")
-_IDLE = 0  # psycopg.pq.TransactionStatus.IDLE (psycopg is imported by the store, not here)
 
 
 class EndClaims:
@@ -123,10 +128,12 @@ def outcome_of(found: Mapping[str, tuple[bool, float | None]], item: FencedWrite
 
 
 def end_with_claim(store: PostgresCheckpointer, write: FencedWrite, armed: NextClaim) -> bool:
-    """Write a run's end and claim the slot's next run in one pipelined transaction on the
-    store's hot connection (the caller holds its lock, inside ``finish_run``'s error
-    mapping); what the claim took is kept for :meth:`take_end_claim`. Whether the end was
-    written, as :meth:`_end_alone` says it."""
+    """Write a run's end and claim the slot's next run in one transaction and one round trip
+    on the store's hot connection (the caller holds its lock, inside ``finish_run``'s error
+    mapping): both statements in libpq's pipeline mode, one Sync
+    (:meth:`~tether.stores.pg_hot.HotStatements.pipelined`); what the claim took is kept
+    for :meth:`take_end_claim`. Whether the end was written, as :meth:`_end_alone` says
+    it."""
     connection = store._hot()
     end_sql, end_params = end_statement(store, write)
     now = time.time()
@@ -134,29 +141,24 @@ def end_with_claim(store: PostgresCheckpointer, write: FencedWrite, armed: NextC
     name, build, values = claim_one_call(armed.worker, armed.queues, 1, now, until,
                                          sorted(armed.plans))
     claim = store._sql.get(name, build)
-    ends, takes, commits = (store._hot_cursor, store._new_cursor(connection),
-                            store._new_cursor(connection))
+    claim_params = claim.params(values)
+    assert not isinstance(claim_params, Mapping)  # PostgreSQL's statements are positional
+    statements = store._hot_set()
+    end_text, claim_text = store._text(end_sql), store._text(claim.sql)
     sent = time.monotonic()
     try:
-        with connection.pipeline():  # one Sync, at the block's end: one round trip
-            ends.execute("BEGIN")  # explicit: psycopg's transaction block syncs at each end
-            ends.execute(store._text(end_sql), end_params, prepare=True)
-            takes.execute(store._text(claim.sql), claim.params(values))
-            commits.execute("COMMIT")
-        end_rows = ends.fetchall()
-        claim_rows = takes.fetchall()
+        results = statements.pipelined((
+            (statements.typed(end_text, end_params), end_params),
+            (statements.typed(claim_text, claim_params), claim_params)))
     except Exception as exc:
         if store._is_disconnect(exc):
             raise
-        if connection.info.transaction_status != _IDLE:  # the failed BEGIN ... block
-            connection.execute("ROLLBACK")
         log.warning("run %s: its end with the next claim failed (%s); ending it alone",
                     write.row.execution_id, type(exc).__name__)
         store.end_claim_fallbacks += 1
         return store._end_alone(connection, write)
-    finally:
-        takes.close()
-        commits.close()
-    claimed = claimed_from_rows(store, claim_rows, until)
+    if results is None:  # not on libpq directly now (pg_hot.py): the end alone, as unarmed
+        return store._end_alone(connection, write)
+    claimed = claimed_from_rows(store, statements.rows(results[1]), until)
     store._end_claim = EndClaim(claimed[0] if claimed else None, sent)
-    return end_written(write, end_rows)
+    return end_written(write, statements.rows(results[0]))

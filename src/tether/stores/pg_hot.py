@@ -34,17 +34,18 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from psycopg import errors
-from psycopg.generators import execute
+from psycopg import abc, errors
+from psycopg.adapt import Transformer
+from psycopg.generators import execute, fetch_many, send
 from psycopg.pq import ConnStatus, ExecStatus, PipelineStatus, TransactionStatus
 from sqlalchemy import Boolean, Float, Integer
 
 from tether.stores.schema import checkpoints
 
 __all__ = ["BOOL", "FLOAT8", "INT4", "UNKNOWN", "HotStatement", "HotStatements", "encode",
-           "oid_of"]
+           "oid_of", "oids_of"]
 
-UNKNOWN, BOOL, INT4, FLOAT8 = 0, 16, 23, 701
+UNKNOWN, BOOL, INT2, INT4, INT8, FLOAT8, NUMERIC = 0, 16, 21, 23, 20, 701, 1700
 """PostgreSQL type OIDs for :class:`HotStatement`'s parameters (``UNKNOWN``: the server
 takes the type from the statement, e.g. its ``$1::VARCHAR``, as it does for psycopg's
 ``str``)."""
@@ -55,6 +56,7 @@ _NO_PIPELINE = PipelineStatus.OFF
 _TUPLES_OK = ExecStatus.TUPLES_OK
 _COMMAND_OK = ExecStatus.COMMAND_OK
 _FATAL = ExecStatus.FATAL_ERROR
+_SYNC = ExecStatus.PIPELINE_SYNC
 _NAMES = itertools.count(1)
 _SPECIAL = {math.inf: b"Infinity", -math.inf: b"-Infinity"}
 
@@ -90,6 +92,27 @@ def encode(params: Sequence[Any]) -> list[bytes | None] | None:
         else:
             return None
     return out
+
+
+def oids_of(params: Sequence[Any]) -> tuple[int, ...]:
+    """The types psycopg's default dumpers send ``params`` with (:func:`encode`'s values):
+    an ``int`` as ``int2``, ``int4``, ``int8`` or ``numeric`` by its magnitude, a ``float``
+    as ``float8``, a ``bool`` as ``bool``, a text and None as unknown (the server takes the
+    statement's cast, or the type the context gives). A statement prepared with these
+    resolves its parameters as the cursor's did."""
+    oids: list[int] = []
+    for value in params:
+        kind = type(value)
+        if kind is float:
+            oids.append(FLOAT8)
+        elif kind is bool:
+            oids.append(BOOL)
+        elif kind is int:
+            oids.append(INT2 if -2**15 <= value < 2**15 else INT4 if -2**31 <= value < 2**31
+                        else INT8 if -2**63 <= value < 2**63 else NUMERIC)
+        else:
+            oids.append(UNKNOWN)
+    return tuple(oids)
 
 
 class HotStatement:
@@ -163,6 +186,17 @@ class HotStatement:
             return None
         return int(result.command_tuples or 0)
 
+    def prepared(self) -> bytes:
+        """The statement's name on the server, preparing it first if it is not (the caller
+        holds the connection's lock)."""
+        if not self._prepared:
+            self._prepare()
+        return self._name
+
+    def forget(self) -> None:
+        """The server no longer knows the statement: prepare it again at next use."""
+        self._prepared = False
+
     def _prepare(self) -> None:
         pgconn = self._pgconn
         pgconn.send_prepare(self._name, self._sql, param_types=self._oids)
@@ -192,11 +226,80 @@ class HotStatements:
     """The statements of one psycopg connection prepared here, by their text (a store keeps
     one with its hot connection, and a new one with a new connection)."""
 
-    __slots__ = ("_statements", "connection")
+    __slots__ = ("_loader", "_statements", "_typed", "connection")
 
     def __init__(self, connection: Any) -> None:
         self.connection = connection
         self._statements: dict[str, HotStatement] = {}
+        self._typed: dict[tuple[str, tuple[int, ...]], HotStatement] = {}
+        self._loader: abc.Transformer | None = None
+
+    def typed(self, sql: str, params: Sequence[Any]) -> HotStatement:
+        """``sql`` (server placeholders) prepared with the types psycopg sends ``params``
+        with (:func:`oids_of`), one statement per text and types, as psycopg's own
+        prepared statements are kept."""
+        oids = oids_of(params)
+        statement = self._typed.get((sql, oids))
+        if statement is None:
+            statement = self._typed[sql, oids] = HotStatement(self.connection, sql, oids)
+        return statement
+
+    def pipelined(self, calls: Sequence[tuple[HotStatement, Sequence[Any]]],
+                  ) -> list[Any] | None:
+        """Execute ``calls`` (statements of this connection and their parameters) in
+        libpq's pipeline mode, one round trip and one Sync: the server runs them in one
+        implicit transaction, committed at the Sync, or rolled back whole if one fails
+        (the rest are then not run). Each statement's result (text format), in order; the
+        first failed statement's error raised as psycopg's cursor raises it (a statement
+        the session no longer knows is prepared again and the whole pipeline sent once
+        more: nothing of the failed one was committed). None without executing anything
+        when psycopg's own state must not be bypassed or a parameter cannot be encoded
+        (as :meth:`HotStatement.run`): the caller then does what it does without the
+        pipeline."""
+        encoded = [encode(params) for _, params in calls]
+        if not calls or not calls[0][0].usable() or any(e is None for e in encoded):
+            return None
+        connection = self.connection
+        with connection.lock:
+            try:
+                return self._pipeline(calls, encoded)
+            except errors.InvalidSqlStatementName:  # deallocated by psycopg or the session
+                for statement, _ in calls:
+                    statement.forget()
+                return self._pipeline(calls, encoded)
+
+    def rows(self, result: Any) -> list[tuple[Any, ...]]:
+        """``result``'s rows as psycopg's cursor loads them (the connection's loaders)."""
+        loader = self._loader
+        if loader is None:
+            loader = self._loader = Transformer(self.connection)
+        loader.set_pgresult(result)
+        return loader.load_rows(0, result.ntuples, tuple)
+
+    def _pipeline(self, calls: Sequence[tuple[HotStatement, Sequence[Any]]],
+                  encoded: Sequence[list[bytes | None] | None]) -> list[Any]:
+        names = [statement.prepared() for statement, _ in calls]
+        pgconn = self.connection.pgconn
+        pgconn.enter_pipeline_mode()
+        try:
+            for name, values in zip(names, encoded, strict=True):
+                pgconn.send_query_prepared(name, values)
+            pgconn.pipeline_sync()
+            groups = self.connection.wait(_exchange(pgconn, len(calls)))
+        except BaseException:
+            try:  # results still pending (an interrupt): the mode cannot be left
+                pgconn.exit_pipeline_mode()
+            except Exception:  # nor the connection used again: the store reconnects
+                self.connection.close()
+            raise
+        pgconn.exit_pipeline_mode()
+        results = []
+        for group in groups[:-1]:
+            for result in group:
+                if result.status == _FATAL:
+                    raise errors.error_from_result(result, encoding=pgconn._encoding)
+            results.append(group[0] if group else None)
+        return results
 
     def get(self, sql: str, names: Sequence[str]) -> HotStatement:
         """``sql`` (server placeholders) whose parameters are ``names`` in order: a
@@ -222,3 +325,17 @@ def oid_of(column_type: Any) -> int:
     if isinstance(column_type, Integer):
         return INT4
     return UNKNOWN
+
+
+def _exchange(pgconn: Any, count: int) -> Any:
+    """A generator for psycopg's ``wait``: flush what was queued, then read ``count``
+    statements' results and the Sync's (a list of results per statement, then the Sync's)."""
+    yield from send(pgconn)
+    groups = []
+    for _ in range(count):
+        groups.append((yield from fetch_many(pgconn)))
+    while True:  # up to the Sync's own result (nothing else should come before it)
+        group = yield from fetch_many(pgconn)
+        groups.append(group)
+        if not group or group[-1].status == _SYNC:
+            return groups

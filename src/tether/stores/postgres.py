@@ -348,11 +348,15 @@ class PostgresCheckpointer(EndClaims, SQLCheckpointer):
         """``sql`` (server text) on the hot connection's libpq connection, without
         psycopg's cursor (``pg_hot.py``: a third of a worker's Python time went to the
         cursor layer around its checkpoint write). The caller holds ``_lock``."""
+        return self._hot_set().get(sql, names)
+
+    def _hot_set(self) -> HotStatements:
+        """The hot connection's :class:`HotStatements` (the caller holds ``_lock``)."""
         statements = self._hot_statements
         if statements is None or statements.connection is not self._hot_connection:
             from tether.stores.pg_hot import HotStatements as Made
             statements = self._hot_statements = Made(self._hot_connection)
-        return statements.get(sql, names)
+        return statements
 
     def _put_fenced(self, connection: Any, row: CheckpointRow, owner: str) -> bool:
         """The fenced INSERT as a CTE that also returns the run row's
