@@ -11,7 +11,11 @@ numbers in binary; the values stored are the same, to the bit: tested), and the 
 types come from the statement's casts or the OIDs given at prepare time (a parameter
 without a cast must be given its OID: an unknown parameter in a select list would resolve
 to ``text``). The store uses it for ``tether run``'s checkpoint INSERTs and a run's end
-alone too.
+alone too. A worker slot's run end and its next claim go together
+(:meth:`HotStatements.pipelined`): both prepared with the types psycopg's dumpers give
+their values (:func:`oids_of`), sent in libpq's pipeline mode with one Sync (one implicit
+transaction, one round trip), their rows loaded by psycopg's own ``Transformer`` with the
+connection's loaders, as its cursor loads them.
 
 What stays as psycopg's: the connection's lock; its ``wait`` (interrupts cancel the
 statement); the generator that sends, flushes and reads the results (notices and
