@@ -157,6 +157,9 @@ def test_an_end_sent_with_its_claim_takes_the_next_run_in_its_transaction(
                        "WHERE execution_id = $2 AND kind = 'claimed')", (eid, queued))
         end_xmin, claim_xmin = cursor.fetchone()
     assert end_xmin == claim_xmin
+    [event] = [e for e in pg_store.events(queued) if e.kind.value == "claimed"]
+    assert len(event.event_id) == 27 and event.event_id[:19].isdigit()  # time, then random
+    assert abs(int(event.event_id[:19]) / 1e9 - event.created_at) < 1e-3
 
 
 def test_an_end_not_sent_directly_is_written_alone_and_claims_nothing(

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from tether.stores.records import PendingInterrupt
 
 __all__ = ["CLAIMED_REASON", "AnswerChannel", "RunEvent", "RunEventKind", "answered_event",
-           "claimed_event", "new_event_id", "released_event", "upgraded_event"]
+           "claimed_event", "event_id_time", "new_event_id", "released_event",
+           "upgraded_event"]
 
 CLAIMED_REASON = "claimed"
 """The ``reason`` of a worker's claim in its ``claimed`` event (``Attempt.reason``)."""
@@ -54,8 +55,13 @@ class AnswerChannel(StrEnum):
 
 def new_event_id(now: float | None = None) -> str:
     """A time-ordered, unique event id: 19 digits of nanoseconds, then 8 random hex digits."""
-    nanoseconds = time.time_ns() if now is None else int(now * 1e9)
-    return f"{nanoseconds:019d}{secrets.token_hex(4)}"
+    return f"{event_id_time(now)}{secrets.token_hex(4)}"
+
+
+def event_id_time(now: float | None = None) -> str:
+    """An event id's first 19 digits, its nanoseconds (a claim statement draws the random
+    rest itself: no random draw here, which would hand the interpreter lock around)."""
+    return f"{time.time_ns() if now is None else int(now * 1e9):019d}"
 
 
 @dataclass(frozen=True)

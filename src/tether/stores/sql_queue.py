@@ -41,7 +41,7 @@ from tether.stores.events import (
     RunEvent,
     RunEventKind,
     claimed_event,
-    new_event_id,
+    event_id_time,
 )
 from tether.stores.owners import new_owner, owner_suffix
 from tether.stores.queueing import (
@@ -182,7 +182,7 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
     event) SELECT * FROM upd``. Each run gets its own owner token,
     ``gen_random_uuid()``'s 32 hex digits (random, as :func:`new_owner`'s) followed by this
     process's ``@host/pid/...`` suffix; each event the claim's time as its id's first 19
-    digits (as :func:`~tether.stores.events.new_event_id`), then 8 random hex digits. The
+    digits (:func:`~tether.stores.events.event_id_time`), then 8 random hex digits. The
     row locks and ``SKIP LOCKED`` are the transaction's; a queue's limits are read from the
     same snapshot the transaction's ``_locked_limits`` would read (nothing to lock when
     there are none)."""
@@ -228,7 +228,7 @@ def claim_one_call(worker: str, queues: Sequence[str], limit: int, now: float,
     (also sent with a run's end: ``pg_end_claim.py``)."""
     count, planned = len(queues), len(fingerprints) if fingerprints is not None else None
     values = {"now": now, "n": limit, "until": lease_until, "suffix": owner_suffix(),
-              "worker": worker, "event_at": new_event_id(now)[:19], **_names("q", queues),
+              "worker": worker, "event_at": event_id_time(now), **_names("q", queues),
               **_names("p", fingerprints or ())}
     return (f"claim_one:{count}:{planned}", lambda: claim_one_statement(count, planned),
             values)
