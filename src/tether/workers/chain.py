@@ -18,13 +18,16 @@ that did not go (a statement error: the end was written alone), is followed by t
 alone, as before.
 
 The worker's bookkeeping of the runs it holds (``_running``, ``_tokens``, the logged lost
-leases) stays owned by its loop's thread: the slot tells the loop of each new run with
-``call_soon_threadsafe`` (:class:`Chain` ``.switch``) *before* it starts driving it. The
-loop runs callbacks in the order they were queued, so the switch comes before anything the
-new run's drive can queue (a lost lease's ``_forget``) and before the chain future's done
-callback; the loop's :attr:`Chain.held` is the run the slot holds now, as far as the loop
-can know it. Between a drive's end and its switch the loop still lists the old run (a
-heartbeat then may name a run that has just ended); the count of held runs stays right.
+leases) stays owned by its loop's thread: the slot queues each switch to a new run
+(:class:`Switches`) *before* it starts driving it, and the loop applies the queued switches,
+in order, before anything that reads that bookkeeping: a heartbeat (``tether workers``), a
+chain's end (its future's done callback), a lost lease (``_forget``, queued by the new run's
+drive after the switch), the stop. So the loop is not woken once per run (a self-pipe write,
+an epoll wake and the interpreter lock handed to the loop's thread and back, for every run
+of every slot: issue 26), and what it reads is as it was when each switch was told at once;
+the loop's :attr:`Chain.held` is the run the slot holds now, as far as the loop can know
+it. Between a drive's end and the next settle the loop still lists the old run (a heartbeat
+then may name a run that has just ended); the count of held runs stays right.
 
 Capacity is counted in slots: the loop claims at most as many runs as it has free slots, and
 a chain claims only for the slot it runs in, after that slot's drive has returned. A run
@@ -38,6 +41,8 @@ would hold a lease and a place in its queue's limits while another worker may be
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +51,7 @@ from tether.stores.base import Checkpointer
 from tether.stores.queueing import ClaimedRun
 from tether.workers.slots import Slot
 
-__all__ = ["Chain", "Turn"]
+__all__ = ["SETTLE_AFTER", "Chain", "Switches", "Turn"]
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,8 @@ class Chain:
         claim: the slot's own claim of one more run on its store, or the run its store
             claimed with the ended run's end (None: nothing claimable, the claim failed,
             or the worker is stopping: a run claimed with the end is then given back).
-        switch: on the worker's loop: the slot ended the first run and drives the second
-            now (given the chain, the old and the new claim).
+        switch: on the slot's thread: the slot ended the first run and drives the second
+            now (given the chain, the old and the new claim): :meth:`Switches.queue`.
         loop: the worker's loop.
     """
 
@@ -87,7 +92,7 @@ class Chain:
         self._drive = drive
         self._claim = claim
         self._switch = switch
-        self._loop = loop
+        self.loop = loop
         self.future: asyncio.Future[None] = asyncio.wrap_future(slot.submit(self._run()),
                                                                loop=loop)
         """Done when the chain has ended (the slot's last drive returned)."""
@@ -99,5 +104,41 @@ class Chain:
             following = self._claim(self.slot.store)  # None when stopping
             if following is None:
                 return
-            self._loop.call_soon_threadsafe(self._switch, self, turn.claim, following.claim)
+            self._switch(self, turn.claim, following.claim)
             turn = following
+
+
+class Switches:
+    """The chains' switches to their next runs: queued by the slots' threads, applied on the
+    worker's loop by :meth:`settle`, in the order they were queued (see the module
+    docstring). Bounded: once :data:`SETTLE_AFTER` wait, the loop is asked to settle them
+    (a switch holds its runs' records, inputs included, until it is applied)."""
+
+    def __init__(self, apply: Callable[[Chain, ClaimedRun, ClaimedRun], None]) -> None:
+        self._queued: deque[tuple[Chain, ClaimedRun, ClaimedRun]] = deque()
+        self._apply = apply
+        self._asked = False
+
+    def queue(self, chain: Chain, old: ClaimedRun, new: ClaimedRun) -> None:
+        """From a slot's thread, before it drives ``new``."""
+        queued = self._queued
+        queued.append((chain, old, new))
+        if len(queued) >= SETTLE_AFTER and not self._asked:
+            self._asked = True
+            with contextlib.suppress(RuntimeError):  # the loop has closed
+                chain.loop.call_soon_threadsafe(self.settle)
+
+    def __len__(self) -> int:
+        return len(self._queued)
+
+    def settle(self) -> None:
+        """On the worker's loop: apply the switches queued so far."""
+        self._asked = False
+        queued, apply = self._queued, self._apply
+        while queued:
+            apply(*queued.popleft())
+
+
+SETTLE_AFTER = 64
+"""Switches queued before the worker's loop is woken to apply them (at most one wake-up per
+this many runs; the loop also applies them at each of its own turns that reads them)."""

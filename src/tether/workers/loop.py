@@ -47,7 +47,7 @@ from tether.stores.queueing import ClaimedRun, ClaimReason, NextClaim, WorkerRec
 from tether.stores.records import FencedWrite
 from tether.stores.write_group import WriteGroup
 from tether.workers import claims, give_back
-from tether.workers.chain import Chain, Turn
+from tether.workers.chain import Chain, Switches, Turn
 from tether.workers.schedules import enqueue_into, fire_schedules
 from tether.workers.slots import Slot, Slots
 
@@ -118,6 +118,7 @@ class Worker:
         self._running: dict[str, asyncio.Future[None]] = {}
         self._tokens: dict[str, str] = {}  # execution id: the claim token it is driven under
         self._reported_lost: set[str] = set()  # claim tokens whose lost lease was logged
+        self._switches = Switches(self._switch)  # the chains' next runs (chain.py)
         self._task_names: frozenset[str] = frozenset()
         self._task_registry: Mapping[str, Callable[..., Any]] = {}
         self._servable: set[str] = set()  # plan fingerprints whose tasks this worker has
@@ -422,6 +423,7 @@ class Worker:
 
     def _heartbeat(self, store: Checkpointer) -> None:
         """Report this worker's runs (``tether workers``)."""
+        self._switches.settle()
         try:
             store.heartbeat_worker(self.worker_id, time.time(), sorted(self._running))
         except TetherError as exc:
@@ -453,7 +455,7 @@ class Worker:
         slot = slots.take()
         assert self._loop is not None
         chain = Chain(slot, turn, drive=self._drive_turn, claim=self._claim_next,
-                      switch=self._switch, loop=self._loop)
+                      switch=self._switches.queue, loop=self._loop)
         self._track(claim, chain.future, lambda: slots.give(slot), chain)
 
     def _drive_turn(self, slot: Slot, turn: Turn) -> Coroutine[Any, Any, None]:
@@ -470,9 +472,9 @@ class Worker:
         return self._drive(slot.runner, slot.store, claim, held, turn.sent)
 
     def _switch(self, chain: Chain, old: ClaimedRun, new: ClaimedRun) -> None:
-        """On this loop: ``chain``'s slot ended ``old``'s drive and drives ``new`` now (it
-        queued this before that drive began, so this comes before ``new``'s lost-lease
-        :meth:`_forget` and before the chain's done callback). ``old`` is dropped unless
+        """On this loop (:meth:`Switches.settle`): ``chain``'s slot ended ``old``'s drive and
+        drives ``new`` now (queued before that drive began, settled before ``new``'s
+        lost-lease :meth:`_forget` and the chain's done callback). ``old`` is dropped unless
         :meth:`_forget` dropped it already (or it is ``new`` again, claimed anew)."""
         with self._finished_lock:
             self._reported_lost.discard(old.owner)
@@ -493,6 +495,7 @@ class Worker:
             # keeps their order): the drive's own report and _forget's log it once between
             # them, whichever thread sees the loss first. A chain's last run is the one
             # its last _switch (queued before the future ended) made it hold.
+            self._switches.settle()
             last = chain.held if chain is not None else claim
             execution_id = last.run.execution_id
             with self._finished_lock:
@@ -525,6 +528,7 @@ class Worker:
         no longer this worker's: logged once (here or by the drive, whichever is first:
         :meth:`_report_lost`), no longer reported as held, its place free for a claim once
         its slot is."""
+        self._switches.settle()
         execution_id = claim.run.execution_id
         future = self._running.get(execution_id)
         if future is None or future.done() or self._tokens.get(execution_id) != claim.owner:
