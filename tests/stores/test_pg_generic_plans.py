@@ -49,3 +49,41 @@ def test_a_workers_claims_on_generic_plans_take_runs_in_claim_order(
     assert [ids[e] for e in taken] == sorted(priorities, reverse=True)
     now = time.time()
     assert pg_store.claim_runs("w", ["q"], 3, now, now + 60) == []
+
+
+def test_a_workers_claim_passes_over_a_run_locked_elsewhere_and_changes_only_its_own(
+        pg_store: PostgresCheckpointer, pg_schema: tuple[str, str]) -> None:
+    """The one-statement claim (its UPDATE takes the runs by key, issue 26) on generic
+    plans: a run another transaction holds locked is passed over (``SKIP LOCKED``), not
+    waited for, and taken once the lock is gone; each claim changes only the run it takes,
+    with one ``claimed`` event each."""
+    import psycopg
+
+    url, schema = pg_schema
+    eids = [new_run(pg_store, status="queued", created_at=1000.0 + i) for i in range(12)]
+    for eid in eids:
+        assert pg_store.enqueue_run(eid, "q", 0, None)
+    pg_store.use_for_worker()
+    taken: list[str] = []
+    for _ in range(6):  # beyond 5 executions: the generic plan
+        now = time.time()
+        taken += [c.run.execution_id for c in pg_store.claim_runs("w", ["q"], 1, now, now + 60)]
+    assert taken == eids[:6]
+    with psycopg.connect(url) as holder:  # a transaction holding the next run's row lock
+        holder.execute(f'SELECT 1 FROM "{schema}".runs WHERE execution_id = %s FOR UPDATE',
+                       (eids[6],))
+        now = time.time()
+        passed = pg_store.claim_runs("w", ["q"], 2, now, now + 60)
+        assert [c.run.execution_id for c in passed] == eids[7:9]
+        holder.rollback()
+    now = time.time()
+    later = pg_store.claim_runs("w", ["q"], 1, now, now + 60)
+    assert [c.run.execution_id for c in later] == [eids[6]]
+    claimed = set(eids[:9])
+    for eid in eids:
+        run = pg_store.get_run(eid)
+        assert run is not None
+        assert run.status == ("running" if eid in claimed else "queued")
+        assert (run.owner is not None) == (eid in claimed)
+        kinds = [event.kind for event in pg_store.events(eid)]
+        assert kinds == (["claimed"] if eid in claimed else [])

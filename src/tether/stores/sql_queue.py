@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import (
     String,
     and_,
+    any_,
     bindparam,
     case,
     cast,
@@ -177,15 +178,20 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
     """PostgreSQL's claim when none of the served queues has limits, in one statement:
     ``WITH lim AS (the served queues that have limits), cand AS (the claimable runs,
     none if lim is not empty: the first n of each kind ... FOR UPDATE SKIP LOCKED, then the
-    first n of those, as :func:`_candidates`), upd AS (UPDATE runs ... FROM cand RETURNING
-    the run rows and their status before), ev AS (INSERT each taken run's ``claimed``
-    event) SELECT * FROM upd``. Each run gets its own owner token,
-    ``gen_random_uuid()``'s 32 hex digits (random, as :func:`new_owner`'s) followed by this
-    process's ``@host/pid/...`` suffix; each event the claim's time as its id's first 19
-    digits (as :func:`~tether.stores.events.new_event_id`), then 8 random hex digits. The
-    row locks and ``SKIP LOCKED`` are the transaction's; a queue's limits are read from the
-    same snapshot the transaction's ``_locked_limits`` would read (nothing to lock when
-    there are none)."""
+    first n of those, as :func:`_candidates`), upd AS (UPDATE runs ... WHERE execution_id
+    = ANY(ARRAY(SELECT execution_id FROM cand)) RETURNING the run rows), ev AS (INSERT each
+    taken run's ``claimed`` event) SELECT upd.*, cand.was (each run's status before) FROM
+    upd JOIN cand``. The UPDATE takes its runs by key, one ``runs_pkey`` probe each: written
+    ``UPDATE ... FROM cand``, its generic plan (a worker's) estimated ``cand`` at 20 rows
+    and hash-joined it to a sequential scan of all the runs, a third of the claim's server
+    time over a backlog of 1,000 runs (docs/decisions.md, issue 26).
+
+    Each run gets its own owner token, ``gen_random_uuid()``'s 32 hex digits (random, as
+    :func:`new_owner`'s) followed by this process's ``@host/pid/...`` suffix; each event
+    the claim's time as its id's first 19 digits (as
+    :func:`~tether.stores.events.new_event_id`), then 8 random hex digits. The row locks and
+    ``SKIP LOCKED`` are the transaction's; a queue's limits are read from the same snapshot
+    the transaction's ``_locked_limits`` would read (nothing to lock when there are none)."""
     lim = select(queue_table.c.name).where(and_(queue_table.c.name.in_(
         [bindparam(f"q{i}") for i in range(queues)]), _LIMITED)).cte("lim")
     empty = ~exists(select(literal_column("1")).select_from(lim))
@@ -194,11 +200,12 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
     cand = select(first.c.execution_id, first.c.was).cte("cand")
     token = func.replace(cast(func.gen_random_uuid(), String), "-", "") + \
         bindparam("suffix", type_=String)
-    upd = update(runs).where(runs.c.execution_id == cand.c.execution_id).values(
+    taken = any_(func.array(select(cand.c.execution_id).scalar_subquery()))
+    upd = update(runs).where(runs.c.execution_id == taken).values(
         owner=token, lease_until=bindparam("until"), status=RunStatus.RUNNING.value,
         attempt=runs.c.attempt + 1, updated_at=bindparam("now"), blocked_reason=None,
         started_at=case((runs.c.status == RunStatus.QUEUED.value, bindparam("now")),
-                        else_=runs.c.started_at)).returning(*runs.columns, cand.c.was).cte("upd")
+                        else_=runs.c.started_at)).returning(*runs.columns).cte("upd")
     data = cast(func.json_build_object("attempt", upd.c.attempt, "reason", CLAIMED_REASON,
                                        "worker", bindparam("worker", type_=String)), String)
     event_id = bindparam("event_at", type_=String) + func.substr(
@@ -207,7 +214,8 @@ def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
         ["execution_id", "event_id", "kind", "created_at", "owner", "data"],
         select(upd.c.execution_id, event_id, literal(RunEventKind.CLAIMED.value, String),
                bindparam("now"), upd.c.owner, data)).cte("ev")
-    return select(*upd.c).add_cte(ev)
+    return select(*upd.c, cand.c.was).where(upd.c.execution_id == cand.c.execution_id).add_cte(
+        ev)
 
 
 def _claim_in_one(store: SQLCheckpointer, worker: str, queues: Sequence[str], limit: int,
