@@ -5,10 +5,13 @@ again at every execution under ``auto``. Other stores keep PostgreSQL's default.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from typing import Any
 
 from helpers import new_run
 
 from tether.stores.postgres import PostgresCheckpointer
+from tether.stores.sql_queue import claim_one_call
 
 
 def _mode(store: PostgresCheckpointer) -> str:
@@ -53,10 +56,10 @@ def test_a_workers_claims_on_generic_plans_take_runs_in_claim_order(
 
 def test_a_workers_claim_passes_over_a_run_locked_elsewhere_and_changes_only_its_own(
         pg_store: PostgresCheckpointer, pg_schema: tuple[str, str]) -> None:
-    """The one-statement claim (its UPDATE takes the runs by key, issue 26) on generic
-    plans: a run another transaction holds locked is passed over (``SKIP LOCKED``), not
-    waited for, and taken once the lock is gone; each claim changes only the run it takes,
-    with one ``claimed`` event each."""
+    """The one-statement claim on generic plans, of one run (``LIMIT 1`` written in it,
+    issue 26) and of two (bound): a run another transaction holds locked is passed over
+    (``SKIP LOCKED``), not waited for, and taken once the lock is gone; each claim changes
+    only the runs it takes, with one ``claimed`` event each."""
     import psycopg
 
     url, schema = pg_schema
@@ -87,3 +90,38 @@ def test_a_workers_claim_passes_over_a_run_locked_elsewhere_and_changes_only_its
         assert (run.owner is not None) == (eid in claimed)
         kinds = [event.kind for event in pg_store.events(eid)]
         assert kinds == (["claimed"] if eid in claimed else [])
+
+
+def _nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", ()):
+        yield from _nodes(child)
+
+
+def test_a_slots_claim_of_one_run_reads_no_run_but_by_index(
+        pg_store: PostgresCheckpointer, pg_schema: tuple[str, str]) -> None:
+    """The claim a slot sends after each run's end (limit 1), planned as a worker plans it
+    (generic) over an analysed backlog, reads ``runs`` by its indexes only: its UPDATE
+    probes the claimed run's key (bound, ``LIMIT $n`` was estimated at a tenth of the
+    candidates and the UPDATE hashed a sequential scan of every run, issue 26)."""
+    import psycopg
+    from psycopg import sql
+
+    url, schema = pg_schema
+    for _ in range(200):
+        assert pg_store.enqueue_run(new_run(pg_store, status="queued"), "q", 0, None)
+    now = time.time()
+    name, build, values = claim_one_call("w", ["q"], 1, now, now + 60, ["f" * 64])
+    statement = pg_store._sql.get(name, build)
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f'SET search_path TO "{schema}"')
+        connection.execute("SET plan_cache_mode = force_generic_plan")
+        connection.execute("ANALYZE runs")
+        connection.execute("PREPARE claim AS " + pg_store._text(statement.sql))
+        params = sql.SQL(", ").join(sql.Literal(v) for v in statement.params(values))
+        (plan,), = connection.execute(sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE claim({})").format(
+            params)).fetchall()
+    reads = {(node["Node Type"], node.get("Index Name")) for node in _nodes(plan[0]["Plan"])
+             if node.get("Relation Name") == "runs" and "Scan" in node["Node Type"]}
+    assert reads and all(kind != "Seq Scan" for kind, _ in reads), reads
+    assert ("Index Scan", "runs_pkey") in reads
