@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
+    Integer,
     String,
     and_,
     bindparam,
@@ -110,19 +111,25 @@ def _candidates(queues: int, plans: int | None, full: int, starts: bool) -> Clau
                   for kind in _KINDS if starts or kind != "queued")
 
 
-def _first(branches: Iterable[Select[Any]]) -> Select[Any]:
+def _first(branches: Iterable[Select[Any]], n: ColumnElement[int] | None = None,
+           ) -> Select[Any]:
     both = union_all(*branches).subquery("claimable")
     return select(*both.c).order_by(both.c.priority.desc(), both.c.created_at,
-                                    both.c.execution_id).limit(bindparam("n"))
+                                    both.c.execution_id).limit(_limit(n))
 
 
-def _branch(where: ColumnElement[bool]) -> Select[Any]:
+def _branch(where: ColumnElement[bool], n: ColumnElement[int] | None = None) -> Select[Any]:
     """The first ``n`` runs matching ``where`` in claim order, locked (``SKIP LOCKED``), as a
-    sub-select (SQLite takes no parenthesised member in a compound select)."""
+    sub-select (SQLite takes no parenthesised member in a compound select). ``n``: the
+    bound ``:n`` unless given."""
     first = select(runs.c.execution_id, runs.c.status.label("was"), runs.c.queue,
                    runs.c.workflow, runs.c.priority, runs.c.created_at).where(where).order_by(
-        *_ORDER).limit(bindparam("n")).with_for_update(skip_locked=True).subquery()
+        *_ORDER).limit(_limit(n)).with_for_update(skip_locked=True).subquery()
     return select(*first.c)
+
+
+def _limit(n: ColumnElement[int] | None) -> ColumnElement[int]:
+    return bindparam("n") if n is None else n
 
 
 def _take() -> ClauseElement:
@@ -173,24 +180,33 @@ def _names(prefix: str, values: Iterable[str]) -> dict[str, str]:
     return {f"{prefix}{i}": value for i, value in enumerate(values)}
 
 
-def claim_one_statement(queues: int, plans: int | None) -> ClauseElement:
+def claim_one_statement(queues: int, plans: int | None, one: bool = False) -> ClauseElement:
     """PostgreSQL's claim when none of the served queues has limits, in one statement:
     ``WITH lim AS (the served queues that have limits), cand AS (the claimable runs,
     none if lim is not empty: the first n of each kind ... FOR UPDATE SKIP LOCKED, then the
     first n of those, as :func:`_candidates`), upd AS (UPDATE runs ... FROM cand RETURNING
     the run rows and their status before), ev AS (INSERT each taken run's ``claimed``
-    event) SELECT * FROM upd``. Each run gets its own owner token,
-    ``gen_random_uuid()``'s 32 hex digits (random, as :func:`new_owner`'s) followed by this
-    process's ``@host/pid/...`` suffix; each event the claim's time as its id's first 19
-    digits (:func:`~tether.stores.events.event_id_time`), then 8 random hex digits. The
-    row locks and ``SKIP LOCKED`` are the transaction's; a queue's limits are read from the
-    same snapshot the transaction's ``_locked_limits`` would read (nothing to lock when
-    there are none)."""
+    event) SELECT * FROM upd``.
+
+    ``one``: n is 1, written in the statement (``LIMIT 1``), not bound: a worker's slot
+    claims so after each run's end (``pg_end_claim.py``). A worker's generic plan of ``LIMIT
+    $n`` estimates ``cand`` at a tenth of its input, 20 runs over an analysed backlog of
+    1,000, and so joined it to ``runs`` by hashing a sequential scan of every run, about
+    half of the claim's server time there; knowing 1 row, the planner probes ``runs_pkey``
+    once (docs/decisions.md, issue 26). Other n stay bound: one prepared statement for all.
+
+    Each run gets its own owner token, ``gen_random_uuid()``'s 32 hex digits (random, as
+    :func:`new_owner`'s) followed by this process's ``@host/pid/...`` suffix; each event
+    the claim's time as its id's first 19 digits
+    (:func:`~tether.stores.events.event_id_time`), then 8 random hex digits. The row locks and
+    ``SKIP LOCKED`` are the transaction's; a queue's limits are read from the same snapshot
+    the transaction's ``_locked_limits`` would read (nothing to lock when there are none)."""
     lim = select(queue_table.c.name).where(and_(queue_table.c.name.in_(
         [bindparam(f"q{i}") for i in range(queues)]), _LIMITED)).cte("lim")
     empty = ~exists(select(literal_column("1")).select_from(lim))
-    first = _first(_branch(and_(_claimable(queues, plans, kinds=(kind,)), empty))
-                   for kind in _KINDS).subquery("first")
+    n = literal_column("1", Integer) if one else None
+    first = _first((_branch(and_(_claimable(queues, plans, kinds=(kind,)), empty), n)
+                    for kind in _KINDS), n).subquery("first")
     cand = select(first.c.execution_id, first.c.was).cte("cand")
     token = func.replace(cast(func.gen_random_uuid(), String), "-", "") + \
         bindparam("suffix", type_=String)
@@ -230,8 +246,9 @@ def claim_one_call(worker: str, queues: Sequence[str], limit: int, now: float,
     values = {"now": now, "n": limit, "until": lease_until, "suffix": owner_suffix(),
               "worker": worker, "event_at": event_id_time(now), **_names("q", queues),
               **_names("p", fingerprints or ())}
-    return (f"claim_one:{count}:{planned}", lambda: claim_one_statement(count, planned),
-            values)
+    one = limit == 1
+    return (f"claim_one:{count}:{planned}:{int(one)}",
+            lambda: claim_one_statement(count, planned, one), values)
 
 
 def claimed_from_rows(store: SQLCheckpointer, rows: Iterable[Any],
