@@ -302,19 +302,23 @@ def main() -> None:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
-    results["langgraph_sqlite"] = guarded("langgraph_sqlite", langgraph_sqlite, workdir,
-                                          args.repeat)
-    if args.postgres:
+    timings = args.only != "queue"  # --only queue: the queue drains alone (bench/peers.py)
+    if timings:
+        results["langgraph_sqlite"] = guarded("langgraph_sqlite", langgraph_sqlite, workdir,
+                                              args.repeat)
+    if args.postgres and timings:
         results["langgraph_postgres"] = guarded("langgraph_postgres", langgraph_postgres,
                                                 args.postgres, args.repeat)
-    results["dbos_sqlite"] = guarded("dbos_sqlite", dbos_timing,
-                                     f"sqlite:///{workdir / 'dbos.sqlite'}", args.repeat,
-                                     workdir)
+    if timings:
+        results["dbos_sqlite"] = guarded("dbos_sqlite", dbos_timing,
+                                         f"sqlite:///{workdir / 'dbos.sqlite'}", args.repeat,
+                                         workdir)
     if args.postgres:
         pg = args.postgres.replace("postgresql://", "postgresql+psycopg://", 1) \
             if args.postgres.startswith("postgresql://") else args.postgres
-        results["dbos_postgres"] = guarded("dbos_postgres", dbos_timing, pg, args.repeat,
-                                           workdir)
+        if timings:
+            results["dbos_postgres"] = guarded("dbos_postgres", dbos_timing, pg,
+                                               args.repeat, workdir)
         if args.queue_runs:
             counts = [int(v) for v in args.queue_workers.split(",") if v.strip()]
             results["dbos_queue"] = guarded("dbos_queue", dbos_queue, pg, args.queue_runs,
